@@ -1,0 +1,135 @@
+import type { RetryPolicy } from '../src/definition/retry.js';
+import type { ErrorData } from '../src/internal/error-data.js';
+
+/** Version of the execution machine; stored with every snapshot. */
+export const EXECUTION_MACHINE_VERSION = 1;
+
+/** What the execution machine needs to know of a reactor: its steps in execution order. */
+export interface ExecutionPlanView {
+  readonly reactor: string;
+  readonly steps: readonly { readonly name: string; readonly retry: RetryPolicy; readonly tracked: boolean }[];
+}
+
+/** Why a compensate / undo did not complete. */
+export type RollbackFailureReason = 'returned_failure' | 'raised';
+
+/** A compensate or undo that did not complete; the rollback went on. */
+export interface RollbackFailure {
+  readonly step: string;
+  readonly kind: 'compensate' | 'undo';
+  readonly reason: RollbackFailureReason;
+  readonly error: ErrorData;
+}
+
+/** The step failure that started a rollback. */
+export interface FailureRecord {
+  readonly step: string;
+  readonly index: number;
+  readonly error: ErrorData;
+  /** The failing step's resolved arguments, when resolution got that far. */
+  readonly args: unknown;
+  /** Its body started, and its compensate has not finished yet. */
+  readonly compensationPending: boolean;
+  /** Its compensate failed: the run's error becomes a compensation error naming the step. */
+  readonly compensationFailed: boolean;
+}
+
+/** One entry of the execution trace. */
+export interface TraceEntry {
+  readonly type:
+    | 'run'
+    | 'retry'
+    | 'skipped'
+    | 'halt'
+    | 'failed'
+    | 'compensate'
+    | 'compensate_failure'
+    | 'undo'
+    | 'undo_failure'
+    | 'aborted'
+    | 'input_rejected';
+  readonly step?: string;
+  readonly attempt?: number;
+  readonly at: number;
+  readonly reason?: string;
+  readonly delayMs?: number;
+  readonly error?: ErrorData;
+}
+
+/** The execution actor's context: small and of constant size per step. */
+export interface ExecutionContext {
+  readonly executionId: string;
+  readonly reactor: string;
+  /** Plan index of the step being run, or of the next one. */
+  readonly cursor: number;
+  /** 1-based attempt of the step at `cursor`. */
+  readonly attempt: number;
+  /** Entries on the undo stack (kept in the store, outside this context). */
+  readonly undoDepth: number;
+  readonly failure: FailureRecord | null;
+  readonly rollbackFailures: readonly RollbackFailure[];
+  readonly halt: { readonly step: string; readonly reason: string } | null;
+  /** Why the run is rolling back or was cancelled: a step failure, or an operator's undo. */
+  readonly rollbackReason: 'failure' | 'operator' | null;
+  readonly inputError: ErrorData | null;
+  readonly abortReason: string | null;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+/** Input that creates an execution actor. */
+export interface ExecutionInput {
+  readonly executionId: string;
+  readonly reactor: string;
+  readonly at: number;
+}
+
+/** Events the execution actor accepts. Every event carries the host's clock reading. */
+export type ExecutionEvent =
+  | { readonly type: 'xreactor.input.accepted'; readonly at: number }
+  | { readonly type: 'xreactor.input.rejected'; readonly at: number; readonly error: ErrorData }
+  | { readonly type: 'xreactor.step.succeeded'; readonly at: number; readonly index: number; readonly attempt: number; readonly args: unknown; readonly result: unknown }
+  | { readonly type: 'xreactor.step.skipped'; readonly at: number; readonly index: number; readonly attempt: number; readonly value: unknown }
+  | { readonly type: 'xreactor.step.halted'; readonly at: number; readonly index: number; readonly attempt: number; readonly reason: string }
+  | {
+      readonly type: 'xreactor.step.failed';
+      readonly at: number;
+      readonly index: number;
+      readonly attempt: number;
+      readonly error: ErrorData;
+      /** The body started (arguments resolved and the input contract passed). */
+      readonly started: boolean;
+      readonly retryable: boolean;
+      readonly args: unknown;
+    }
+  | { readonly type: 'xreactor.timer.fired'; readonly at: number; readonly index: number; readonly attempt: number }
+  | { readonly type: 'xreactor.compensate.finished'; readonly at: number; readonly failure: Omit<RollbackFailure, 'step' | 'kind'> | null }
+  | { readonly type: 'xreactor.undo.finished'; readonly at: number; readonly position: number; readonly step: string; readonly failure: Omit<RollbackFailure, 'step' | 'kind'> | null }
+  | { readonly type: 'xreactor.execution.abort'; readonly at: number; readonly reason: string }
+  | { readonly type: 'xreactor.operator.undo'; readonly at: number };
+
+/** Store writes a transition asks for; committed atomically with the snapshot. */
+export type ExecutionWrite =
+  | { readonly type: 'xreactor.write.result'; readonly params: { readonly step: string; readonly value: unknown } }
+  | { readonly type: 'xreactor.write.pushUndo'; readonly params: { readonly position: number; readonly step: string; readonly args: unknown; readonly result: unknown } }
+  | { readonly type: 'xreactor.write.popUndo'; readonly params: { readonly position: number } }
+  | { readonly type: 'xreactor.write.trace'; readonly params: TraceEntry };
+
+/** Effects a transition asks the host to perform after the commit. */
+export type ExecutionEffect =
+  | { readonly type: 'xreactor.effect.runStep'; readonly params: { readonly index: number; readonly step: string; readonly attempt: number } }
+  | { readonly type: 'xreactor.effect.wait'; readonly params: { readonly index: number; readonly step: string; readonly attempt: number; readonly delayMs: number; readonly error: ErrorData } }
+  | { readonly type: 'xreactor.effect.compensate'; readonly params: { readonly index: number; readonly step: string; readonly error: ErrorData; readonly args: unknown } }
+  | { readonly type: 'xreactor.effect.undo'; readonly params: { readonly position: number } }
+  | { readonly type: 'xreactor.effect.finished'; readonly params: { readonly status: ExecutionStatus } };
+
+/** Lifecycle states of an execution. */
+export type ExecutionStatus =
+  | 'pending'
+  | 'running'
+  | 'rolling_back'
+  | 'completed'
+  | 'failed'
+  | 'halted'
+  | 'cancelled'
+  | 'aborted';

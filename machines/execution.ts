@@ -1,0 +1,330 @@
+import { assign, setup } from 'xstate';
+import { backoffDelayMs } from '../src/definition/retry.js';
+import type {
+  ExecutionContext,
+  ExecutionEffect,
+  ExecutionEvent,
+  ExecutionInput,
+  ExecutionPlanView,
+  ExecutionStatus,
+  ExecutionWrite,
+  RollbackFailure,
+} from './execution-types.js';
+
+export * from './execution-types.js';
+
+type EventOf<T extends ExecutionEvent['type']> = Extract<ExecutionEvent, { type: T }>;
+type ParamsOf<U extends { type: string; params: unknown }, T extends U['type']> = Extract<U, { type: T }>['params'];
+
+/** No-op implementations: these actions are data the host performs after the commit. */
+const hostPerformed = <P>() => (_: unknown, _params: P): void => undefined;
+
+/**
+ * The execution actor of one reactor: pure, versioned. It decides which step
+ * runs, when to retry, what to compensate and which undo-stack entry to undo
+ * next; the host performs the effects and feeds their outcomes back as events.
+ * Time arrives in events (`at`), never from a clock.
+ */
+export function createExecutionMachine(plan: ExecutionPlanView) {
+  const stepCount = plan.steps.length;
+  const stepAt = (index: number) => {
+    const step = plan.steps[index];
+    if (step === undefined) throw new RangeError(`reactor "${plan.reactor}" has no step at plan index ${index}`);
+    return step;
+  };
+  const isCurrent = (context: ExecutionContext, event: { index: number; attempt: number }) =>
+    event.index === context.cursor && event.attempt === context.attempt;
+  const terminal = (status: ExecutionStatus) => ({ type: 'xreactor.effect.finished' as const, params: { status } });
+
+  return setup({
+    types: {} as {
+      context: ExecutionContext;
+      events: ExecutionEvent;
+      input: ExecutionInput;
+    },
+    actions: {
+      'xreactor.effect.runStep': hostPerformed<ParamsOf<ExecutionEffect, 'xreactor.effect.runStep'>>(),
+      'xreactor.effect.wait': hostPerformed<ParamsOf<ExecutionEffect, 'xreactor.effect.wait'>>(),
+      'xreactor.effect.compensate': hostPerformed<ParamsOf<ExecutionEffect, 'xreactor.effect.compensate'>>(),
+      'xreactor.effect.undo': hostPerformed<ParamsOf<ExecutionEffect, 'xreactor.effect.undo'>>(),
+      'xreactor.effect.finished': hostPerformed<ParamsOf<ExecutionEffect, 'xreactor.effect.finished'>>(),
+      'xreactor.write.result': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.result'>>(),
+      'xreactor.write.pushUndo': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.pushUndo'>>(),
+      'xreactor.write.popUndo': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.popUndo'>>(),
+      'xreactor.write.trace': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.trace'>>(),
+      recordAbort: assign(({ event }) => {
+        const e = event as EventOf<'xreactor.execution.abort'>;
+        return { abortReason: e.reason, updatedAt: e.at };
+      }),
+      recordOperatorUndo: assign(({ event }) => ({ rollbackReason: 'operator' as const, updatedAt: event.at })),
+    },
+    guards: {
+      hasNextStep: ({ context }) => context.cursor < stepCount,
+      isCurrentSuccess: ({ context, event }) => isCurrent(context, event as EventOf<'xreactor.step.succeeded'>),
+      isCurrentOutcome: ({ context, event }) => isCurrent(context, event as EventOf<'xreactor.step.halted'>),
+      canRetry: ({ context, event }) => {
+        const e = event as EventOf<'xreactor.step.failed'>;
+        return isCurrent(context, e) && e.started && e.retryable && context.attempt < stepAt(context.cursor).retry.maxAttempts;
+      },
+      compensationPending: ({ context }) => context.failure?.compensationPending === true,
+      hasUndoLeft: ({ context }) => context.undoDepth > 0,
+      isOperatorUndo: ({ context }) => context.rollbackReason === 'operator',
+      isCurrentUndo: ({ context, event }) => (event as EventOf<'xreactor.undo.finished'>).position === context.undoDepth - 1,
+    },
+  }).createMachine({
+    id: 'execution',
+    context: ({ input }) => ({
+      executionId: input.executionId,
+      reactor: input.reactor,
+      cursor: 0,
+      attempt: 1,
+      undoDepth: 0,
+      failure: null,
+      rollbackFailures: [],
+      halt: null,
+      rollbackReason: null,
+      inputError: null,
+      abortReason: null,
+      createdAt: input.at,
+      updatedAt: input.at,
+    }),
+    initial: 'pending',
+    states: {
+      pending: {
+        on: {
+          'xreactor.input.accepted': { target: 'running', actions: assign({ updatedAt: ({ event }) => event.at }) },
+          'xreactor.input.rejected': {
+            target: 'failed',
+            actions: [
+              assign({ inputError: ({ event }) => event.error, updatedAt: ({ event }) => event.at }),
+              { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'input_rejected', at: event.at, error: event.error }) },
+            ],
+          },
+        },
+      },
+      running: {
+        initial: 'next',
+        on: {
+          'xreactor.execution.abort': {
+            target: 'aborted',
+            actions: [
+              'recordAbort',
+              { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'aborted', at: event.at, reason: event.reason }) },
+            ],
+          },
+        },
+        states: {
+          next: {
+            always: [{ guard: 'hasNextStep', target: 'executing' }, { target: '#execution.completed' }],
+          },
+          executing: {
+            entry: {
+              type: 'xreactor.effect.runStep',
+              params: ({ context }) => ({ index: context.cursor, step: stepAt(context.cursor).name, attempt: context.attempt }),
+            },
+            on: {
+              'xreactor.step.succeeded': {
+                guard: 'isCurrentSuccess',
+                target: 'next',
+                actions: [
+                  { type: 'xreactor.write.result', params: ({ event }) => ({ step: stepAt(event.index).name, value: event.result }) },
+                  {
+                    type: 'xreactor.write.pushUndo',
+                    params: ({ context, event }) => ({ position: context.undoDepth, step: stepAt(event.index).name, args: event.args, result: event.result }),
+                  },
+                  { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'run', step: stepAt(event.index).name, attempt: event.attempt, at: event.at }) },
+                  assign(({ context, event }) => ({
+                    cursor: context.cursor + 1,
+                    attempt: 1,
+                    undoDepth: context.undoDepth + (stepAt(event.index).tracked ? 1 : 0),
+                    updatedAt: event.at,
+                  })),
+                ],
+              },
+              'xreactor.step.skipped': {
+                guard: 'isCurrentOutcome',
+                target: 'next',
+                actions: [
+                  { type: 'xreactor.write.result', params: ({ event }) => ({ step: stepAt(event.index).name, value: event.value }) },
+                  { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'skipped', step: stepAt(event.index).name, attempt: event.attempt, at: event.at }) },
+                  assign(({ context, event }) => ({ cursor: context.cursor + 1, attempt: 1, updatedAt: event.at })),
+                ],
+              },
+              'xreactor.step.halted': {
+                guard: 'isCurrentOutcome',
+                target: '#execution.halted',
+                actions: [
+                  { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'halt', step: stepAt(event.index).name, reason: event.reason, at: event.at }) },
+                  assign(({ event }) => ({ halt: { step: stepAt(event.index).name, reason: event.reason }, updatedAt: event.at })),
+                ],
+              },
+              'xreactor.step.failed': [
+                {
+                  guard: 'canRetry',
+                  target: 'waitingToRetry',
+                  actions: [
+                    {
+                      type: 'xreactor.write.trace',
+                      params: ({ context, event }) => ({
+                        type: 'retry',
+                        step: stepAt(event.index).name,
+                        attempt: event.attempt,
+                        at: event.at,
+                        delayMs: backoffDelayMs(stepAt(context.cursor).retry, event.attempt),
+                        error: event.error,
+                      }),
+                    },
+                    {
+                      type: 'xreactor.effect.wait',
+                      params: ({ context, event }) => ({
+                        index: event.index,
+                        step: stepAt(event.index).name,
+                        attempt: event.attempt,
+                        delayMs: backoffDelayMs(stepAt(context.cursor).retry, event.attempt),
+                        error: event.error,
+                      }),
+                    },
+                    assign(({ event }) => ({ updatedAt: event.at })),
+                  ],
+                },
+                {
+                  guard: 'isCurrentOutcome',
+                  target: '#execution.rolling_back',
+                  actions: [
+                    {
+                      type: 'xreactor.write.trace',
+                      params: ({ event }) => ({ type: 'failed', step: stepAt(event.index).name, attempt: event.attempt, at: event.at, error: event.error }),
+                    },
+                    assign(({ event }) => ({
+                      failure: {
+                        step: stepAt(event.index).name,
+                        index: event.index,
+                        error: event.error,
+                        args: event.args,
+                        compensationPending: event.started,
+                        compensationFailed: false,
+                      },
+                      rollbackReason: 'failure' as const,
+                      updatedAt: event.at,
+                    })),
+                  ],
+                },
+              ],
+            },
+          },
+          waitingToRetry: {
+            on: {
+              'xreactor.timer.fired': {
+                guard: ({ context, event }) => isCurrent(context, event),
+                target: 'executing',
+                actions: assign(({ context, event }) => ({ attempt: context.attempt + 1, updatedAt: event.at })),
+              },
+            },
+          },
+        },
+      },
+      rolling_back: {
+        initial: 'deciding',
+        on: {
+          'xreactor.execution.abort': {
+            target: 'aborted',
+            actions: [
+              'recordAbort',
+              { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'aborted', at: event.at, reason: event.reason }) },
+            ],
+          },
+        },
+        states: {
+          deciding: {
+            always: [{ guard: 'compensationPending', target: 'compensating' }, { target: 'undoing' }],
+          },
+          compensating: {
+            entry: {
+              type: 'xreactor.effect.compensate',
+              params: ({ context }) => {
+                const failure = context.failure!;
+                return { index: failure.index, step: failure.step, error: failure.error, args: failure.args };
+              },
+            },
+            on: {
+              'xreactor.compensate.finished': {
+                target: 'undoing',
+                actions: [
+                  {
+                    type: 'xreactor.write.trace',
+                    params: ({ context, event }) => ({
+                      type: event.failure === null ? 'compensate' : 'compensate_failure',
+                      step: context.failure!.step,
+                      at: event.at,
+                      ...(event.failure === null ? {} : { error: event.failure.error, reason: event.failure.reason }),
+                    }),
+                  },
+                  assign(({ context, event }) => ({
+                    failure: { ...context.failure!, compensationPending: false, compensationFailed: event.failure !== null },
+                    rollbackFailures:
+                      event.failure === null
+                        ? context.rollbackFailures
+                        : [...context.rollbackFailures, { step: context.failure!.step, kind: 'compensate', ...event.failure } satisfies RollbackFailure],
+                    updatedAt: event.at,
+                  })),
+                ],
+              },
+            },
+          },
+          undoing: {
+            always: [{ guard: 'hasUndoLeft', target: 'undoingEntry' }, { target: 'done' }],
+          },
+          undoingEntry: {
+            entry: { type: 'xreactor.effect.undo', params: ({ context }) => ({ position: context.undoDepth - 1 }) },
+            on: {
+              'xreactor.undo.finished': {
+                guard: 'isCurrentUndo',
+                target: 'undoing',
+                actions: [
+                  { type: 'xreactor.write.popUndo', params: ({ event }) => ({ position: event.position }) },
+                  {
+                    type: 'xreactor.write.trace',
+                    params: ({ event }) => ({
+                      type: event.failure === null ? 'undo' : 'undo_failure',
+                      step: event.step,
+                      at: event.at,
+                      ...(event.failure === null ? {} : { error: event.failure.error, reason: event.failure.reason }),
+                    }),
+                  },
+                  assign(({ context, event }) => ({
+                    undoDepth: context.undoDepth - 1,
+                    rollbackFailures:
+                      event.failure === null
+                        ? context.rollbackFailures
+                        : [...context.rollbackFailures, { step: event.step, kind: 'undo', ...event.failure } satisfies RollbackFailure],
+                    updatedAt: event.at,
+                  })),
+                ],
+              },
+            },
+          },
+          done: {
+            always: [{ guard: 'isOperatorUndo', target: '#execution.cancelled' }, { target: '#execution.failed' }],
+          },
+        },
+      },
+      completed: {
+        entry: terminal('completed'),
+        on: { 'xreactor.operator.undo': { target: 'rolling_back', actions: 'recordOperatorUndo' } },
+      },
+      halted: {
+        entry: terminal('halted'),
+        on: { 'xreactor.operator.undo': { target: 'rolling_back', actions: 'recordOperatorUndo' } },
+      },
+      aborted: {
+        entry: terminal('aborted'),
+        on: { 'xreactor.operator.undo': { target: 'rolling_back', actions: 'recordOperatorUndo' } },
+      },
+      failed: { type: 'final', entry: terminal('failed') },
+      cancelled: { type: 'final', entry: terminal('cancelled') },
+    },
+  });
+}
+
+/** The execution machine of one reactor. */
+export type ExecutionMachine = ReturnType<typeof createExecutionMachine>;

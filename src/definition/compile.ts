@@ -1,0 +1,198 @@
+import { DefinitionError, DependencyError, DeprecatedOptionError } from '../errors/index.js';
+import type { ArgsRecord } from './sources.js';
+import { resultDependencies } from './sources.js';
+import { compileRetryOptions } from './retry.js';
+import type { AnySchema } from './step.js';
+import type { CompiledStep, RawStep, ReactorDefinition } from './compiled.js';
+
+/** Prefix reserved for the library's own event and step names. */
+export const RESERVED_PREFIX = 'xreactor';
+
+const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_-]*$/;
+const RESERVED_NAMES = new Set(Object.getOwnPropertyNames(Object.prototype).concat(['prototype']));
+
+const REMOVED_STEP_OPTIONS: Readonly<Record<string, string>> = {
+  where: 'return skip(value) or halt(reason) from the step body instead',
+  guard: 'return skip(value) or halt(reason) from the step body instead',
+  async: "use the reactor's background option, or asyncStep",
+  retryDefaults: 'declare retries on each step',
+};
+const REMOVED_REACTOR_OPTIONS: Readonly<Record<string, string>> = {
+  async: 'use background: { all: true } (or { before: step } / { after: step })',
+  retryDefaults: 'declare retries on each step',
+};
+const INLINE_STEP_OPTIONS = new Set(['args', 'input', 'waitFor', 'run', 'compensate', 'undo', 'output', 'retries']);
+const USE_OPTIONS = new Set(['args', 'waitFor', 'retries']);
+
+interface CompileInput {
+  readonly name: string;
+  readonly input: AnySchema | undefined;
+  readonly steps: readonly RawStep[];
+  readonly returns: string | undefined;
+  readonly options: Readonly<Record<string, unknown>>;
+  readonly resolveArgs: (factory: unknown) => ArgsRecord | undefined;
+}
+
+function checkName(kind: string, name: unknown, where: string): asserts name is string {
+  if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
+    throw new DefinitionError(
+      `${where}: ${kind} name ${JSON.stringify(name)} is invalid; use letters, digits, _ or - (starting with a letter or _)`,
+    );
+  }
+  if (name.startsWith(RESERVED_PREFIX) || RESERVED_NAMES.has(name)) {
+    throw new DefinitionError(`${where}: ${kind} name "${name}" is reserved; choose another name`);
+  }
+}
+
+function checkOptions(
+  options: Readonly<Record<string, unknown>>,
+  allowed: ReadonlySet<string>,
+  removed: Readonly<Record<string, string>>,
+  where: string,
+): void {
+  for (const key of Object.keys(options)) {
+    const replacement = removed[key];
+    if (replacement !== undefined) {
+      throw new DeprecatedOptionError(`${where}: option "${key}" was removed; ${replacement}`);
+    }
+    if (!allowed.has(key)) {
+      throw new DefinitionError(`${where}: unknown option "${key}"; known options are ${[...allowed].join(', ')}`);
+    }
+  }
+}
+
+function checkFunction(value: unknown, what: string, where: string, required: boolean): void {
+  if (value === undefined && !required) return;
+  if (typeof value !== 'function') {
+    throw new DefinitionError(`${where}: ${what} must be a function${required ? ' (it is required)' : ''}`);
+  }
+}
+
+function compileStep(raw: RawStep, order: number, reactor: string, resolveArgs: CompileInput['resolveArgs']): Omit<CompiledStep, 'index'> {
+  const where = `reactor "${reactor}" step "${raw.name}"`;
+  checkName('step', raw.name, `reactor "${reactor}"`);
+  const def = raw.definition;
+  checkOptions(raw.config, def === undefined ? INLINE_STEP_OPTIONS : USE_OPTIONS, REMOVED_STEP_OPTIONS, where);
+  const handlers = (def?.handlers ?? raw.config) as Record<string, unknown>;
+  checkFunction(handlers['run'], 'run', where, true);
+  checkFunction(handlers['compensate'], 'compensate', where, false);
+  checkFunction(handlers['undo'], 'undo', where, false);
+  if (def !== undefined && def.handlers.retries !== undefined && raw.config['retries'] !== undefined) {
+    throw new DefinitionError(
+      `${where}: step definition "${def.name}" declares its own retries; define a variant with defineStep({ ...}) to use a different policy`,
+    );
+  }
+  const retries = (raw.config['retries'] ?? handlers['retries']) as Parameters<typeof compileRetryOptions>[0];
+  const args = resolveArgs(raw.config['args']);
+  const waitFor = (raw.config['waitFor'] ?? []) as readonly string[];
+  if (!Array.isArray(waitFor)) throw new DefinitionError(`${where}: waitFor must be an array of step names`);
+  return {
+    name: raw.name,
+    order,
+    args,
+    contract: def === undefined ? (raw.config['input'] as AnySchema | undefined) : def.input,
+    output: handlers['output'] as AnySchema | undefined,
+    run: handlers['run'] as CompiledStep['run'],
+    compensate: handlers['compensate'] as CompiledStep['compensate'],
+    undo: handlers['undo'] as CompiledStep['undo'],
+    retry: compileRetryOptions(retries, where),
+    reads: resultDependencies(args),
+    waitFor: [...waitFor],
+    tracked: true,
+    definitionName: def?.name,
+  };
+}
+
+/** Steps in the order a sequential executor runs them: repeated waves of ready steps in definition order. */
+function planOrder(reactor: string, steps: readonly Omit<CompiledStep, 'index'>[]): number[] {
+  const done = new Set<string>();
+  const order: number[] = [];
+  while (order.length < steps.length) {
+    const wave = steps.filter((s) => !done.has(s.name) && [...s.reads, ...s.waitFor].every((d) => done.has(d)));
+    if (wave.length === 0) {
+      throw new DependencyError(`reactor "${reactor}": dependency graph contains a cycle`, { reactor });
+    }
+    for (const s of wave) {
+      done.add(s.name);
+      order.push(s.order);
+    }
+  }
+  return order;
+}
+
+function findCycle(steps: readonly Omit<CompiledStep, 'index'>[]): string[] | undefined {
+  const byName = new Map(steps.map((s) => [s.name, s]));
+  const state = new Map<string, 'visiting' | 'done'>();
+  const stack: string[] = [];
+  const visit = (name: string): string[] | undefined => {
+    if (state.get(name) === 'done') return undefined;
+    if (state.get(name) === 'visiting') return [...stack.slice(stack.indexOf(name)), name];
+    state.set(name, 'visiting');
+    stack.push(name);
+    const step = byName.get(name);
+    for (const dep of step === undefined ? [] : [...step.reads, ...step.waitFor]) {
+      const cycle = visit(dep);
+      if (cycle) return cycle;
+    }
+    stack.pop();
+    state.set(name, 'done');
+    return undefined;
+  };
+  for (const s of steps) {
+    const cycle = visit(s.name);
+    if (cycle) return cycle;
+  }
+  return undefined;
+}
+
+/** Validate a reactor as written and compute its execution plan. */
+export function compileDefinition<TName extends string, TInput, TResults, TOutput>(
+  input: CompileInput,
+): ReactorDefinition<TName, TInput, TResults, TOutput> {
+  checkName('reactor', input.name, 'defineReactor');
+  const reactor = input.name;
+  checkOptions(input.options, new Set(), REMOVED_REACTOR_OPTIONS, `reactor "${reactor}"`);
+  const seen = new Set<string>();
+  const steps = input.steps.map((raw, order) => {
+    if (seen.has(raw.name)) {
+      throw new DefinitionError(`reactor "${reactor}": step "${raw.name}" is defined twice; step names must be unique`);
+    }
+    seen.add(raw.name);
+    return compileStep(raw, order, reactor, input.resolveArgs);
+  });
+  for (const step of steps) {
+    for (const dep of step.reads) {
+      if (!seen.has(dep)) {
+        throw new DependencyError(
+          `step "${step.name}" reads result("${dep}"), which reactor "${reactor}" does not declare`,
+          { reactor, step: step.name },
+        );
+      }
+    }
+    for (const dep of step.waitFor) {
+      if (!seen.has(dep)) {
+        throw new DependencyError(
+          `step "${step.name}" waits for "${dep}", which reactor "${reactor}" does not declare`,
+          { reactor, step: step.name },
+        );
+      }
+    }
+  }
+  const cycle = findCycle(steps);
+  if (cycle) {
+    throw new DependencyError(`reactor "${reactor}": dependency graph contains a cycle: ${cycle.join(' -> ')}; remove one of these dependencies`, { reactor });
+  }
+  if (input.returns !== undefined && !seen.has(input.returns)) {
+    throw new DefinitionError(`reactor "${reactor}": returns("${input.returns}") names a step the reactor does not declare`);
+  }
+  const plan = planOrder(reactor, steps).map((order, index) => Object.freeze({ ...steps[order]!, index }));
+  const byOrder = [...plan].sort((a, b) => a.order - b.order);
+  return Object.freeze({
+    kind: 'reactor',
+    name: reactor as TName,
+    input: input.input,
+    steps: Object.freeze(byOrder),
+    plan: Object.freeze(plan),
+    returns: input.returns,
+  });
+}

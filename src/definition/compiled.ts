@@ -1,0 +1,63 @@
+import type { ArgsRecord } from './sources.js';
+import type { AnySchema, CompensateHandler, RunHandler, StepDefinition, UndoHandler } from './step.js';
+import type { RetryPolicy } from './retry.js';
+
+/** A step as written, before validation. */
+export interface RawStep {
+  readonly name: string;
+  readonly definition: StepDefinition | undefined;
+  readonly config: Readonly<Record<string, unknown>>;
+}
+
+/** A validated step. */
+export interface CompiledStep {
+  readonly name: string;
+  /** Position in definition order. */
+  readonly order: number;
+  /** Position in execution order (the plan). */
+  readonly index: number;
+  /** Wired argument sources; undefined means "all reactor inputs". */
+  readonly args: ArgsRecord | undefined;
+  readonly contract: AnySchema | undefined;
+  readonly output: AnySchema | undefined;
+  readonly run: RunHandler<any, any, unknown>;
+  readonly compensate: CompensateHandler<any, any> | undefined;
+  readonly undo: UndoHandler<any, any, any> | undefined;
+  readonly retry: RetryPolicy;
+  /** Steps whose results this step reads. */
+  readonly reads: readonly string[];
+  /** Ordering-only dependencies. */
+  readonly waitFor: readonly string[];
+  /** Whether completion pushes the step on the undo stack. */
+  readonly tracked: boolean;
+  /** Name of the reusable definition, when the step uses one. */
+  readonly definitionName: string | undefined;
+}
+
+/**
+ * A validated reactor definition: plain data with phantom types, so a client
+ * can `import type` it and get a typed `run(input)`.
+ */
+export interface ReactorDefinition<TName extends string = string, TInput = any, TResults = any, TOutput = any> {
+  readonly kind: 'reactor';
+  readonly name: TName;
+  readonly input: AnySchema | undefined;
+  /** Steps in definition order. */
+  readonly steps: readonly CompiledStep[];
+  /** Steps in execution order: dependency order, then definition order among ready steps. */
+  readonly plan: readonly CompiledStep[];
+  /** The step whose result is the run's value, if declared. */
+  readonly returns: string | undefined;
+  /** Phantom types. */
+  readonly __types?: { readonly input: TInput; readonly results: TResults; readonly output: TOutput };
+}
+
+/** Any reactor definition. */
+export type AnyReactorDefinition = ReactorDefinition<string, any, any, any>;
+
+/** The input type of a reactor definition (before validation: what callers pass). */
+export type InputOf<R> = R extends ReactorDefinition<string, infer I, any, any> ? I : never;
+/** The value type of a completed run. */
+export type OutputOf<R> = R extends ReactorDefinition<string, any, any, infer O> ? O : never;
+/** The record of step results of a reactor definition. */
+export type ResultsOf<R> = R extends ReactorDefinition<string, any, infer T, any> ? T : never;

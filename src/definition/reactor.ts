@@ -1,0 +1,141 @@
+import type { ArgsOf, ArgsRecord, SourceHelpers } from './sources.js';
+import { sourceHelpers } from './sources.js';
+import type { AnySchema, SchemaOutput, StepDefinition, StepHandlers } from './step.js';
+import type { StepValue } from './outcomes.js';
+import type { RetryOptions } from './retry.js';
+import { compileDefinition } from './compile.js';
+import type { CompiledStep, RawStep, ReactorDefinition } from './compiled.js';
+
+/** Arguments a step body receives: its contract's output, its wired args, or all inputs. */
+export type RunArgs<TInput, A, S> = [S] extends [AnySchema] ? SchemaOutput<S> : [A] extends [never] ? TInput : A extends ArgsRecord ? ArgsOf<A> : TInput;
+
+/** Rejects a step name that is already defined, at compile time. */
+export type NewStepName<N extends string, TResults> = N extends keyof TResults ? `step "${N}" is already defined` : N;
+
+/** Configuration of a step written inline in a reactor. */
+export interface InlineStepConfig<TInput, TResults, A, S, R> extends StepHandlers<RunArgs<TInput, A, S>, TInput, R> {
+  /**
+   * Where the step's arguments come from. Without `args` (and without an
+   * `input` contract) the step receives all reactor inputs.
+   * @example
+   * args: ({ input, result }) => ({ orderId: input('orderId'), total: result('price', 'total') })
+   */
+  readonly args?: (sources: SourceHelpers<TInput, TResults>) => A;
+  /** Input contract: arguments (or all inputs) are validated and the step receives the output. */
+  readonly input?: S;
+  /** Ordering-only dependencies: this step runs after them without reading their results. */
+  readonly waitFor?: readonly (keyof TResults & string)[];
+}
+
+/** How a reactor uses a reusable step definition. */
+export interface StepUse<TInput, TResults, A> {
+  /** Where the step's arguments come from; unwired contract fields read the reactor input of the same name. */
+  readonly args?: (sources: SourceHelpers<TInput, TResults>) => A;
+  /** Ordering-only dependencies. */
+  readonly waitFor?: readonly (keyof TResults & string)[];
+  /** Retry policy for a definition that declares none (a definition's own policy cannot be overridden). */
+  readonly retries?: RetryOptions;
+}
+
+type Simplify<T> = { [K in keyof T]: T[K] } & {};
+
+/** Typed builder of a reactor definition. Each `step` adds a name and a result type. */
+export class ReactorBuilder<TName extends string, TInput, TResults, TOutput> {
+  readonly #name: TName;
+  readonly #input: AnySchema | undefined;
+  readonly #steps: readonly RawStep[];
+  readonly #returns: string | undefined;
+  readonly #options: Readonly<Record<string, unknown>>;
+
+  /** @internal use {@link defineReactor}. */
+  constructor(name: TName, input: AnySchema | undefined, steps: readonly RawStep[], returns: string | undefined, options: Readonly<Record<string, unknown>>) {
+    this.#name = name;
+    this.#input = input;
+    this.#steps = steps;
+    this.#returns = returns;
+    this.#options = options;
+  }
+
+  /**
+   * Add an inline step.
+   * @example
+   * .step('reserve', {
+   *   args: ({ input }) => ({ sku: input('sku') }),
+   *   run: ({ sku }) => inventory.reserve(sku),
+   *   undo: (reservation) => inventory.release(reservation.id),
+   * })
+   */
+  step<const N extends string, A extends ArgsRecord = never, S extends AnySchema = never, R = unknown>(
+    name: NewStepName<N, TResults>,
+    config: InlineStepConfig<TInput, TResults, A, S, R>,
+  ): ReactorBuilder<TName, TInput, Simplify<TResults & Record<N, StepValue<Awaited<R>>>>, Simplify<TResults & Record<N, StepValue<Awaited<R>>>>>;
+  /**
+   * Add a reusable step definition under `name`.
+   * @example
+   * .step('charge', chargeCard, { args: ({ input }) => ({ cardToken: input('token'), amountCents: input('cents') }) })
+   */
+  step<const N extends string, TArgs, V, A extends ArgsRecord = never>(
+    name: NewStepName<N, TResults>,
+    definition: StepDefinition<TArgs, V>,
+    use?: StepUse<TInput, TResults, A>,
+  ): ReactorBuilder<TName, TInput, Simplify<TResults & Record<N, V>>, Simplify<TResults & Record<N, V>>>;
+  step(name: string, configOrDefinition: object, use?: object): ReactorBuilder<TName, TInput, any, any> {
+    const raw: RawStep = isStepDefinition(configOrDefinition)
+      ? { name, definition: configOrDefinition, config: (use ?? {}) as Record<string, unknown> }
+      : { name, definition: undefined, config: configOrDefinition as Record<string, unknown> };
+    return new ReactorBuilder(this.#name, this.#input, [...this.#steps, raw], this.#returns, this.#options);
+  }
+
+  /** The step whose result is the run's value. Without it the value is the record of every step's result. */
+  returns<K extends keyof TResults & string>(step: K): ReactorBuilder<TName, TInput, TResults, TResults[K]> {
+    return new ReactorBuilder(this.#name, this.#input, this.#steps, step, this.#options);
+  }
+
+  /** Validate the definition and freeze it. Throws a {@link DefinitionError} naming the reactor, step and fix. */
+  build(): ReactorDefinition<TName, TInput, TResults, TOutput> {
+    return compileDefinition<TName, TInput, TResults, TOutput>({
+      name: this.#name,
+      input: this.#input,
+      steps: this.#steps,
+      returns: this.#returns,
+      options: this.#options,
+      resolveArgs: resolveArgsFactory,
+    });
+  }
+}
+
+function isStepDefinition(value: object): value is StepDefinition {
+  return (value as { kind?: unknown }).kind === 'step-definition';
+}
+
+function resolveArgsFactory(factory: unknown): ArgsRecord | undefined {
+  if (factory === undefined) return undefined;
+  if (typeof factory !== 'function') return factory as ArgsRecord;
+  return (factory as (h: SourceHelpers<unknown, unknown>) => ArgsRecord)(sourceHelpers);
+}
+
+/** Options of {@link defineReactor}. */
+export interface DefineReactorOptions<TName extends string, S extends AnySchema | undefined> {
+  /** Unique reactor name; used in storage, logs and errors. */
+  readonly name: TName;
+  /** Input contract (any Standard Schema). Invalid input fails the run before any step. */
+  readonly input?: S;
+}
+
+/**
+ * Start defining a reactor: a DAG of steps with run, compensate and undo.
+ * @example
+ * const checkout = defineReactor({ name: 'checkout', input: z.object({ sku: z.string(), cents: z.number() }) })
+ *   .step('reserve', { args: ({ input }) => ({ sku: input('sku') }), run: reserve, undo: release })
+ *   .step('charge', { args: ({ input, result }) => ({ cents: input('cents'), hold: result('reserve') }), run: charge })
+ *   .returns('charge')
+ *   .build();
+ */
+export function defineReactor<const TName extends string, S extends AnySchema | undefined = undefined>(
+  options: DefineReactorOptions<TName, S>,
+): ReactorBuilder<TName, S extends AnySchema ? SchemaOutput<S> : Record<string, never>, {}, {}> {
+  const { name, input, ...rest } = options as DefineReactorOptions<TName, S> & Record<string, unknown>;
+  return new ReactorBuilder(name, input, [], undefined, rest);
+}
+
+export type { CompiledStep, ReactorDefinition };

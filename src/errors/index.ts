@@ -1,0 +1,156 @@
+/**
+ * The xreactor error hierarchy. Every error carries a stable `code`; whether a
+ * failure may be retried is data (`retryable`), never a check on message text.
+ */
+
+/** Field-level problems reported by a Standard Schema validator. */
+export interface FieldIssue {
+  readonly path: readonly (string | number)[];
+  readonly message: string;
+}
+
+/** Options shared by every xreactor error. */
+export interface XreactorErrorOptions {
+  readonly cause?: unknown;
+  readonly step?: string;
+  readonly reactor?: string;
+  readonly retryable?: boolean;
+}
+
+/** Base class of every error xreactor raises or returns. */
+export class XreactorError extends Error {
+  /** Stable machine-readable code. */
+  readonly code: string;
+  /** Step the error is attributed to, when there is one. */
+  readonly step: string | undefined;
+  /** Reactor the error is attributed to, when there is one. */
+  readonly reactor: string | undefined;
+  /** Whether a retry policy may run the step again after this error. */
+  readonly retryable: boolean;
+
+  constructor(code: string, message: string, options: XreactorErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.step = options.step;
+    this.reactor = options.reactor;
+    this.retryable = options.retryable ?? false;
+  }
+}
+
+/** A reactor or step definition is invalid. Thrown when the reactor is defined. */
+export class DefinitionError extends XreactorError {
+  constructor(message: string, options: XreactorErrorOptions = {}) {
+    super('definition_invalid', message, options);
+  }
+}
+
+/** A removed option was used in a definition; the message names its replacement. */
+export class DeprecatedOptionError extends DefinitionError {}
+
+/** The step graph has a cycle or an unresolved dependency. */
+export class DependencyError extends DefinitionError {}
+
+/** Reactor input or a step's input/output contract was violated. Never retried. */
+export class InputValidationError extends XreactorError {
+  readonly issues: readonly FieldIssue[];
+  /** `issues` grouped by dotted path (`''` for the root). */
+  readonly fieldErrors: Readonly<Record<string, string[]>>;
+
+  constructor(message: string, issues: readonly FieldIssue[], options: XreactorErrorOptions = {}) {
+    super('input_invalid', message, { ...options, retryable: false });
+    this.issues = issues;
+    const fieldErrors: Record<string, string[]> = {};
+    for (const issue of issues) {
+      const key = issue.path.join('.');
+      (fieldErrors[key] ??= []).push(issue.message);
+    }
+    this.fieldErrors = fieldErrors;
+  }
+}
+
+/** A step's returned value failed its output contract. The body ran, so the step is compensated. */
+export class OutputValidationError extends InputValidationError {}
+
+/** An argument source, path or transform could not be resolved. The body never started. */
+export class ArgumentResolutionError extends XreactorError {
+  constructor(message: string, options: XreactorErrorOptions = {}) {
+    super('argument_unresolved', message, { ...options, retryable: false });
+  }
+}
+
+/** A step's `compensate` failed; the rollback continued. Names the step. */
+export class CompensationError extends XreactorError {
+  constructor(message: string, options: XreactorErrorOptions = {}) {
+    super('compensation_failed', message, options);
+  }
+}
+
+/** An `undo` failed; the rollback continued. */
+export class UndoError extends XreactorError {
+  constructor(message: string, options: XreactorErrorOptions = {}) {
+    super('undo_failed', message, options);
+  }
+}
+
+/** A user `fail(...)` outcome, or a thrown non-Error value, normalised to an Error. */
+export class StepFailure extends XreactorError {
+  /** The value the step failed with, when it was not an Error. */
+  readonly detail: unknown;
+  constructor(message: string, options: XreactorErrorOptions & { detail?: unknown } = {}) {
+    super('step_failed', message, { retryable: true, ...options });
+    this.detail = options.detail;
+  }
+}
+
+/** A commit was refused because another writer advanced the execution first. */
+export class StaleRevisionError extends XreactorError {
+  constructor(executionId: string, expected: number, actual: number) {
+    super(
+      'stale_revision',
+      `execution ${executionId} is at revision ${actual}, not ${expected}: another writer advanced it; reload and retry`,
+    );
+  }
+}
+
+/** No execution with that id exists (or it expired). */
+export class ExecutionNotFoundError extends XreactorError {
+  constructor(executionId: string) {
+    super('execution_not_found', `execution ${executionId} was not found (unknown id, or its retention expired)`);
+  }
+}
+
+/** The run was interrupted (its AbortSignal fired, or the runtime is shutting down). No rollback ran. */
+export class ExecutionAbortedError extends XreactorError {
+  readonly executionId: string;
+  constructor(executionId: string, reactor: string, options: XreactorErrorOptions = {}) {
+    super(
+      'execution_aborted',
+      `execution ${executionId} of reactor "${reactor}" was interrupted; no rollback ran. ` +
+        'Its completed steps are kept: call undo(id) to roll them back.',
+      { ...options, reactor },
+    );
+    this.executionId = executionId;
+  }
+}
+
+/** An operator action is not allowed in the execution's current status. */
+export class InvalidStateError extends XreactorError {
+  constructor(message: string, options: XreactorErrorOptions = {}) {
+    super('invalid_state', message, options);
+  }
+}
+
+/** Stored data could not be read: truncated, foreign or of an unknown machine version. */
+export class DeserializationError extends XreactorError {
+  constructor(message: string, options: XreactorErrorOptions = {}) {
+    super('deserialization_failed', message, options);
+  }
+}
+
+/** A reactor name is not registered with the runtime that was asked to run or resume it. */
+export class UnknownReactorError extends XreactorError {
+  constructor(reactor: string) {
+    super('reactor_unknown', `reactor "${reactor}" is not registered with this runtime; pass it to createRuntime({ reactors })`);
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * xreactor: durable saga/workflow runtime. Define reactors (DAGs of steps with
+ * run, compensate and undo) and run them embedded, with exact rollback semantics.
+ */
+export { defineReactor, ReactorBuilder } from './definition/reactor.js';
+export type { DefineReactorOptions, InlineStepConfig, StepUse, RunArgs } from './definition/reactor.js';
+export { defineStep } from './definition/step.js';
+export type {
+  AnySchema,
+  StepContext,
+  StepDefinition,
+  DefineStepOptions,
+  RunHandler,
+  CompensateHandler,
+  UndoHandler,
+} from './definition/step.js';
+export { fail, halt, skip } from './definition/outcomes.js';
+export type { Fail, Halt, Skip, StepValue } from './definition/outcomes.js';
+export { ArgumentSource } from './definition/sources.js';
+export type { SourceHelpers, Path, PathValue } from './definition/sources.js';
+export type { RetryOptions, RetryPolicy, Backoff } from './definition/retry.js';
+export type { ReactorDefinition, AnyReactorDefinition, CompiledStep, InputOf, OutputOf, ResultsOf } from './definition/compiled.js';
+export { toGraph, toMachineConfig } from './definition/graph.js';
+export type { ReactorGraph, StepGraphNode } from './definition/graph.js';
+
+export { createRuntime } from './runtime/runtime.js';
+export type { Runtime, RuntimeOptions, RunOptions, RunInput, RunOutput } from './runtime/runtime.js';
+export { run, find, undo, defaultRuntime } from './runtime/default-runtime.js';
+export type { Clock } from './runtime/clock.js';
+export { systemClock } from './runtime/clock.js';
+export type {
+  RunResult,
+  CompletedResult,
+  FailedResult,
+  HaltedResult,
+  CancelledResult,
+  ExecutionView,
+  RollbackFailureReport,
+} from './runtime/results.js';
+
+export { createMemoryStore } from './store/memory-store.js';
+export type { Store, UndoEntry, PersistedSnapshot, Commit, CommitWrites, LoadedExecution, CreateExecution } from './store/store.js';
+
+export type { Middleware, HookBase, StepHook, HookName } from './observability/middleware.js';
+export type { ExecutionStatus, TraceEntry, RollbackFailure } from '../machines/execution-types.js';
+export { EXECUTION_MACHINE_VERSION } from '../machines/execution-types.js';
+export type { ExecutionId } from './internal/ids.js';
+
+export * from './errors/index.js';
+export { RecordedError } from './serialization/errors.js';

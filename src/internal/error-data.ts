@@ -1,0 +1,2 @@
+/** An error as plain data (what the serialization converter produces). Machines only ever hold this. */
+export type { SerializedError as ErrorData } from '../serialization/errors.js';

@@ -1,0 +1,72 @@
+import type { Logger } from 'pino';
+
+/** Fields every middleware event carries. */
+export interface HookBase {
+  readonly reactor: string;
+  readonly executionId: string;
+}
+
+/** Events of a step's body and rollback handlers. */
+export interface StepHook extends HookBase {
+  readonly step: string;
+  readonly attempt: number;
+  readonly args: unknown;
+}
+
+/**
+ * Observers of an execution. Every hook is optional; return values are
+ * ignored; a hook that throws (or rejects) is logged and never breaks the run.
+ */
+export interface Middleware {
+  readonly reactorStart?: (event: HookBase & { readonly input: unknown }) => unknown;
+  readonly reactorComplete?: (event: HookBase & { readonly status: 'completed' | 'halted'; readonly value: unknown }) => unknown;
+  readonly reactorFail?: (event: HookBase & { readonly error: Error }) => unknown;
+  readonly stepStart?: (event: StepHook) => unknown;
+  readonly stepComplete?: (event: StepHook & { readonly outcome: 'succeeded' | 'skipped' | 'halted'; readonly result: unknown }) => unknown;
+  readonly stepFail?: (event: StepHook & { readonly error: Error }) => unknown;
+  readonly retryAttempt?: (event: StepHook & { readonly error: Error; readonly delayMs: number; readonly nextAttempt: number }) => unknown;
+  readonly compensateStart?: (event: StepHook & { readonly error: Error }) => unknown;
+  readonly compensateComplete?: (event: StepHook) => unknown;
+  readonly compensateFail?: (event: StepHook & { readonly error: Error }) => unknown;
+  readonly undoStart?: (event: StepHook & { readonly result: unknown }) => unknown;
+  readonly undoComplete?: (event: StepHook) => unknown;
+  readonly undoFail?: (event: StepHook & { readonly error: Error }) => unknown;
+  /** Before a job is enqueued for this execution (background hand-off, resume, retry, fan-out). */
+  readonly beforeEnqueue?: (event: HookBase & { readonly job: string }) => unknown;
+}
+
+/** The name of a middleware hook. */
+export type HookName = keyof Middleware;
+/** The event a hook receives. */
+export type HookEvent<K extends HookName> = Parameters<NonNullable<Middleware[K]>>[0];
+
+/** Calls every middleware's hook, isolating failures. */
+export interface Hooks {
+  emit<K extends HookName>(name: K, event: HookEvent<K>): void;
+  /** Whether any middleware implements the hook (so callers can skip building the event). */
+  has(name: HookName): boolean;
+}
+
+/** Build the hook dispatcher for a list of middlewares. */
+export function createHooks(middlewares: readonly Middleware[], logger: Logger): Hooks {
+  const report = (name: HookName, error: unknown) =>
+    logger.error({ event: 'xreactor.middleware.failed', hook: name, err: error }, `middleware failed during ${name}`);
+  const implemented = new Set<HookName>();
+  for (const m of middlewares) for (const key of Object.keys(m)) implemented.add(key as HookName);
+  return {
+    has: (name) => implemented.has(name),
+    emit(name, event) {
+      if (!implemented.has(name)) return;
+      for (const m of middlewares) {
+        const hook = m[name] as ((e: typeof event) => unknown) | undefined;
+        if (hook === undefined) continue;
+        try {
+          const out = hook.call(m, event);
+          if (out instanceof Promise) out.catch((error: unknown) => report(name, error));
+        } catch (error) {
+          report(name, error);
+        }
+      }
+    },
+  };
+}

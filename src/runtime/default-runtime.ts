@@ -1,0 +1,31 @@
+import type { AnyReactorDefinition } from '../definition/compiled.js';
+import type { CancelledResult, ExecutionView, RunResult } from './results.js';
+import type { Runtime, RunInput, RunOptions, RunOutput } from './runtime.js';
+import { createRuntime } from './runtime.js';
+
+let current: Runtime | undefined;
+
+/** The process-wide embedded runtime (memory store), created on first use. */
+export function defaultRuntime(): Runtime {
+  current ??= createRuntime();
+  return current;
+}
+
+/**
+ * Run a reactor on the embedded default runtime.
+ * @example
+ * const result = await run(checkout, { sku: 'A1', cents: 1200 });
+ */
+export function run<R extends AnyReactorDefinition>(reactor: R, input: RunInput<R>, options?: RunOptions): Promise<RunResult<RunOutput<R>>> {
+  return defaultRuntime().run(reactor, input, options);
+}
+
+/** Find an execution of the embedded default runtime. */
+export function find(id: string): Promise<ExecutionView> {
+  return defaultRuntime().find(id);
+}
+
+/** Undo an execution of the embedded default runtime. */
+export function undo(id: string): Promise<CancelledResult> {
+  return defaultRuntime().undo(id);
+}

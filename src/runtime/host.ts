@@ -1,0 +1,279 @@
+import type { Logger } from 'pino';
+import type { AnyEventObject } from 'xstate';
+import { initialTransition, transition } from 'xstate';
+import type { ExecutionMachine } from '../../machines/execution.js';
+import { EXECUTION_MACHINE_VERSION } from '../../machines/execution.js';
+import type { ExecutionContext, ExecutionEffect, ExecutionEvent, ExecutionStatus, ExecutionWrite, TraceEntry } from '../../machines/execution-types.js';
+import type { AnyReactorDefinition, CompiledStep } from '../definition/compiled.js';
+import { DeserializationError, InputValidationError } from '../errors/index.js';
+import { describeIssues, validateWith } from '../internal/standard-schema.js';
+import type { Hooks } from '../observability/middleware.js';
+import { deserializeError, serializeError } from '../serialization/index.js';
+import type { Commit, CommitWrites, PersistedSnapshot, Store, UndoEntry } from '../store/store.js';
+import type { Clock } from './clock.js';
+import type { Attempt, StepScope } from './step-performer.js';
+import { performRollbackHandler, performStep, stepContext } from './step-performer.js';
+import { buildResult } from './results.js';
+
+type Snapshot = ReturnType<typeof initialTransition<ExecutionMachine>>[0];
+
+/** Services a host uses. */
+export interface HostDeps {
+  readonly store: Store;
+  readonly clock: Clock;
+  readonly hooks: Hooks;
+  readonly logger: Logger;
+}
+
+/** An execution actor held by a host: its snapshot, the revision it was loaded at, and its input. */
+export interface HeldExecution {
+  readonly id: string;
+  snapshot: Snapshot;
+  revision: number;
+  readonly inputs: unknown;
+}
+
+/** The status an execution snapshot is in. */
+export function statusOf(value: unknown): ExecutionStatus {
+  return (typeof value === 'string' ? value : Object.keys(value as object)[0]) as ExecutionStatus;
+}
+
+function persist(snapshot: Snapshot): PersistedSnapshot {
+  return { machineVersion: EXECUTION_MACHINE_VERSION, value: snapshot.value, context: snapshot.context };
+}
+
+function partition(actions: readonly { type: string; params?: unknown }[]): { writes: CommitWrites; effects: ExecutionEffect[] } {
+  const results: [string, unknown][] = [];
+  const pushUndo: (UndoEntry & { position: number })[] = [];
+  const trace: TraceEntry[] = [];
+  const effects: ExecutionEffect[] = [];
+  let truncateUndoTo: number | undefined;
+  for (const action of actions as (ExecutionWrite | ExecutionEffect)[]) {
+    switch (action.type) {
+      case 'xreactor.write.result':
+        results.push([action.params.step, action.params.value]);
+        break;
+      case 'xreactor.write.pushUndo':
+        pushUndo.push(action.params);
+        break;
+      case 'xreactor.write.popUndo':
+        truncateUndoTo = action.params.position;
+        break;
+      case 'xreactor.write.trace':
+        trace.push(action.params);
+        break;
+      default:
+        if (action.type.startsWith('xreactor.effect.')) effects.push(action);
+    }
+  }
+  return { writes: { results, pushUndo, truncateUndoTo, trace }, effects };
+}
+
+/**
+ * The host loop for one reactor: event → pure transition → one fenced commit
+ * of snapshot, writes and outbox → perform the effects → their outcome is the
+ * next event. The same loop serves every process that advances an execution.
+ */
+export class ExecutionHost {
+  readonly #definition: AnyReactorDefinition;
+  readonly #machine: ExecutionMachine;
+  readonly #deps: HostDeps;
+  readonly #byName: ReadonlyMap<string, CompiledStep>;
+
+  constructor(definition: AnyReactorDefinition, machine: ExecutionMachine, deps: HostDeps) {
+    this.#definition = definition;
+    this.#machine = machine;
+    this.#deps = deps;
+    this.#byName = new Map(definition.steps.map((s) => [s.name, s]));
+  }
+
+  /** Create the execution actor, validate its input and drive it until it settles or the signal fires. */
+  async start(id: string, rawInput: unknown, signal: AbortSignal): Promise<HeldExecution> {
+    const { store, clock } = this.#deps;
+    const reactor = this.#definition.name;
+    const [snapshot, actions] = initialTransition(this.#machine, { executionId: id, reactor, at: clock.now() });
+    let event: ExecutionEvent;
+    let inputs: unknown = rawInput;
+    if (this.#definition.input === undefined) {
+      event = { type: 'xreactor.input.accepted', at: clock.now() };
+    } else {
+      const checked = await validateWith(this.#definition.input, rawInput);
+      if (checked.ok) {
+        inputs = checked.value;
+        event = { type: 'xreactor.input.accepted', at: clock.now() };
+      } else {
+        const error = new InputValidationError(`reactor "${reactor}": input is invalid: ${describeIssues(checked.issues)}`, checked.issues, { reactor });
+        event = { type: 'xreactor.input.rejected', at: clock.now(), error: serializeError(error) };
+      }
+    }
+    const { writes, effects } = partition(actions);
+    const revision = await store.create({ id, reactor, input: inputs, commit: { snapshot: persist(snapshot), writes, outbox: effects } });
+    const held: HeldExecution = { id, snapshot, revision, inputs };
+    if (event.type === 'xreactor.input.accepted') this.#deps.hooks.emit('reactorStart', { reactor, executionId: id, input: inputs });
+    await this.drive(held, event, signal);
+    return held;
+  }
+
+  /** Load a stored execution into a held actor. */
+  async load(id: string): Promise<HeldExecution | undefined> {
+    const loaded = await this.#deps.store.load(id);
+    if (loaded === undefined) return undefined;
+    if (loaded.snapshot.machineVersion !== EXECUTION_MACHINE_VERSION) {
+      throw new DeserializationError(`execution ${id} was stored by execution machine version ${loaded.snapshot.machineVersion}; this build runs version ${EXECUTION_MACHINE_VERSION}`);
+    }
+    const snapshot = this.#machine.resolveState({ value: loaded.snapshot.value as never, context: loaded.snapshot.context as ExecutionContext });
+    return { id, snapshot, revision: loaded.revision, inputs: await this.#deps.store.readInput(id) };
+  }
+
+  /** Feed `event` to the actor and keep going until no effect produces another event. */
+  async drive(held: HeldExecution, first: ExecutionEvent, signal: AbortSignal): Promise<void> {
+    let event: ExecutionEvent | undefined = first;
+    while (event !== undefined) {
+      const [next, actions] = transition(this.#machine, held.snapshot, event as AnyEventObject as ExecutionEvent);
+      if (next === held.snapshot || (actions.length === 0 && next.value === held.snapshot.value && next.context === held.snapshot.context)) {
+        this.#deps.logger.debug({ event: 'xreactor.event.ignored', executionId: held.id, type: event.type }, 'event not accepted in this state');
+        return;
+      }
+      const { writes, effects } = partition(actions);
+      const commit: Commit = { snapshot: persist(next), writes, outbox: effects };
+      held.revision = await this.#deps.store.commit(held.id, held.revision, commit);
+      held.snapshot = next;
+      await this.#afterCommit(held, event, effects);
+      event = undefined;
+      for (const effect of effects) {
+        const produced = await this.#perform(held, effect, signal);
+        if (produced !== undefined) event = produced;
+      }
+    }
+  }
+
+  #scope(held: HeldExecution, signal: AbortSignal): StepScope {
+    return { executionId: held.id, reactor: this.#definition.name, inputs: held.inputs, signal };
+  }
+
+  #abortEvent(signal: AbortSignal): ExecutionEvent {
+    const reason: unknown = signal.reason;
+    return { type: 'xreactor.execution.abort', at: this.#deps.clock.now(), reason: reason instanceof Error ? reason.message : String(reason ?? 'aborted') };
+  }
+
+  /** Resolve with the operation's value, or with the abort event when the signal fires first. */
+  async #unlessAborted<T>(signal: AbortSignal, work: () => Promise<T>): Promise<T | { aborted: ExecutionEvent }> {
+    if (signal.aborted) return { aborted: this.#abortEvent(signal) };
+    let onAbort: (() => void) | undefined;
+    const aborted = new Promise<{ aborted: ExecutionEvent }>((resolve) => {
+      onAbort = () => resolve({ aborted: this.#abortEvent(signal) });
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      return await Promise.race([work(), aborted]);
+    } finally {
+      signal.removeEventListener('abort', onAbort!);
+    }
+  }
+
+  async #perform(held: HeldExecution, effect: ExecutionEffect, signal: AbortSignal): Promise<ExecutionEvent | undefined> {
+    const { hooks, clock, store } = this.#deps;
+    const reactor = this.#definition.name;
+    const executionId = held.id;
+    const scope = this.#scope(held, signal);
+    const settle = (out: ExecutionEvent | { aborted: ExecutionEvent }): ExecutionEvent => ('aborted' in out ? out.aborted : out);
+    switch (effect.type) {
+      case 'xreactor.effect.runStep': {
+        const step = this.#definition.plan[effect.params.index]!;
+        const results = step.reads.length === 0 ? new Map<string, unknown>() : await store.readResults(executionId, step.reads);
+        const attempt = effect.params.attempt;
+        const progress: Attempt = {
+          args: undefined,
+          started: false,
+          onStart: (args) => hooks.emit('stepStart', { reactor, executionId, step: step.name, attempt, args }),
+        };
+        const out = await this.#unlessAborted(signal, () => performStep(step, attempt, scope, results, () => clock.now(), progress));
+        const event = settle(out);
+        this.#emitStepOutcome(held, step, event);
+        return event;
+      }
+      case 'xreactor.effect.wait': {
+        const { step, attempt, delayMs, error } = effect.params;
+        hooks.emit('retryAttempt', { reactor, executionId, step, attempt, args: undefined, error: deserializeError(error), delayMs, nextAttempt: attempt + 1 });
+        const out = await this.#unlessAborted(signal, async () => {
+          await clock.sleep(delayMs, signal);
+          return { type: 'xreactor.timer.fired', at: clock.now(), index: effect.params.index, attempt } as ExecutionEvent;
+        }).catch(() => ({ aborted: this.#abortEvent(signal) }));
+        return settle(out);
+      }
+      case 'xreactor.effect.compensate': {
+        const { step: name, error, args } = effect.params;
+        const step = this.#byName.get(name)!;
+        const handler = step.compensate;
+        const cause = deserializeError(error);
+        hooks.emit('compensateStart', { reactor, executionId, step: name, attempt: 1, args, error: cause });
+        const out = await this.#unlessAborted(signal, async () => {
+          const failure = await performRollbackHandler(handler && (() => handler(cause, args, stepContext(scope, name, 1))), name, reactor);
+          return { type: 'xreactor.compensate.finished', at: clock.now(), failure } as ExecutionEvent;
+        });
+        const event = settle(out);
+        if (event.type === 'xreactor.compensate.finished') {
+          if (event.failure === null) hooks.emit('compensateComplete', { reactor, executionId, step: name, attempt: 1, args });
+          else hooks.emit('compensateFail', { reactor, executionId, step: name, attempt: 1, args, error: deserializeError(event.failure.error) });
+        }
+        return event;
+      }
+      case 'xreactor.effect.undo': {
+        const { position } = effect.params;
+        const entry = await store.readUndoEntry(executionId, position);
+        if (entry === undefined) throw new DeserializationError(`execution ${executionId}: undo-stack entry ${position} is missing from the store`);
+        const step = this.#byName.get(entry.step);
+        const handler = step?.undo;
+        hooks.emit('undoStart', { reactor, executionId, step: entry.step, attempt: 1, args: entry.args, result: entry.result });
+        const out = await this.#unlessAborted(signal, async () => {
+          const failure = await performRollbackHandler(handler && (() => handler(entry.result, entry.args, stepContext(scope, entry.step, 1))), entry.step, reactor);
+          return { type: 'xreactor.undo.finished', at: clock.now(), position, step: entry.step, failure } as ExecutionEvent;
+        });
+        const event = settle(out);
+        if (event.type === 'xreactor.undo.finished') {
+          if (event.failure === null) hooks.emit('undoComplete', { reactor, executionId, step: entry.step, attempt: 1, args: entry.args });
+          else hooks.emit('undoFail', { reactor, executionId, step: entry.step, attempt: 1, args: entry.args, error: deserializeError(event.failure.error) });
+        }
+        return event;
+      }
+      case 'xreactor.effect.finished':
+        return undefined;
+    }
+  }
+
+  #emitStepOutcome(held: HeldExecution, step: CompiledStep, event: ExecutionEvent): void {
+    const { hooks } = this.#deps;
+    const base = { reactor: this.#definition.name, executionId: held.id, step: step.name };
+    switch (event.type) {
+      case 'xreactor.step.succeeded':
+        hooks.emit('stepComplete', { ...base, attempt: event.attempt, args: event.args, outcome: 'succeeded', result: event.result });
+        break;
+      case 'xreactor.step.skipped':
+        hooks.emit('stepComplete', { ...base, attempt: event.attempt, args: undefined, outcome: 'skipped', result: event.value });
+        break;
+      case 'xreactor.step.halted':
+        hooks.emit('stepComplete', { ...base, attempt: event.attempt, args: undefined, outcome: 'halted', result: event.reason });
+        break;
+      default:
+        break;
+    }
+  }
+
+  /** Hooks that depend on where a transition led: a step's final failure, and the run's end. */
+  async #afterCommit(held: HeldExecution, event: ExecutionEvent, effects: readonly ExecutionEffect[]): Promise<void> {
+    const { hooks } = this.#deps;
+    const reactor = this.#definition.name;
+    const executionId = held.id;
+    if (event.type === 'xreactor.step.failed' && statusOf(held.snapshot.value) !== 'running' && hooks.has('stepFail')) {
+      const step = this.#definition.plan[event.index]!.name;
+      hooks.emit('stepFail', { reactor, executionId, step, attempt: event.attempt, args: event.args, error: deserializeError(event.error) });
+    }
+    const finished = effects.find((e) => e.type === 'xreactor.effect.finished');
+    if (finished === undefined || !(hooks.has('reactorComplete') || hooks.has('reactorFail'))) return;
+    const status = finished.params.status;
+    const result = await buildResult(this.#definition, status, held.snapshot.context, this.#deps.store);
+    if (result?.status === 'failed') hooks.emit('reactorFail', { reactor, executionId, error: result.error });
+    else if (result?.status === 'completed') hooks.emit('reactorComplete', { reactor, executionId, status: 'completed', value: result.value });
+    else if (result?.status === 'halted') hooks.emit('reactorComplete', { reactor, executionId, status: 'halted', value: result.reason });
+  }
+}

@@ -1,0 +1,123 @@
+import type { ExecutionContext, ExecutionStatus, RollbackFailure, TraceEntry } from '../../machines/execution-types.js';
+import type { AnyReactorDefinition } from '../definition/compiled.js';
+import { CompensationError, InputValidationError } from '../errors/index.js';
+import type { ExecutionId } from '../internal/ids.js';
+import { deserializeError } from '../serialization/index.js';
+import type { Store, UndoEntry } from '../store/store.js';
+
+/** A compensate or undo that did not complete, as reported to callers. */
+export interface RollbackFailureReport {
+  readonly step: string;
+  readonly kind: 'compensate' | 'undo';
+  readonly reason: RollbackFailure['reason'];
+  readonly error: Error;
+  readonly message: string;
+}
+
+/** The run completed; `value` is the `returns` step's result, or every step's result. */
+export interface CompletedResult<TOutput> {
+  readonly status: 'completed';
+  readonly executionId: ExecutionId;
+  readonly value: TOutput;
+}
+
+/** The run failed and was rolled back. */
+export interface FailedResult {
+  readonly status: 'failed';
+  readonly executionId: ExecutionId;
+  /** The failure: the step's error, a CompensationError when its compensate failed, or an InputValidationError. */
+  readonly error: Error;
+  /** The step the failure is attributed to (undefined when the reactor input was invalid). */
+  readonly step: string | undefined;
+  readonly message: string;
+  /** Every compensate / undo that did not complete. Always an array. */
+  readonly rollbackFailures: readonly RollbackFailureReport[];
+  /** Field errors when the reactor input or a step contract was invalid. */
+  readonly validationErrors: Readonly<Record<string, string[]>> | undefined;
+}
+
+/** A step halted the run: no further steps ran and nothing was rolled back. */
+export interface HaltedResult {
+  readonly status: 'halted';
+  readonly executionId: ExecutionId;
+  readonly step: string;
+  readonly reason: string;
+}
+
+/** An operator undid the run: every completed step was rolled back. */
+export interface CancelledResult {
+  readonly status: 'cancelled';
+  readonly executionId: ExecutionId;
+  readonly reason: string;
+  readonly rollbackFailures: readonly RollbackFailureReport[];
+}
+
+/** The typed outcome of `run`. */
+export type RunResult<TOutput> = CompletedResult<TOutput> | FailedResult | HaltedResult;
+
+/** An execution as `find(id)` reports it. */
+export interface ExecutionView {
+  readonly id: ExecutionId;
+  readonly reactor: string;
+  readonly status: ExecutionStatus;
+  readonly revision: number;
+  /** The outcome, once the execution settled. */
+  readonly result: RunResult<unknown> | CancelledResult | undefined;
+  /** Entries not undone, oldest first. */
+  readonly undoStack: readonly UndoEntry[];
+  readonly trace: readonly TraceEntry[];
+  /** A failing step whose compensate was cut off by an interruption; `undo(id)` re-runs it first. */
+  readonly pendingCompensation: { readonly step: string } | undefined;
+  readonly createdAt: number;
+  readonly updatedAt: number;
+}
+
+function reports(failures: readonly RollbackFailure[]): RollbackFailureReport[] {
+  return failures.map((f) => {
+    const error = deserializeError(f.error);
+    return { step: f.step, kind: f.kind, reason: f.reason, error, message: error.message };
+  });
+}
+
+/** Build the outcome of a settled execution from its context (and its results, for a completed run). */
+export async function buildResult(
+  definition: AnyReactorDefinition | undefined,
+  status: ExecutionStatus,
+  context: ExecutionContext,
+  store: Store,
+): Promise<RunResult<unknown> | CancelledResult | undefined> {
+  const executionId = context.executionId as ExecutionId;
+  switch (status) {
+    case 'completed': {
+      const returns = definition?.returns;
+      const results = await store.readResults(executionId, returns === undefined ? undefined : [returns]);
+      const value = returns === undefined ? Object.fromEntries(results) : results.get(returns);
+      return { status, executionId, value };
+    }
+    case 'halted':
+      return { status, executionId, step: context.halt!.step, reason: context.halt!.reason };
+    case 'cancelled':
+      return { status, executionId, reason: 'undo', rollbackFailures: reports(context.rollbackFailures) };
+    case 'failed': {
+      const rollbackFailures = reports(context.rollbackFailures);
+      if (context.failure === null) {
+        const error = deserializeError(context.inputError!);
+        const validationErrors = error instanceof InputValidationError ? error.fieldErrors : undefined;
+        return { status, executionId, error, step: undefined, message: error.message, rollbackFailures, validationErrors };
+      }
+      const original = deserializeError(context.failure.error);
+      const { step } = context.failure;
+      const error = context.failure.compensationFailed
+        ? new CompensationError(`step "${step}" failed (${original.message}) and its compensate did not complete`, {
+            step,
+            reactor: context.reactor,
+            cause: original,
+          })
+        : original;
+      const validationErrors = original instanceof InputValidationError ? original.fieldErrors : undefined;
+      return { status, executionId, error, step, message: error.message, rollbackFailures, validationErrors };
+    }
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * The versioned envelope around every stored snapshot: a msgpack array
+ * `['xr', FORMAT_VERSION, kind, machineVersion, payload]`. The marker detects foreign data under
+ * our key, the kind detects a record of another type, and the machine version says which state
+ * machine wrote the payload.
+ */
+import { DefinitionError, DeserializationError } from '../errors/index.js';
+import { decode, encode } from './packr.js';
+
+const MAGIC = 'xr';
+/** Layout version of the envelope itself (not of the payload). */
+const FORMAT_VERSION = 1;
+const FIELD_COUNT = 5;
+
+/** A decoded envelope. */
+export interface Envelope {
+  readonly kind: string;
+  readonly machineVersion: number;
+  readonly payload: unknown;
+}
+
+/** What the reader accepts: one kind, and the machine versions this build can resume. */
+export interface EnvelopeExpectation {
+  readonly kind: string;
+  readonly machineVersions: readonly number[];
+}
+
+/**
+ * Encodes `payload` in an envelope marked with its kind and machine version.
+ * @throws DefinitionError when `kind` is empty or `machineVersion` is not a non-negative integer.
+ */
+export function encodeEnvelope(kind: string, machineVersion: number, payload: unknown): Uint8Array {
+  if (kind === '') throw new DefinitionError('envelope kind is empty: name the kind of record being stored');
+  if (!Number.isSafeInteger(machineVersion) || machineVersion < 0) {
+    throw new DefinitionError(`machine version ${machineVersion} is not a non-negative integer: bump it as 1, 2, 3, ...`);
+  }
+  return encode([MAGIC, FORMAT_VERSION, kind, machineVersion, payload]);
+}
+
+/**
+ * Decodes an envelope written by {@link encodeEnvelope} and checks it against `expected`.
+ * @throws DeserializationError when the bytes are truncated or foreign, the kind differs, or the
+ * machine version is not one of `expected.machineVersions`. The message says which, and what to do.
+ */
+export function decodeEnvelope(bytes: Uint8Array, expected: EnvelopeExpectation): Envelope {
+  const what = `stored ${expected.kind} snapshot`;
+  let value: unknown;
+  try {
+    value = decode(bytes);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new DeserializationError(`${what} could not be decoded: ${reason}`, { cause: error });
+  }
+  if (!Array.isArray(value) || value.length !== FIELD_COUNT || value[0] !== MAGIC) {
+    throw new DeserializationError(
+      `${what} is not an xreactor envelope (found ${preview(value)}): ` +
+        'the key holds data another program wrote; check the key prefix, or discard the key',
+    );
+  }
+  const [, format, kind, machineVersion, payload] = value as unknown[];
+  if (format !== FORMAT_VERSION) {
+    throw new DeserializationError(
+      `${what} has envelope format ${preview(format)}; this build reads format ${FORMAT_VERSION}: ` +
+        `deploy a build that reads format ${preview(format)}, or discard the execution`,
+    );
+  }
+  if (kind !== expected.kind) {
+    throw new DeserializationError(
+      `${what} holds a record of kind ${preview(kind)}, not "${expected.kind}": ` +
+        'the key was written for another purpose; check the key builder',
+    );
+  }
+  if (typeof machineVersion !== 'number' || !expected.machineVersions.includes(machineVersion)) {
+    const known = expected.machineVersions.length === 0 ? 'no version' : expected.machineVersions.join(', ');
+    throw new DeserializationError(
+      `${what} has machine version ${preview(machineVersion)}; this build knows ${known}: ` +
+        `deploy a build that knows version ${preview(machineVersion)}, or discard the execution`,
+    );
+  }
+  return { kind, machineVersion, payload };
+}
+
+function preview(value: unknown): string {
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined) return String(value);
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}...` : value);
+  if (Array.isArray(value)) return `an array of ${value.length}`;
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
+}

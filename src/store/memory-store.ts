@@ -1,0 +1,107 @@
+import type { TraceEntry } from '../../machines/execution-types.js';
+import { ExecutionNotFoundError, StaleRevisionError, XreactorError } from '../errors/index.js';
+import { decode, decodeEnvelope, encode, encodeEnvelope } from '../serialization/index.js';
+import type { Commit, CreateExecution, LoadedExecution, PersistedSnapshot, Store, UndoEntry } from './store.js';
+
+interface Row {
+  revision: number;
+  snapshot: Uint8Array;
+  readonly input: Uint8Array;
+  readonly results: Map<string, Uint8Array>;
+  readonly undo: Uint8Array[];
+  readonly trace: Uint8Array[];
+  outbox: Uint8Array;
+}
+
+/** Options of {@link createMemoryStore}. */
+export interface MemoryStoreOptions {
+  /**
+   * Machine versions this build can load.
+   * @defaultValue [1]
+   */
+  readonly machineVersions?: readonly number[];
+}
+
+const SNAPSHOT_KIND = 'execution';
+
+/**
+ * The embedded store: everything in process memory, encoded exactly as the
+ * Redis adapter stores it, so a caller can never alias stored state. Commits
+ * are fenced by revision like every other adapter.
+ */
+export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
+  const versions = options.machineVersions ?? [1];
+  const rows = new Map<string, Row>();
+
+  const row = (id: string): Row => {
+    const found = rows.get(id);
+    if (found === undefined) throw new ExecutionNotFoundError(id);
+    return found;
+  };
+  const encodeSnapshot = (s: PersistedSnapshot) => encodeEnvelope(SNAPSHOT_KIND, s.machineVersion, { value: s.value, context: s.context });
+  const apply = (r: Row, commit: Commit): void => {
+    const w = commit.writes;
+    for (const [step, value] of w.results) r.results.set(step, encode(value));
+    if (w.truncateUndoTo !== undefined) r.undo.length = Math.min(r.undo.length, w.truncateUndoTo);
+    for (const entry of w.pushUndo) r.undo[entry.position] = encode({ step: entry.step, args: entry.args, result: entry.result });
+    for (const entry of w.trace) r.trace.push(encode(entry));
+    r.snapshot = encodeSnapshot(commit.snapshot);
+    r.outbox = encode(commit.outbox);
+    r.revision += 1;
+  };
+
+  return {
+    async create(execution: CreateExecution) {
+      if (rows.has(execution.id)) {
+        throw new XreactorError('execution_exists', `execution ${execution.id} already exists; execution ids must be unique`);
+      }
+      const r: Row = {
+        revision: 0,
+        snapshot: new Uint8Array(),
+        input: encode(execution.input),
+        results: new Map(),
+        undo: [],
+        trace: [],
+        outbox: new Uint8Array(),
+      };
+      apply(r, execution.commit);
+      rows.set(execution.id, r);
+      return r.revision;
+    },
+    async load(id) {
+      const r = rows.get(id);
+      if (r === undefined) return undefined;
+      const { machineVersion, payload } = decodeEnvelope(r.snapshot, { kind: SNAPSHOT_KIND, machineVersions: versions });
+      const { value, context } = payload as { value: unknown; context: unknown };
+      return { snapshot: { machineVersion, value, context }, revision: r.revision } satisfies LoadedExecution;
+    },
+    async commit(id, expectedRevision, commit) {
+      const r = row(id);
+      if (r.revision !== expectedRevision) throw new StaleRevisionError(id, expectedRevision, r.revision);
+      apply(r, commit);
+      return r.revision;
+    },
+    async readInput(id) {
+      return decode(row(id).input);
+    },
+    async readResults(id, steps) {
+      const r = row(id);
+      const out = new Map<string, unknown>();
+      for (const step of steps ?? r.results.keys()) {
+        const bytes = r.results.get(step);
+        if (bytes !== undefined) out.set(step, decode(bytes));
+      }
+      return out;
+    },
+    async readUndoEntry(id, position) {
+      const bytes = row(id).undo[position];
+      return bytes === undefined ? undefined : (decode(bytes) as UndoEntry);
+    },
+    async readUndoStack(id) {
+      return row(id).undo.map((bytes) => decode(bytes) as UndoEntry);
+    },
+    async readTrace(id) {
+      return row(id).trace.map((bytes) => decode(bytes) as TraceEntry);
+    },
+  };
+}
