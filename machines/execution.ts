@@ -37,10 +37,10 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
   const terminal = (status: ExecutionStatus) => ({ type: 'xreactor.effect.finished' as const, params: { status } });
 
   return setup({
-    types: {} as {
-      context: ExecutionContext;
-      events: ExecutionEvent;
-      input: ExecutionInput;
+    types: {
+      context: {} as ExecutionContext,
+      events: {} as ExecutionEvent,
+      input: {} as ExecutionInput,
     },
     actions: {
       'xreactor.effect.runStep': hostPerformed<ParamsOf<ExecutionEffect, 'xreactor.effect.runStep'>>(),

@@ -84,8 +84,8 @@ function compileStep(raw: RawStep, order: number, reactor: string, resolveArgs: 
   }
   const retries = (raw.config['retries'] ?? handlers['retries']) as Parameters<typeof compileRetryOptions>[0];
   const args = resolveArgs(raw.config['args']);
-  const waitFor = (raw.config['waitFor'] ?? []) as readonly string[];
-  if (!Array.isArray(waitFor)) throw new DefinitionError(`${where}: waitFor must be an array of step names`);
+  const waitFor: unknown = raw.config['waitFor'] ?? [];
+  if (!Array.isArray(waitFor) || !waitFor.every((w) => typeof w === 'string')) throw new DefinitionError(`${where}: waitFor must be an array of step names`);
   return {
     name: raw.name,
     order,

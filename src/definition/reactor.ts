@@ -7,7 +7,15 @@ import { compileDefinition } from './compile.js';
 import type { CompiledStep, RawStep, ReactorDefinition } from './compiled.js';
 
 /** Arguments a step body receives: its contract's output, its wired args, or all inputs. */
-export type RunArgs<TInput, A, S> = [S] extends [AnySchema] ? SchemaOutput<S> : [A] extends [never] ? TInput : A extends ArgsRecord ? ArgsOf<A> : TInput;
+export type RunArgs<TInput, A, S> = [S] extends [never]
+  ? [A] extends [never]
+    ? TInput
+    : A extends ArgsRecord
+      ? ArgsOf<A>
+      : TInput
+  : S extends AnySchema
+    ? SchemaOutput<S>
+    : TInput;
 
 /** Rejects a step name that is already defined, at compile time. */
 export type NewStepName<N extends string, TResults> = N extends keyof TResults ? `step "${N}" is already defined` : N;
@@ -36,6 +44,9 @@ export interface StepUse<TInput, TResults, A> {
   /** Retry policy for a definition that declares none (a definition's own policy cannot be overridden). */
   readonly retries?: RetryOptions;
 }
+
+/** The results of a reactor with no steps yet. */
+export type EmptyResults = Record<never, never>;
 
 type Simplify<T> = { [K in keyof T]: T[K] } & {};
 
@@ -79,11 +90,11 @@ export class ReactorBuilder<TName extends string, TInput, TResults, TOutput> {
     definition: StepDefinition<TArgs, V>,
     use?: StepUse<TInput, TResults, A>,
   ): ReactorBuilder<TName, TInput, Simplify<TResults & Record<N, V>>, Simplify<TResults & Record<N, V>>>;
-  step(name: string, configOrDefinition: object, use?: object): ReactorBuilder<TName, TInput, any, any> {
+  step(name: string, configOrDefinition: object, use?: object): unknown {
     const raw: RawStep = isStepDefinition(configOrDefinition)
       ? { name, definition: configOrDefinition, config: (use ?? {}) as Record<string, unknown> }
       : { name, definition: undefined, config: configOrDefinition as Record<string, unknown> };
-    return new ReactorBuilder(this.#name, this.#input, [...this.#steps, raw], this.#returns, this.#options);
+    return new ReactorBuilder<TName, TInput, unknown, unknown>(this.#name, this.#input, [...this.#steps, raw], this.#returns, this.#options);
   }
 
   /** The step whose result is the run's value. Without it the value is the record of every step's result. */
@@ -133,7 +144,7 @@ export interface DefineReactorOptions<TName extends string, S extends AnySchema 
  */
 export function defineReactor<const TName extends string, S extends AnySchema | undefined = undefined>(
   options: DefineReactorOptions<TName, S>,
-): ReactorBuilder<TName, S extends AnySchema ? SchemaOutput<S> : Record<string, never>, {}, {}> {
+): ReactorBuilder<TName, S extends AnySchema ? SchemaOutput<S> : Record<string, never>, EmptyResults, EmptyResults> {
   const { name, input, ...rest } = options as DefineReactorOptions<TName, S> & Record<string, unknown>;
   return new ReactorBuilder(name, input, [], undefined, rest);
 }

@@ -1,5 +1,4 @@
 import type { Logger } from 'pino';
-import type { AnyEventObject } from 'xstate';
 import { initialTransition, transition } from 'xstate';
 import type { ExecutionMachine } from '../../machines/execution.js';
 import { EXECUTION_MACHINE_VERSION } from '../../machines/execution.js';
@@ -129,7 +128,7 @@ export class ExecutionHost {
   async drive(held: HeldExecution, first: ExecutionEvent, signal: AbortSignal): Promise<void> {
     let event: ExecutionEvent | undefined = first;
     while (event !== undefined) {
-      const [next, actions] = transition(this.#machine, held.snapshot, event as AnyEventObject as ExecutionEvent);
+      const [next, actions] = transition(this.#machine, held.snapshot, event);
       if (next === held.snapshot || (actions.length === 0 && next.value === held.snapshot.value && next.context === held.snapshot.context)) {
         this.#deps.logger.debug({ event: 'xreactor.event.ignored', executionId: held.id, type: event.type }, 'event not accepted in this state');
         return;
@@ -153,7 +152,8 @@ export class ExecutionHost {
 
   #abortEvent(signal: AbortSignal): ExecutionEvent {
     const reason: unknown = signal.reason;
-    return { type: 'xreactor.execution.abort', at: this.#deps.clock.now(), reason: reason instanceof Error ? reason.message : String(reason ?? 'aborted') };
+    const text = reason instanceof Error ? reason.message : typeof reason === 'string' ? reason : 'aborted';
+    return { type: 'xreactor.execution.abort', at: this.#deps.clock.now(), reason: text };
   }
 
   /** Resolve with the operation's value, or with the abort event when the signal fires first. */
@@ -197,7 +197,7 @@ export class ExecutionHost {
         hooks.emit('retryAttempt', { reactor, executionId, step, attempt, args: undefined, error: deserializeError(error), delayMs, nextAttempt: attempt + 1 });
         const out = await this.#unlessAborted(signal, async () => {
           await clock.sleep(delayMs, signal);
-          return { type: 'xreactor.timer.fired', at: clock.now(), index: effect.params.index, attempt } as ExecutionEvent;
+          return { type: 'xreactor.timer.fired', at: clock.now(), index: effect.params.index, attempt } satisfies ExecutionEvent;
         }).catch(() => ({ aborted: this.#abortEvent(signal) }));
         return settle(out);
       }
@@ -209,7 +209,7 @@ export class ExecutionHost {
         hooks.emit('compensateStart', { reactor, executionId, step: name, attempt: 1, args, error: cause });
         const out = await this.#unlessAborted(signal, async () => {
           const failure = await performRollbackHandler(handler && (() => handler(cause, args, stepContext(scope, name, 1))), name, reactor);
-          return { type: 'xreactor.compensate.finished', at: clock.now(), failure } as ExecutionEvent;
+          return { type: 'xreactor.compensate.finished', at: clock.now(), failure } satisfies ExecutionEvent;
         });
         const event = settle(out);
         if (event.type === 'xreactor.compensate.finished') {
@@ -227,7 +227,7 @@ export class ExecutionHost {
         hooks.emit('undoStart', { reactor, executionId, step: entry.step, attempt: 1, args: entry.args, result: entry.result });
         const out = await this.#unlessAborted(signal, async () => {
           const failure = await performRollbackHandler(handler && (() => handler(entry.result, entry.args, stepContext(scope, entry.step, 1))), entry.step, reactor);
-          return { type: 'xreactor.undo.finished', at: clock.now(), position, step: entry.step, failure } as ExecutionEvent;
+          return { type: 'xreactor.undo.finished', at: clock.now(), position, step: entry.step, failure } satisfies ExecutionEvent;
         });
         const event = settle(out);
         if (event.type === 'xreactor.undo.finished') {

@@ -7,7 +7,8 @@
  * and Errors anywhere in the value (through the error converter, see below).
  *
  * What does not: `-0` is written as the integer 0 and comes back as `0`, as with JSON. A `Map`
- * comes back as a plain object (keys become strings). Class instances come back as plain objects
+ * comes back as a plain object (keys become strings), and so does an object with a null
+ * prototype. Class instances come back as plain objects
  * of their own enumerable fields (or of their `toJSON()`). A `"__proto__"` key comes back as
  * `"__proto_"` (msgpackr's prototype-pollution guard). Functions become `undefined`, symbol keys
  * are dropped, holes in arrays become `undefined`. Cyclic values make `encode` throw a RangeError.
