@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { createMemoryStore, DeserializationError, StaleRevisionError } from '../../src/index.js';
+import type { Commit } from '../../src/index.js';
+
+const commit = (value: string, extra: Partial<Commit['writes']> = {}): Commit => ({
+  snapshot: { machineVersion: 1, value, context: { n: value } },
+  writes: { results: [], pushUndo: [], truncateUndoTo: undefined, trace: [], ...extra },
+  outbox: [],
+});
+
+describe('memory store', () => {
+  it('creates at revision 1 and refuses a duplicate id', async () => {
+    const store = createMemoryStore();
+    expect(await store.create({ id: 'e1', reactor: 'r', input: { a: 1 }, commit: commit('pending') })).toBe(1);
+    await expect(store.create({ id: 'e1', reactor: 'r', input: {}, commit: commit('pending') })).rejects.toThrow(/already exists/);
+    expect(await store.readInput('e1')).toEqual({ a: 1 });
+  });
+
+  it('refuses a stale writer and keeps the newer progress', async () => {
+    const store = createMemoryStore();
+    await store.create({ id: 'e1', reactor: 'r', input: {}, commit: commit('pending') });
+    const hostA = await store.load('e1');
+    const hostB = await store.load('e1');
+    expect(hostA?.revision).toBe(1);
+    expect(await store.commit('e1', hostA!.revision, commit('running', { results: [['a', 'from A']] }))).toBe(2);
+    await expect(store.commit('e1', hostB!.revision, commit('failed', { results: [['a', 'from B']] }))).rejects.toBeInstanceOf(StaleRevisionError);
+    const now = await store.load('e1');
+    expect(now).toEqual({ revision: 2, snapshot: { machineVersion: 1, value: 'running', context: { n: 'running' } } });
+    expect(await store.readResults('e1')).toEqual(new Map([['a', 'from A']]));
+  });
+
+  it('keeps results, undo entries and trace outside the snapshot, and pops undone entries', async () => {
+    const store = createMemoryStore();
+    await store.create({ id: 'e1', reactor: 'r', input: {}, commit: commit('pending') });
+    await store.commit(
+      'e1',
+      1,
+      commit('running', {
+        results: [['a', { id: 1 }]],
+        pushUndo: [{ position: 0, step: 'a', args: { x: 1 }, result: { id: 1 } }],
+        trace: [{ type: 'run', step: 'a', at: 5 }],
+      }),
+    );
+    await store.commit('e1', 2, commit('running', { pushUndo: [{ position: 1, step: 'b', args: {}, result: 2 }] }));
+    expect(await store.readUndoStack('e1')).toEqual([
+      { step: 'a', args: { x: 1 }, result: { id: 1 } },
+      { step: 'b', args: {}, result: 2 },
+    ]);
+    await store.commit('e1', 3, commit('rolling_back', { truncateUndoTo: 1 }));
+    expect(await store.readUndoStack('e1')).toEqual([{ step: 'a', args: { x: 1 }, result: { id: 1 } }]);
+    expect(await store.readUndoEntry('e1', 0)).toEqual({ step: 'a', args: { x: 1 }, result: { id: 1 } });
+    expect(await store.readTrace('e1')).toEqual([{ type: 'run', step: 'a', at: 5 }]);
+  });
+
+  it('returns copies: mutating what was read never changes what is stored', async () => {
+    const store = createMemoryStore();
+    const result = { nested: { n: 1 } };
+    await store.create({ id: 'e1', reactor: 'r', input: {}, commit: commit('pending', { results: [['a', result]] }) });
+    result.nested.n = 2;
+    const read = (await store.readResults('e1', ['a'])).get('a') as typeof result;
+    read.nested.n = 3;
+    expect((await store.readResults('e1', ['a'])).get('a')).toEqual({ nested: { n: 1 } });
+  });
+
+  it('reports a snapshot of an unknown machine version as a DeserializationError naming the version', async () => {
+    const store = createMemoryStore();
+    await store.create({ id: 'e1', reactor: 'r', input: {}, commit: { ...commit('pending'), snapshot: { machineVersion: 7, value: 'x', context: {} } } });
+    await expect(store.load('e1')).rejects.toBeInstanceOf(DeserializationError);
+    await expect(store.load('e1')).rejects.toThrow(/7/);
+  });
+});

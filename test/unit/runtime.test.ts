@@ -1,0 +1,109 @@
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  createMemoryStore,
+  createRuntime,
+  defineReactor,
+  ExecutionNotFoundError,
+  InvalidStateError,
+  UnknownReactorError,
+  halt,
+} from '../../src/index.js';
+import { createTestClock } from '../../src/testing/index.js';
+
+const silent = pino({ level: 'silent' });
+
+const pricing = defineReactor({ name: 'pricing', input: z.object({ qty: z.number(), unit: z.number() }) })
+  .step('subtotal', { args: ({ input }) => ({ qty: input('qty'), unit: input('unit') }), run: ({ qty, unit }) => qty * unit, undo: () => undefined })
+  .step('total', { args: ({ result }) => ({ subtotal: result('subtotal').transform((s) => s * 1.2) }), run: ({ subtotal }) => ({ amount: subtotal }) })
+  .build();
+
+describe('runtime', () => {
+  it('returns every step result without returns, and the returns step result with it', async () => {
+    const runtime = createRuntime({ logger: silent });
+    expect(await runtime.run(pricing, { qty: 2, unit: 10 })).toMatchObject({ status: 'completed', value: { subtotal: 20, total: { amount: 24 } } });
+    const only = defineReactor({ name: 'only' }).step('a', { run: () => 1 }).step('b', { run: () => 'two' }).returns('b').build();
+    expect(await runtime.run(only, {})).toMatchObject({ status: 'completed', value: 'two' });
+  });
+
+  it('find(id) reports status, result, undo stack and trace', async () => {
+    const clock = createTestClock(1000);
+    const runtime = createRuntime({ logger: silent, clock, generateId: () => 'exec-1' });
+    const result = await runtime.run(pricing, { qty: 1, unit: 5 });
+    expect(result.executionId).toBe('exec-1');
+    const view = await runtime.find('exec-1');
+    expect(view).toMatchObject({
+      id: 'exec-1',
+      reactor: 'pricing',
+      status: 'completed',
+      result: { status: 'completed', value: { subtotal: 5, total: { amount: 6 } } },
+      undoStack: [
+        { step: 'subtotal', args: { qty: 1, unit: 5 }, result: 5 },
+        { step: 'total', args: { subtotal: 6 }, result: { amount: 6 } },
+      ],
+      pendingCompensation: undefined,
+      createdAt: 1000,
+    });
+    expect(view.trace.map((t) => [t.type, t.step])).toEqual([
+      ['run', 'subtotal'],
+      ['run', 'total'],
+    ]);
+  });
+
+  it('an unknown id is an ExecutionNotFoundError', async () => {
+    const runtime = createRuntime({ logger: silent });
+    await expect(runtime.find('nope')).rejects.toBeInstanceOf(ExecutionNotFoundError);
+    await expect(runtime.undo('nope')).rejects.toBeInstanceOf(ExecutionNotFoundError);
+  });
+
+  it('undo(id) rolls back a completed run newest-first and refuses a second undo', async () => {
+    const undone: string[] = [];
+    const r = defineReactor({ name: 'undoable' })
+      .step('a', { run: () => 1, undo: () => void undone.push('a') })
+      .step('b', { run: () => 2, undo: () => void undone.push('b') })
+      .build();
+    const runtime = createRuntime({ logger: silent });
+    const { executionId } = await runtime.run(r, {});
+    expect(await runtime.undo(executionId)).toMatchObject({ status: 'cancelled', reason: 'undo', rollbackFailures: [] });
+    expect(undone).toEqual(['b', 'a']);
+    await expect(runtime.undo(executionId)).rejects.toBeInstanceOf(InvalidStateError);
+    expect((await runtime.find(executionId)).undoStack).toEqual([]);
+  });
+
+  it('undo(id) of a halted run undoes the steps completed before the halt', async () => {
+    const undone: string[] = [];
+    const r = defineReactor({ name: 'halting' })
+      .step('a', { run: () => 1, undo: () => void undone.push('a') })
+      .step('b', { waitFor: ['a'], run: () => halt('enough'), undo: () => void undone.push('b') })
+      .build();
+    const runtime = createRuntime({ logger: silent });
+    const { executionId } = await runtime.run(r, {});
+    await runtime.undo(executionId);
+    expect(undone).toEqual(['a']);
+  });
+
+  it('undo(id) of a failed run is refused: it rolled back already', async () => {
+    const r = defineReactor({ name: 'failing' }).step('a', { run: () => Promise.reject(new Error('x')) }).build();
+    const runtime = createRuntime({ logger: silent });
+    const { executionId } = await runtime.run(r, {});
+    await expect(runtime.undo(executionId)).rejects.toThrow(/is failed; only completed, halted or aborted/);
+  });
+
+  it('a runtime sharing the store finds executions and undoes them only for reactors it knows', async () => {
+    const store = createMemoryStore();
+    const first = createRuntime({ logger: silent, store });
+    const { executionId } = await first.run(pricing, { qty: 1, unit: 1 });
+    const stranger = createRuntime({ logger: silent, store });
+    expect((await stranger.find(executionId)).status).toBe('completed');
+    await expect(stranger.undo(executionId)).rejects.toBeInstanceOf(UnknownReactorError);
+    const informed = createRuntime({ logger: silent, store, reactors: [pricing] });
+    expect((await informed.undo(executionId)).status).toBe('cancelled');
+  });
+
+  it('an execution id cannot be reused', async () => {
+    const runtime = createRuntime({ logger: silent });
+    await runtime.run(pricing, { qty: 1, unit: 1 }, { executionId: 'fixed' });
+    await expect(runtime.run(pricing, { qty: 1, unit: 1 }, { executionId: 'fixed' })).rejects.toThrow(/already exists/);
+  });
+});
