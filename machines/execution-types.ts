@@ -71,6 +71,8 @@ export interface ExecutionContext {
   readonly halt: { readonly step: string; readonly reason: string } | null;
   /** Why the run is rolling back or was cancelled: a step failure, or an operator's undo. */
   readonly rollbackReason: 'failure' | 'operator' | null;
+  /** Counts rollbacks started; compensate / undo outcomes of an earlier rollback are ignored. */
+  readonly rollbackEpoch: number;
   readonly inputError: ErrorData | null;
   readonly abortReason: string | null;
   readonly createdAt: number;
@@ -103,8 +105,15 @@ export type ExecutionEvent =
       readonly args: unknown;
     }
   | { readonly type: 'xreactor.timer.fired'; readonly at: number; readonly index: number; readonly attempt: number }
-  | { readonly type: 'xreactor.compensate.finished'; readonly at: number; readonly failure: Omit<RollbackFailure, 'step' | 'kind'> | null }
-  | { readonly type: 'xreactor.undo.finished'; readonly at: number; readonly position: number; readonly step: string; readonly failure: Omit<RollbackFailure, 'step' | 'kind'> | null }
+  | { readonly type: 'xreactor.compensate.finished'; readonly at: number; readonly epoch: number; readonly failure: Omit<RollbackFailure, 'step' | 'kind'> | null }
+  | {
+      readonly type: 'xreactor.undo.finished';
+      readonly at: number;
+      readonly epoch: number;
+      readonly position: number;
+      readonly step: string;
+      readonly failure: Omit<RollbackFailure, 'step' | 'kind'> | null;
+    }
   | { readonly type: 'xreactor.execution.abort'; readonly at: number; readonly reason: string }
   | { readonly type: 'xreactor.operator.undo'; readonly at: number };
 
@@ -119,8 +128,8 @@ export type ExecutionWrite =
 export type ExecutionEffect =
   | { readonly type: 'xreactor.effect.runStep'; readonly params: { readonly index: number; readonly step: string; readonly attempt: number } }
   | { readonly type: 'xreactor.effect.wait'; readonly params: { readonly index: number; readonly step: string; readonly attempt: number; readonly delayMs: number; readonly error: ErrorData } }
-  | { readonly type: 'xreactor.effect.compensate'; readonly params: { readonly index: number; readonly step: string; readonly error: ErrorData; readonly args: unknown } }
-  | { readonly type: 'xreactor.effect.undo'; readonly params: { readonly position: number } }
+  | { readonly type: 'xreactor.effect.compensate'; readonly params: { readonly index: number; readonly step: string; readonly error: ErrorData; readonly args: unknown; readonly epoch: number } }
+  | { readonly type: 'xreactor.effect.undo'; readonly params: { readonly position: number; readonly epoch: number } }
   | { readonly type: 'xreactor.effect.finished'; readonly params: { readonly status: ExecutionStatus } };
 
 /** Lifecycle states of an execution. */

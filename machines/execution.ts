@@ -1,4 +1,4 @@
-import { assign, setup } from 'xstate';
+import { assign, enqueueActions, setup } from 'xstate';
 import { backoffDelayMs } from '../src/definition/retry.js';
 import type {
   ExecutionContext,
@@ -56,7 +56,11 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
         const e = event as EventOf<'xreactor.execution.abort'>;
         return { abortReason: e.reason, updatedAt: e.at };
       }),
-      recordOperatorUndo: assign(({ event }) => ({ rollbackReason: 'operator' as const, updatedAt: event.at })),
+      recordOperatorUndo: assign(({ context, event }) => ({
+        rollbackReason: 'operator' as const,
+        rollbackEpoch: context.rollbackEpoch + 1,
+        updatedAt: event.at,
+      })),
     },
     guards: {
       hasNextStep: ({ context }) => context.cursor < stepCount,
@@ -69,7 +73,11 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       compensationPending: ({ context }) => context.failure?.compensationPending === true,
       hasUndoLeft: ({ context }) => context.undoDepth > 0,
       isOperatorUndo: ({ context }) => context.rollbackReason === 'operator',
-      isCurrentUndo: ({ context, event }) => (event as EventOf<'xreactor.undo.finished'>).position === context.undoDepth - 1,
+      isCurrentUndo: ({ context, event }) => {
+        const e = event as EventOf<'xreactor.undo.finished'>;
+        return e.epoch === context.rollbackEpoch && e.position === context.undoDepth - 1;
+      },
+      isCurrentCompensation: ({ context, event }) => (event as EventOf<'xreactor.compensate.finished'>).epoch === context.rollbackEpoch,
     },
   }).createMachine({
     id: 'execution',
@@ -83,6 +91,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       rollbackFailures: [],
       halt: null,
       rollbackReason: null,
+      rollbackEpoch: 0,
       inputError: null,
       abortReason: null,
       createdAt: input.at,
@@ -128,10 +137,12 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
                 target: 'next',
                 actions: [
                   { type: 'xreactor.write.result', params: ({ event }) => ({ step: stepAt(event.index).name, value: event.result }) },
-                  {
-                    type: 'xreactor.write.pushUndo',
-                    params: ({ context, event }) => ({ position: context.undoDepth, step: stepAt(event.index).name, args: event.args, result: event.result }),
-                  },
+                  enqueueActions(({ context, event, enqueue }) => {
+                    const step = stepAt(event.index);
+                    if (step.tracked) {
+                      enqueue({ type: 'xreactor.write.pushUndo', params: { position: context.undoDepth, step: step.name, args: event.args, result: event.result } });
+                    }
+                  }),
                   { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'run', step: stepAt(event.index).name, attempt: event.attempt, at: event.at }) },
                   assign(({ context, event }) => ({
                     cursor: context.cursor + 1,
@@ -195,7 +206,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
                       type: 'xreactor.write.trace',
                       params: ({ event }) => ({ type: 'failed', step: stepAt(event.index).name, attempt: event.attempt, at: event.at, error: event.error }),
                     },
-                    assign(({ event }) => ({
+                    assign(({ context, event }) => ({
                       failure: {
                         step: stepAt(event.index).name,
                         index: event.index,
@@ -205,6 +216,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
                         compensationFailed: false,
                       },
                       rollbackReason: 'failure' as const,
+                      rollbackEpoch: context.rollbackEpoch + 1,
                       updatedAt: event.at,
                     })),
                   ],
@@ -243,11 +255,12 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
               type: 'xreactor.effect.compensate',
               params: ({ context }) => {
                 const failure = context.failure!;
-                return { index: failure.index, step: failure.step, error: failure.error, args: failure.args };
+                return { index: failure.index, step: failure.step, error: failure.error, args: failure.args, epoch: context.rollbackEpoch };
               },
             },
             on: {
               'xreactor.compensate.finished': {
+                guard: 'isCurrentCompensation',
                 target: 'undoing',
                 actions: [
                   {
@@ -275,7 +288,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
             always: [{ guard: 'hasUndoLeft', target: 'undoingEntry' }, { target: 'done' }],
           },
           undoingEntry: {
-            entry: { type: 'xreactor.effect.undo', params: ({ context }) => ({ position: context.undoDepth - 1 }) },
+            entry: { type: 'xreactor.effect.undo', params: ({ context }) => ({ position: context.undoDepth - 1, epoch: context.rollbackEpoch }) },
             on: {
               'xreactor.undo.finished': {
                 guard: 'isCurrentUndo',

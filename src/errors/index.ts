@@ -63,7 +63,11 @@ export class InputValidationError extends XreactorError {
     const fieldErrors: Record<string, string[]> = {};
     for (const issue of issues) {
       const key = issue.path.join('.');
-      (fieldErrors[key] ??= []).push(issue.message);
+      // Field names such as "constructor" or "__proto__" must not hit Object.prototype.
+      if (!Object.hasOwn(fieldErrors, key)) {
+        Object.defineProperty(fieldErrors, key, { value: [], enumerable: true, writable: true, configurable: true });
+      }
+      fieldErrors[key]!.push(issue.message);
     }
     this.fieldErrors = fieldErrors;
   }

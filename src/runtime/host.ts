@@ -129,7 +129,8 @@ export class ExecutionHost {
     let event: ExecutionEvent | undefined = first;
     while (event !== undefined) {
       const [next, actions] = transition(this.#machine, held.snapshot, event);
-      if (next === held.snapshot || (actions.length === 0 && next.value === held.snapshot.value && next.context === held.snapshot.context)) {
+      // XState returns the very same snapshot when no transition applies (stale or duplicate delivery).
+      if (next === held.snapshot) {
         this.#deps.logger.debug({ event: 'xreactor.event.ignored', executionId: held.id, type: event.type }, 'event not accepted in this state');
         return;
       }
@@ -202,14 +203,14 @@ export class ExecutionHost {
         return settle(out);
       }
       case 'xreactor.effect.compensate': {
-        const { step: name, error, args } = effect.params;
+        const { step: name, error, args, epoch } = effect.params;
         const step = this.#byName.get(name)!;
         const handler = step.compensate;
         const cause = deserializeError(error);
         hooks.emit('compensateStart', { reactor, executionId, step: name, attempt: 1, args, error: cause });
         const out = await this.#unlessAborted(signal, async () => {
           const failure = await performRollbackHandler(handler && (() => handler(cause, args, stepContext(scope, name, 1))), name, reactor);
-          return { type: 'xreactor.compensate.finished', at: clock.now(), failure } satisfies ExecutionEvent;
+          return { type: 'xreactor.compensate.finished', at: clock.now(), epoch, failure } satisfies ExecutionEvent;
         });
         const event = settle(out);
         if (event.type === 'xreactor.compensate.finished') {
@@ -219,7 +220,7 @@ export class ExecutionHost {
         return event;
       }
       case 'xreactor.effect.undo': {
-        const { position } = effect.params;
+        const { position, epoch } = effect.params;
         const entry = await store.readUndoEntry(executionId, position);
         if (entry === undefined) throw new DeserializationError(`execution ${executionId}: undo-stack entry ${position} is missing from the store`);
         const step = this.#byName.get(entry.step);
@@ -227,7 +228,7 @@ export class ExecutionHost {
         hooks.emit('undoStart', { reactor, executionId, step: entry.step, attempt: 1, args: entry.args, result: entry.result });
         const out = await this.#unlessAborted(signal, async () => {
           const failure = await performRollbackHandler(handler && (() => handler(entry.result, entry.args, stepContext(scope, entry.step, 1))), entry.step, reactor);
-          return { type: 'xreactor.undo.finished', at: clock.now(), position, step: entry.step, failure } satisfies ExecutionEvent;
+          return { type: 'xreactor.undo.finished', at: clock.now(), epoch, position, step: entry.step, failure } satisfies ExecutionEvent;
         });
         const event = settle(out);
         if (event.type === 'xreactor.undo.finished') {

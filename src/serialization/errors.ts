@@ -5,22 +5,9 @@
  */
 import type { FieldIssue, XreactorErrorOptions } from '../errors/index.js';
 import {
-  ArgumentResolutionError,
-  CompensationError,
-  DefinitionError,
-  DependencyError,
-  DeprecatedOptionError,
-  DeserializationError,
-  ExecutionAbortedError,
-  ExecutionNotFoundError,
-  InputValidationError,
-  InvalidStateError,
-  OutputValidationError,
-  StaleRevisionError,
-  StepFailure,
-  UndoError,
-  UnknownReactorError,
-  XreactorError,
+  ArgumentResolutionError, CompensationError, DefinitionError, DependencyError, DeprecatedOptionError,
+  DeserializationError, ExecutionAbortedError, ExecutionNotFoundError, InputValidationError, InvalidStateError,
+  OutputValidationError, StaleRevisionError, StepFailure, UndoError, UnknownReactorError, XreactorError,
 } from '../errors/index.js';
 
 /** An error as plain data: what is stored and sent instead of an Error object. */
@@ -200,8 +187,7 @@ function capStack(stack: string): string {
 
 function revive(s: SerializedError, depth: number): Error {
   assertSerializedError(s);
-  const factory = registry.get(s.name);
-  const error = factory === undefined ? new RecordedError(s.name, s.message, { data: s.data, detail: s.detail }) : factory(s);
+  const error = build(s);
   setHidden(error, 'message', s.message);
   if (s.stack === undefined) delete error.stack;
   else setHidden(error, 'stack', s.stack);
@@ -212,6 +198,16 @@ function revive(s: SerializedError, depth: number): Error {
     Object.assign(error, { step: s.step, reactor: s.reactor, retryable: s.retryable ?? error.retryable });
   }
   return error;
+}
+
+function build(s: SerializedError): Error {
+  const factory = registry.get(s.name);
+  if (factory === undefined) return new RecordedError(s.name, s.message, { data: s.data, detail: s.detail });
+  try {
+    return factory(s);
+  } catch (cause) {
+    throw new DeserializationError(`a stored ${s.name} could not be rebuilt by its registered factory: the data is corrupt`, { cause });
+  }
 }
 
 /** Same attributes as the engine gives `message`, `stack` and `cause`: writable, not enumerable. */
@@ -242,21 +238,14 @@ function registerBuiltIns(): void {
     const errors = s.data?.errors;
     return new AggregateError(Array.isArray(errors) ? errors : [], s.message);
   });
-  const messageOnly = [
-    DefinitionError,
-    DeprecatedOptionError,
-    DependencyError,
-    ArgumentResolutionError,
-    CompensationError,
-    UndoError,
-    InvalidStateError,
-    DeserializationError,
-  ];
+  const messageOnly = [DefinitionError, DeprecatedOptionError, DependencyError, ArgumentResolutionError,
+    CompensationError, UndoError, InvalidStateError, DeserializationError];
   for (const Class of messageOnly) registerErrorClass(Class.name, (s) => new Class(s.message));
   registerErrorClass(XreactorError.name, (s) => new XreactorError(s.code ?? 'unknown', s.message));
   registerErrorClass(InputValidationError.name, (s) => new InputValidationError(s.message, s.issues ?? []));
   registerErrorClass(OutputValidationError.name, (s) => new OutputValidationError(s.message, s.issues ?? []));
   registerErrorClass(StepFailure.name, (s) => new StepFailure(s.message, { detail: s.detail }));
+  // These constructors compose their own message; revive() puts the recorded one back.
   registerErrorClass(StaleRevisionError.name, () => new StaleRevisionError('', 0, 0));
   registerErrorClass(ExecutionNotFoundError.name, () => new ExecutionNotFoundError(''));
   registerErrorClass(ExecutionAbortedError.name, (s) => new ExecutionAbortedError(s.executionId ?? '', s.reactor ?? ''));

@@ -8,10 +8,11 @@
  *
  * What does not: `-0` is written as the integer 0 and comes back as `0`, as with JSON. A `Map`
  * comes back as a plain object (keys become strings), and so does an object with a null
- * prototype. Class instances come back as plain objects
- * of their own enumerable fields (or of their `toJSON()`). A `"__proto__"` key comes back as
- * `"__proto_"` (msgpackr's prototype-pollution guard). Functions become `undefined`, symbol keys
- * are dropped, holes in arrays become `undefined`. Cyclic values make `encode` throw a RangeError.
+ * prototype. Class instances come back as plain objects of their own enumerable fields (or of
+ * their `toJSON()`). A `"__proto__"` key comes back as `"__proto_"` (msgpackr's
+ * prototype-pollution guard). Strings holding lone UTF-16 surrogates are not preserved (UTF-8 has
+ * no encoding for them). Functions become `undefined`, symbol keys are dropped, holes in arrays
+ * become `undefined`. Cyclic values make `encode` throw a RangeError.
  */
 import { addExtension, FLOAT32_OPTIONS, Packr } from 'msgpackr';
 import { DeserializationError } from '../errors/index.js';
