@@ -181,14 +181,14 @@ export class ExecutionHost {
     switch (effect.type) {
       case 'xreactor.effect.runStep': {
         const step = this.#definition.plan[effect.params.index]!;
-        const results = step.reads.length === 0 ? new Map<string, unknown>() : await store.readResults(executionId, step.reads);
+        const loadResults = () => (step.reads.length === 0 ? Promise.resolve(new Map<string, unknown>()) : store.readResults(executionId, step.reads));
         const attempt = effect.params.attempt;
         const progress: Attempt = {
           args: undefined,
           started: false,
           onStart: (args) => hooks.emit('stepStart', { reactor, executionId, step: step.name, attempt, args }),
         };
-        const out = await this.#unlessAborted(signal, () => performStep(step, attempt, scope, results, () => clock.now(), progress));
+        const out = await this.#unlessAborted(signal, () => performStep(step, attempt, scope, loadResults, () => clock.now(), progress));
         const event = settle(out);
         this.#emitStepOutcome(held, step, event);
         return event;

@@ -112,13 +112,14 @@ export function stepContext(scope: StepScope, step: string, attempt: number): St
 
 /**
  * Run one attempt of a step body and classify what happened as the event the
- * execution actor receives. Never throws for user code: every failure is an event.
+ * execution actor receives. Never throws: every failure, in user code or in
+ * reading the step's dependencies, is an event attributed to the step.
  */
 export async function performStep(
   step: CompiledStep,
   attempt: number,
   scope: StepScope,
-  results: ReadonlyMap<string, unknown>,
+  loadResults: () => Promise<ReadonlyMap<string, unknown>>,
   at: () => number,
   progress: Attempt,
 ): Promise<ExecutionEvent> {
@@ -133,7 +134,8 @@ export async function performStep(
     args: progress.args,
   });
   try {
-    progress.args = await resolveArguments(step, scope.inputs, results, scope.reactor);
+    // Reading the results it depends on is part of resolution: a failure here never starts the body.
+    progress.args = await resolveArguments(step, scope.inputs, await loadResults(), scope.reactor);
   } catch (error) {
     return failed(error, false, false);
   }

@@ -106,4 +106,17 @@ describe('runtime', () => {
     await runtime.run(pricing, { qty: 1, unit: 1 }, { executionId: 'fixed' });
     await expect(runtime.run(pricing, { qty: 1, unit: 1 }, { executionId: 'fixed' })).rejects.toThrow(/already exists/);
   });
+
+  it('a failure reading a step dependency fails that step before its body and rolls back', async () => {
+    const inner = createMemoryStore();
+    const store = { ...inner, readResults: () => Promise.reject(new Error('results unreadable')) };
+    const events: string[] = [];
+    const r = defineReactor({ name: 'unreadable' })
+      .step('a', { run: () => 1, undo: () => void events.push('undo:a') })
+      .step('b', { args: ({ result }) => ({ a: result('a') }), run: () => void events.push('run:b'), compensate: () => void events.push('compensate:b') })
+      .build();
+    const result = await createRuntime({ logger: silent, store }).run(r, {});
+    expect(events).toEqual(['undo:a']);
+    expect(result).toMatchObject({ status: 'failed', step: 'b', message: 'results unreadable' });
+  });
 });
