@@ -56,7 +56,8 @@ function checkOptions(
       throw new DeprecatedOptionError(`${where}: option "${key}" was removed; ${replacement}`);
     }
     if (!allowed.has(key)) {
-      throw new DefinitionError(`${where}: unknown option "${key}"; known options are ${[...allowed].join(', ')}`);
+      const known = allowed.size === 0 ? 'it takes no options besides name and input' : `known options are ${[...allowed].join(', ')}`;
+      throw new DefinitionError(`${where}: unknown option "${key}"; ${known}`);
     }
   }
 }
@@ -183,7 +184,9 @@ export function compileDefinition<TName extends string, TInput, TResults, TOutpu
     throw new DependencyError(`reactor "${reactor}": dependency graph contains a cycle: ${cycle.join(' -> ')}; remove one of these dependencies`, { reactor });
   }
   if (input.returns !== undefined && !seen.has(input.returns)) {
-    throw new DefinitionError(`reactor "${reactor}": returns("${input.returns}") names a step the reactor does not declare`);
+    throw new DefinitionError(
+      `reactor "${reactor}": returns("${input.returns}") names a step the reactor does not declare; name one of ${[...seen].map((n) => `"${n}"`).join(', ') || 'its steps (it has none)'}`,
+    );
   }
   const plan = planOrder(reactor, steps).map((order, index) => Object.freeze({ ...steps[order]!, index }));
   const byOrder = [...plan].sort((a, b) => a.order - b.order);

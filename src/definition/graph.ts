@@ -15,14 +15,15 @@ export interface StepGraphNode {
   readonly hasInputContract: boolean;
   readonly hasOutputContract: boolean;
   readonly retry: { readonly maxAttempts: number; readonly backoff: string; readonly baseDelayMs: number };
-  /** The reusable step definition it uses, if any. */
-  readonly definition: string | undefined;
+  /** The reusable step definition it uses, or null. */
+  readonly definition: string | null;
 }
 
 /** A reactor's step graph as plain, JSON-serialisable data (for the dashboard). */
 export interface ReactorGraph {
   readonly name: string;
-  readonly returns: string | undefined;
+  /** The step whose result is the run's value, or null (the record of every result). */
+  readonly returns: string | null;
   readonly steps: readonly StepGraphNode[];
   /** Step names in execution order. */
   readonly plan: readonly string[];
@@ -32,7 +33,7 @@ export interface ReactorGraph {
 export function toGraph(definition: AnyReactorDefinition): ReactorGraph {
   return {
     name: definition.name,
-    returns: definition.returns,
+    returns: definition.returns ?? null,
     plan: definition.plan.map((s) => s.name),
     steps: definition.steps.map((s) => ({
       name: s.name,
@@ -45,7 +46,7 @@ export function toGraph(definition: AnyReactorDefinition): ReactorGraph {
       hasInputContract: s.contract !== undefined,
       hasOutputContract: s.output !== undefined,
       retry: { ...s.retry },
-      definition: s.definitionName,
+      definition: s.definitionName ?? null,
     })),
   };
 }

@@ -1,6 +1,6 @@
 import type { ArgsOf, ArgsRecord, SourceHelpers } from './sources.js';
 import { sourceHelpers } from './sources.js';
-import type { AnySchema, SchemaOutput, StepDefinition, StepHandlers } from './step.js';
+import type { AnySchema, SchemaInput, SchemaOutput, StepDefinition, StepHandlers } from './step.js';
 import type { StepValue } from './outcomes.js';
 import type { RetryOptions } from './retry.js';
 import { compileDefinition } from './compile.js';
@@ -48,10 +48,26 @@ export interface StepUse<TInput, TResults, A> {
 /** The results of a reactor with no steps yet. */
 export type EmptyResults = Record<never, never>;
 
+/** What the steps of a reactor without an input schema see as inputs: none, so `input(name)` is a compile error. */
+export type NoInputs = Record<never, never>;
+
+/** The value of a completed run: the `returns` step's result, or (`TReturns` never) the record of every step's result. */
+export type ReactorOutput<TResults, TReturns extends string> = [TReturns] extends [never]
+  ? TResults
+  : TReturns extends keyof TResults
+    ? TResults[TReturns]
+    : never;
+
 type Simplify<T> = { [K in keyof T]: T[K] } & {};
 
-/** Typed builder of a reactor definition. Each `step` adds a name and a result type. */
-export class ReactorBuilder<TName extends string, TInput, TResults, TOutput> {
+type WithStep<TResults, N extends string, V> = Simplify<TResults & Record<N, V>>;
+
+/**
+ * Typed builder of a reactor definition. Each `step` adds a name and a result type.
+ * `TInput` is what steps read (the input schema's output), `TRunInput` what callers
+ * pass to `run` (its input), `TReturns` the step named by `returns` (never: none).
+ */
+export class ReactorBuilder<TName extends string, TInput, TResults, TReturns extends string = never, TRunInput = TInput> {
   readonly #name: TName;
   readonly #input: AnySchema | undefined;
   readonly #steps: readonly RawStep[];
@@ -79,7 +95,7 @@ export class ReactorBuilder<TName extends string, TInput, TResults, TOutput> {
   step<const N extends string, A extends ArgsRecord = never, S extends AnySchema = never, R = unknown>(
     name: NewStepName<N, TResults>,
     config: InlineStepConfig<TInput, TResults, A, S, R>,
-  ): ReactorBuilder<TName, TInput, Simplify<TResults & Record<N, StepValue<Awaited<R>>>>, Simplify<TResults & Record<N, StepValue<Awaited<R>>>>>;
+  ): ReactorBuilder<TName, TInput, WithStep<TResults, N, StepValue<Awaited<R>>>, TReturns, TRunInput>;
   /**
    * Add a reusable step definition under `name`.
    * @example
@@ -89,22 +105,22 @@ export class ReactorBuilder<TName extends string, TInput, TResults, TOutput> {
     name: NewStepName<N, TResults>,
     definition: StepDefinition<TArgs, V>,
     use?: StepUse<TInput, TResults, A>,
-  ): ReactorBuilder<TName, TInput, Simplify<TResults & Record<N, V>>, Simplify<TResults & Record<N, V>>>;
+  ): ReactorBuilder<TName, TInput, WithStep<TResults, N, V>, TReturns, TRunInput>;
   step(name: string, configOrDefinition: object, use?: object): unknown {
     const raw: RawStep = isStepDefinition(configOrDefinition)
       ? { name, definition: configOrDefinition, config: (use ?? {}) as Record<string, unknown> }
       : { name, definition: undefined, config: configOrDefinition as Record<string, unknown> };
-    return new ReactorBuilder<TName, TInput, unknown, unknown>(this.#name, this.#input, [...this.#steps, raw], this.#returns, this.#options);
+    return new ReactorBuilder<TName, TInput, unknown, TReturns, TRunInput>(this.#name, this.#input, [...this.#steps, raw], this.#returns, this.#options);
   }
 
   /** The step whose result is the run's value. Without it the value is the record of every step's result. */
-  returns<K extends keyof TResults & string>(step: K): ReactorBuilder<TName, TInput, TResults, TResults[K]> {
+  returns<K extends keyof TResults & string>(step: K): ReactorBuilder<TName, TInput, TResults, K, TRunInput> {
     return new ReactorBuilder(this.#name, this.#input, this.#steps, step, this.#options);
   }
 
   /** Validate the definition and freeze it. Throws a {@link DefinitionError} naming the reactor, step and fix. */
-  build(): ReactorDefinition<TName, TInput, TResults, TOutput> {
-    return compileDefinition<TName, TInput, TResults, TOutput>({
+  build(): ReactorDefinition<TName, TRunInput, TResults, ReactorOutput<TResults, TReturns>> {
+    return compileDefinition<TName, TRunInput, TResults, ReactorOutput<TResults, TReturns>>({
       name: this.#name,
       input: this.#input,
       steps: this.#steps,
@@ -144,7 +160,13 @@ export interface DefineReactorOptions<TName extends string, S extends AnySchema 
  */
 export function defineReactor<const TName extends string, S extends AnySchema | undefined = undefined>(
   options: DefineReactorOptions<TName, S>,
-): ReactorBuilder<TName, S extends AnySchema ? SchemaOutput<S> : Record<string, never>, EmptyResults, EmptyResults> {
+): ReactorBuilder<
+  TName,
+  S extends AnySchema ? SchemaOutput<S> : NoInputs,
+  EmptyResults,
+  never,
+  S extends AnySchema ? SchemaInput<S> : Record<string, never>
+> {
   const { name, input, ...rest } = options as DefineReactorOptions<TName, S> & Record<string, unknown>;
   return new ReactorBuilder(name, input, [], undefined, rest);
 }

@@ -44,7 +44,7 @@ export function compileRetryOptions(options: RetryOptions | undefined, where: st
   const backoff = options.backoff ?? 'exponential';
   const baseDelayMs = options.baseDelayMs ?? 1000;
   if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
-    throw new DefinitionError(`${where}: retries.maxAttempts must be a positive integer, got ${String(maxAttempts)}`);
+    throw new DefinitionError(`${where}: retries.maxAttempts must be a positive integer, got ${JSON.stringify(maxAttempts)}`);
   }
   if (!BACKOFFS.includes(backoff)) {
     throw new DefinitionError(
@@ -52,7 +52,7 @@ export function compileRetryOptions(options: RetryOptions | undefined, where: st
     );
   }
   if (typeof baseDelayMs !== 'number' || !Number.isFinite(baseDelayMs) || baseDelayMs < 0) {
-    throw new DefinitionError(`${where}: retries.baseDelayMs must be a finite number >= 0, got ${String(baseDelayMs)}`);
+    throw new DefinitionError(`${where}: retries.baseDelayMs must be a finite number >= 0, got ${typeof baseDelayMs === 'number' ? String(baseDelayMs) : JSON.stringify(baseDelayMs)}`);
   }
   return Object.freeze({ maxAttempts, backoff, baseDelayMs });
 }

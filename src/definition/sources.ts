@@ -5,12 +5,12 @@
 
 type Prev = [never, 0, 1, 2, 3];
 
-/** Dotted paths into `T`, up to four levels deep. */
+/** Dotted paths into `T` (object types and interfaces alike), up to four levels deep. Arrays and functions are leaves. */
 export type Path<T, D extends number = 4> = [D] extends [never]
   ? never
-  : NonNullable<T> extends readonly unknown[]
+  : NonNullable<T> extends readonly unknown[] | ((...args: never[]) => unknown)
     ? never
-    : NonNullable<T> extends Record<string, unknown>
+    : NonNullable<T> extends object
       ? {
           [K in keyof NonNullable<T> & string]: K | `${K}.${Path<NonNullable<T>[K], Prev[D]>}`;
         }[keyof NonNullable<T> & string]

@@ -9,6 +9,9 @@ export type AnySchema = StandardSchemaV1<any, any>;
 /** The output type of a Standard Schema. */
 export type SchemaOutput<S> = S extends StandardSchemaV1<any, infer O> ? O : never;
 
+/** The input type of a Standard Schema: what it accepts before validation. */
+export type SchemaInput<S> = S extends StandardSchemaV1<infer I, any> ? I : never;
+
 /** What a step handler receives besides its arguments. */
 export interface StepContext<TInput = unknown> {
   /** The execution being advanced. */
