@@ -106,7 +106,12 @@ export class ExecutionHost {
       }
     }
     const { writes, effects } = partition(actions);
-    const revision = await store.create({ id, reactor, input: inputs, commit: { snapshot: persist(snapshot), writes, outbox: effects } });
+    const revision = await store.create({
+      id,
+      reactor,
+      input: inputs,
+      commit: { snapshot: persist(snapshot), status: statusOf(snapshot.value), writes, outbox: effects },
+    });
     const held: HeldExecution = { id, snapshot, revision, inputs };
     if (event.type === 'xreactor.input.accepted') this.#deps.hooks.emit('reactorStart', { reactor, executionId: id, input: inputs });
     await this.drive(held, event, signal);
@@ -135,7 +140,7 @@ export class ExecutionHost {
         return;
       }
       const { writes, effects } = partition(actions);
-      const commit: Commit = { snapshot: persist(next), writes, outbox: effects };
+      const commit: Commit = { snapshot: persist(next), status: statusOf(next.value), writes, outbox: effects };
       held.revision = await this.#deps.store.commit(held.id, held.revision, commit);
       held.snapshot = next;
       await this.#afterCommit(held, event, effects);

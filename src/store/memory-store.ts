@@ -1,7 +1,9 @@
 import type { TraceEntry } from '../../machines/execution-types.js';
 import { ExecutionNotFoundError, StaleRevisionError, XreactorError } from '../errors/index.js';
 import { decode, decodeEnvelope, encode, encodeEnvelope } from '../serialization/index.js';
-import type { Commit, CreateExecution, LoadedExecution, PersistedSnapshot, Store, UndoEntry } from './store.js';
+import type { Clock } from '../runtime/clock.js';
+import { systemClock } from '../runtime/clock.js';
+import type { Commit, CreateExecution, LoadedExecution, OutboxEffect, PersistedSnapshot, Store, UndoEntry } from './store.js';
 
 interface Row {
   revision: number;
@@ -20,6 +22,11 @@ export interface MemoryStoreOptions {
    * @defaultValue [1]
    */
   readonly machineVersions?: readonly number[];
+  /**
+   * Time source for lease expiry and waits.
+   * @defaultValue the system clock
+   */
+  readonly clock?: Clock;
 }
 
 const SNAPSHOT_KIND = 'execution';
@@ -31,7 +38,19 @@ const SNAPSHOT_KIND = 'execution';
  */
 export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
   const versions = options.machineVersions ?? [1];
+  const clock = options.clock ?? systemClock;
   const rows = new Map<string, Row>();
+  const leases = new Map<string, { owner: string; expiresAt: number }>();
+  const active = new Set<string>();
+  const waiters = new Map<string, Set<() => void>>();
+  const liveLease = (id: string) => {
+    const lease = leases.get(id);
+    if (lease !== undefined && lease.expiresAt <= clock.now()) {
+      leases.delete(id);
+      return undefined;
+    }
+    return lease;
+  };
 
   const row = (id: string): Row => {
     const found = rows.get(id);
@@ -73,7 +92,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       if (r === undefined) return undefined;
       const { machineVersion, payload } = decodeEnvelope(r.snapshot, { kind: SNAPSHOT_KIND, machineVersions: versions });
       const { value, context } = payload as { value: unknown; context: unknown };
-      return { snapshot: { machineVersion, value, context }, revision: r.revision } satisfies LoadedExecution;
+      const outbox = decode(r.outbox) as OutboxEffect[];
+      return { snapshot: { machineVersion, value, context }, revision: r.revision, outbox } satisfies LoadedExecution;
     },
     async commit(id, expectedRevision, commit) {
       const r = row(id);
@@ -102,6 +122,51 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     },
     async readTrace(id) {
       return row(id).trace.map((bytes) => decode(bytes) as TraceEntry);
+    },
+    async acquireLease(id, owner, ttlMs) {
+      const lease = liveLease(id);
+      if (lease !== undefined && lease.owner !== owner) return false;
+      leases.set(id, { owner, expiresAt: clock.now() + ttlMs });
+      return true;
+    },
+    async releaseLease(id, owner) {
+      if (leases.get(id)?.owner === owner) leases.delete(id);
+    },
+    async hasLease(id) {
+      return liveLease(id) !== undefined;
+    },
+    async markActive(id, isActive) {
+      if (isActive) active.add(id);
+      else active.delete(id);
+    },
+    async listActive(limit) {
+      return [...active].slice(0, limit);
+    },
+    async publishSettled(id) {
+      for (const wake of waiters.get(id) ?? []) wake();
+    },
+    waitSettled(id, timeoutMs, signal) {
+      return new Promise<boolean>((resolve) => {
+        const set = waiters.get(id) ?? new Set();
+        waiters.set(id, set);
+        const timeout = new AbortController();
+        const done = (notified: boolean) => {
+          set.delete(wake);
+          if (set.size === 0) waiters.delete(id);
+          timeout.abort();
+          resolve(notified);
+        };
+        const wake = () => done(true);
+        set.add(wake);
+        const stop = signal === undefined ? timeout.signal : AbortSignal.any([signal, timeout.signal]);
+        clock.sleep(timeoutMs, stop).then(
+          () => done(false),
+          () => done(false),
+        );
+      });
+    },
+    async close() {
+      waiters.clear();
     },
   };
 }

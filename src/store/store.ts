@@ -1,4 +1,4 @@
-import type { TraceEntry } from '../../machines/execution-types.js';
+import type { ExecutionStatus, TraceEntry } from '../../machines/execution-types.js';
 
 /** A persisted execution actor: machine version, state value and context. */
 export interface PersistedSnapshot {
@@ -7,10 +7,18 @@ export interface PersistedSnapshot {
   readonly context: unknown;
 }
 
-/** The snapshot of an execution as loaded, with the revision a commit must name. */
+/** An effect as committed in a snapshot's outbox. */
+export interface OutboxEffect {
+  readonly type: string;
+  readonly params: unknown;
+}
+
+/** The snapshot of an execution as loaded, with the revision a commit must name and its outbox. */
 export interface LoadedExecution {
   readonly snapshot: PersistedSnapshot;
   readonly revision: number;
+  /** The effects the last commit asked for: the pending work a recovering host performs again. */
+  readonly outbox: readonly OutboxEffect[];
 }
 
 /** An undo-stack entry: a completed step, its arguments and its result. */
@@ -35,8 +43,10 @@ export interface CommitWrites {
 /** A commit: the next snapshot, its writes, and the effects it asked for (the outbox). */
 export interface Commit {
   readonly snapshot: PersistedSnapshot;
+  /** The lifecycle status the snapshot is in (indexed by stores for listing and recovery). */
+  readonly status: ExecutionStatus;
   readonly writes: CommitWrites;
-  readonly outbox: readonly { readonly type: string; readonly params: unknown }[];
+  readonly outbox: readonly OutboxEffect[];
 }
 
 /** Creating an execution: its first snapshot, the reactor name and the validated input. */
@@ -69,4 +79,30 @@ export interface Store {
   readUndoStack(id: string): Promise<UndoEntry[]>;
   /** The execution trace, oldest first. */
   readTrace(id: string): Promise<TraceEntry[]>;
+
+  /**
+   * Take (or renew, for the same owner) the execution's liveness lease for
+   * `ttlMs`. Returns false when another owner holds it. A process that dies
+   * stops renewing, and the lease expires.
+   */
+  acquireLease(id: string, owner: string, ttlMs: number): Promise<boolean>;
+  /** Release the lease if `owner` holds it. */
+  releaseLease(id: string, owner: string): Promise<void>;
+  /** Whether any owner holds the execution's lease. */
+  hasLease(id: string): Promise<boolean>;
+  /** Record (or forget) that an execution may need recovery: it is running or rolling back. */
+  markActive(id: string, active: boolean): Promise<void>;
+  /** Up to `limit` executions recorded active, oldest first. */
+  listActive(limit: number): Promise<string[]>;
+
+  /** Announce that an execution settled (finished, or handed back to a caller). */
+  publishSettled(id: string): Promise<void>;
+  /**
+   * Resolve `true` when `publishSettled(id)` is called, `false` after `timeoutMs`
+   * (callers re-check the stored status: the notification is a hint, not the truth).
+   */
+  waitSettled(id: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean>;
+
+  /** Release connections. */
+  close(): Promise<void>;
 }

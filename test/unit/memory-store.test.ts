@@ -4,6 +4,7 @@ import type { Commit } from '../../src/index.js';
 
 const commit = (value: string, extra: Partial<Commit['writes']> = {}): Commit => ({
   snapshot: { machineVersion: 1, value, context: { n: value } },
+  status: 'running',
   writes: { results: [], pushUndo: [], truncateUndoTo: undefined, trace: [], ...extra },
   outbox: [],
 });
@@ -25,7 +26,7 @@ describe('memory store', () => {
     expect(await store.commit('e1', hostA!.revision, commit('running', { results: [['a', 'from A']] }))).toBe(2);
     await expect(store.commit('e1', hostB!.revision, commit('failed', { results: [['a', 'from B']] }))).rejects.toBeInstanceOf(StaleRevisionError);
     const now = await store.load('e1');
-    expect(now).toEqual({ revision: 2, snapshot: { machineVersion: 1, value: 'running', context: { n: 'running' } } });
+    expect(now).toEqual({ revision: 2, snapshot: { machineVersion: 1, value: 'running', context: { n: 'running' } }, outbox: [] });
     expect(await store.readResults('e1')).toEqual(new Map([['a', 'from A']]));
   });
 

@@ -1,0 +1,51 @@
+/**
+ * The queue port: how work for an execution moves between processes. A job
+ * names an execution and, optionally, the event to deliver to its actor.
+ */
+
+/** A job's kind. */
+export type JobKind = 'advance';
+
+/** One unit of queued work. */
+export interface JobSpec {
+  /**
+   * Deterministic id: enqueueing the same id twice while the first is still
+   * known to the queue adds nothing (re-performing a committed effect is harmless).
+   */
+  readonly id: string;
+  readonly kind: JobKind;
+  readonly executionId: string;
+  readonly reactor: string;
+  /** The event to deliver (as plain data); absent: perform the execution's committed outbox. */
+  readonly event?: { readonly type: string; readonly [key: string]: unknown };
+  /** Deliver no sooner than this many milliseconds from now. */
+  readonly delayMs?: number;
+}
+
+/** Handles one job. Throwing makes the queue redeliver it later. */
+export type JobHandler = (job: JobSpec, signal: AbortSignal) => Promise<void>;
+
+/** Options of a consumer. */
+export interface ConsumeOptions {
+  /**
+   * Jobs handled at once.
+   * @defaultValue 1
+   */
+  readonly concurrency?: number;
+}
+
+/** A running consumer. */
+export interface Consumer {
+  /** Stop taking jobs; wait for jobs in progress (whose signal fires at once when `force`). */
+  close(options?: { readonly force?: boolean }): Promise<void>;
+}
+
+/** The queue port. */
+export interface Queue {
+  /** Add jobs. Ids already known to the queue are not added again. */
+  enqueue(jobs: readonly JobSpec[]): Promise<void>;
+  /** Start handling jobs in this process. */
+  consume(handler: JobHandler, options?: ConsumeOptions): Consumer;
+  /** Release connections. */
+  close(): Promise<void>;
+}
