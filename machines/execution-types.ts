@@ -2,12 +2,14 @@ import type { RetryPolicy } from '../src/definition/retry.js';
 import type { ErrorData } from '../src/internal/error-data.js';
 
 /** Version of the execution machine; stored with every snapshot. */
-export const EXECUTION_MACHINE_VERSION = 1;
+export const EXECUTION_MACHINE_VERSION = 2;
 
 /** What the execution machine needs to know of a reactor: its steps in execution order. */
 export interface ExecutionPlanView {
   readonly reactor: string;
   readonly steps: readonly { readonly name: string; readonly retry: RetryPolicy; readonly tracked: boolean }[];
+  /** Plan index at which a background reactor hands the run to a worker; null: never. */
+  readonly handoffIndex: number | null;
 }
 
 /** Why a compensate / undo did not complete. */
@@ -74,6 +76,8 @@ export interface ExecutionContext {
   /** Counts rollbacks started; compensate / undo outcomes of an earlier rollback are ignored. */
   readonly rollbackEpoch: number;
   readonly inputError: ErrorData | null;
+  /** The run was handed to a worker; from then on timers are delayed jobs. */
+  readonly handedOff: boolean;
   readonly abortReason: string | null;
   readonly createdAt: number;
   readonly updatedAt: number;
@@ -104,6 +108,7 @@ export type ExecutionEvent =
       readonly retryable: boolean;
       readonly args: unknown;
     }
+  | { readonly type: 'xreactor.execution.resume'; readonly at: number }
   | { readonly type: 'xreactor.timer.fired'; readonly at: number; readonly index: number; readonly attempt: number }
   | { readonly type: 'xreactor.compensate.finished'; readonly at: number; readonly epoch: number; readonly failure: Omit<RollbackFailure, 'step' | 'kind'> | null }
   | {
@@ -126,6 +131,7 @@ export type ExecutionWrite =
 
 /** Effects a transition asks the host to perform after the commit. */
 export type ExecutionEffect =
+  | { readonly type: 'xreactor.effect.handOff'; readonly params: { readonly index: number } }
   | { readonly type: 'xreactor.effect.runStep'; readonly params: { readonly index: number; readonly step: string; readonly attempt: number } }
   | { readonly type: 'xreactor.effect.wait'; readonly params: { readonly index: number; readonly step: string; readonly attempt: number; readonly delayMs: number; readonly error: ErrorData } }
   | { readonly type: 'xreactor.effect.compensate'; readonly params: { readonly index: number; readonly step: string; readonly error: ErrorData; readonly args: unknown; readonly epoch: number } }

@@ -43,6 +43,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       input: {} as ExecutionInput,
     },
     actions: {
+      'xreactor.effect.handOff': hostPerformed<ParamsOf<ExecutionEffect, 'xreactor.effect.handOff'>>(),
       'xreactor.effect.runStep': hostPerformed<ParamsOf<ExecutionEffect, 'xreactor.effect.runStep'>>(),
       'xreactor.effect.wait': hostPerformed<ParamsOf<ExecutionEffect, 'xreactor.effect.wait'>>(),
       'xreactor.effect.compensate': hostPerformed<ParamsOf<ExecutionEffect, 'xreactor.effect.compensate'>>(),
@@ -64,6 +65,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
     },
     guards: {
       hasNextStep: ({ context }) => context.cursor < stepCount,
+      atHandoff: ({ context }) => plan.handoffIndex !== null && !context.handedOff && context.cursor === plan.handoffIndex,
       isCurrentSuccess: ({ context, event }) => isCurrent(context, event as EventOf<'xreactor.step.succeeded'>),
       isCurrentOutcome: ({ context, event }) => isCurrent(context, event as EventOf<'xreactor.step.halted'>),
       canRetry: ({ context, event }) => {
@@ -93,6 +95,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       rollbackReason: null,
       rollbackEpoch: 0,
       inputError: null,
+      handedOff: false,
       abortReason: null,
       createdAt: input.at,
       updatedAt: input.at,
@@ -124,7 +127,20 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
         },
         states: {
           next: {
-            always: [{ guard: 'hasNextStep', target: 'executing' }, { target: '#execution.completed' }],
+            always: [
+              { guard: 'atHandoff', target: 'handedOff' },
+              { guard: 'hasNextStep', target: 'executing' },
+              { target: '#execution.completed' },
+            ],
+          },
+          handedOff: {
+            entry: [
+              assign({ handedOff: true }),
+              { type: 'xreactor.effect.handOff', params: ({ context }) => ({ index: context.cursor }) },
+            ],
+            on: {
+              'xreactor.execution.resume': { target: 'next', actions: assign(({ event }) => ({ updatedAt: event.at })) },
+            },
           },
           executing: {
             entry: {

@@ -19,12 +19,25 @@ export type { Fail, Halt, Skip, StepValue } from './definition/outcomes.js';
 export { ArgumentSource } from './definition/sources.js';
 export type { SourceHelpers, Path, PathValue } from './definition/sources.js';
 export type { RetryOptions, RetryPolicy, Backoff } from './definition/retry.js';
-export type { ReactorDefinition, AnyReactorDefinition, CompiledStep, InputOf, OutputOf, ResultsOf } from './definition/compiled.js';
+export type {
+  ReactorDefinition,
+  AnyReactorDefinition,
+  CompiledStep,
+  InputOf,
+  OutputOf,
+  ResultsOf,
+  ModeOf,
+  RunMode,
+  BackgroundCut,
+  Handoff,
+} from './definition/compiled.js';
 export { toGraph, toMachineConfig } from './definition/graph.js';
 export type { ReactorGraph, StepGraphNode } from './definition/graph.js';
 
 export { createRuntime } from './runtime/runtime.js';
-export type { Runtime, RuntimeOptions, RunOptions, RunInput, RunOutput } from './runtime/runtime.js';
+export type { Runtime, RuntimeOptions, RunOptions, RunInput, RunOutput, RunReturn, AwaitOptions } from './runtime/runtime.js';
+export { createWorker } from './runtime/worker.js';
+export type { Worker, WorkerOptions } from './runtime/worker.js';
 export { run, find, undo, defaultRuntime } from './runtime/default-runtime.js';
 export type { Clock } from './runtime/clock.js';
 export { systemClock } from './runtime/clock.js';
@@ -34,12 +47,15 @@ export type {
   FailedResult,
   HaltedResult,
   CancelledResult,
+  DispatchedResult,
   ExecutionView,
   RollbackFailureReport,
 } from './runtime/results.js';
 
 export { createMemoryStore } from './store/memory-store.js';
-export type { Store, UndoEntry, PersistedSnapshot, Commit, CommitWrites, LoadedExecution, CreateExecution } from './store/store.js';
+export type { MemoryStoreOptions } from './store/memory-store.js';
+export type { Store, UndoEntry, PersistedSnapshot, Commit, CommitWrites, LoadedExecution, CreateExecution, OutboxEffect } from './store/store.js';
+export type { Queue, JobSpec, JobHandler, Consumer, ConsumeOptions } from './queue/queue.js';
 
 export type { Middleware, HookBase, StepHook, HookName } from './observability/middleware.js';
 export type { ExecutionStatus, TraceEntry, RollbackFailure } from '../machines/execution-types.js';

@@ -3,7 +3,7 @@ import type { ArgsRecord } from './sources.js';
 import { resultDependencies } from './sources.js';
 import { compileRetryOptions } from './retry.js';
 import type { AnySchema } from './step.js';
-import type { CompiledStep, RawStep, ReactorDefinition } from './compiled.js';
+import type { CompiledStep, Handoff, RawStep, ReactorDefinition, RunMode } from './compiled.js';
 
 /** Prefix reserved for the library's own event and step names. */
 export const RESERVED_PREFIX = 'xreactor';
@@ -18,13 +18,14 @@ const REMOVED_STEP_OPTIONS: Readonly<Record<string, string>> = {
   retryDefaults: 'declare retries on each step',
 };
 const REMOVED_REACTOR_OPTIONS: Readonly<Record<string, string>> = {
-  async: 'use background: { all: true } (or { before: step } / { after: step })',
+  async: 'use .background({ all: true }) (or { before: step } / { after: step })',
   retryDefaults: 'declare retries on each step',
 };
 const INLINE_STEP_OPTIONS = new Set(['args', 'input', 'waitFor', 'run', 'compensate', 'undo', 'output', 'retries']);
 const USE_OPTIONS = new Set(['args', 'waitFor', 'retries']);
 
 interface CompileInput {
+  readonly background: unknown;
   readonly name: string;
   readonly input: AnySchema | undefined;
   readonly steps: readonly RawStep[];
@@ -147,9 +148,9 @@ function findCycle(steps: readonly Omit<CompiledStep, 'index'>[]): string[] | un
 }
 
 /** Validate a reactor as written and compute its execution plan. */
-export function compileDefinition<TName extends string, TInput, TResults, TOutput>(
+export function compileDefinition<TName extends string, TInput, TResults, TOutput, TMode extends RunMode>(
   input: CompileInput,
-): ReactorDefinition<TName, TInput, TResults, TOutput> {
+): ReactorDefinition<TName, TInput, TResults, TOutput, TMode> {
   checkName('reactor', input.name, 'defineReactor');
   const reactor = input.name;
   checkOptions(input.options, new Set(), REMOVED_REACTOR_OPTIONS, `reactor "${reactor}"`);
@@ -189,6 +190,7 @@ export function compileDefinition<TName extends string, TInput, TResults, TOutpu
     );
   }
   const plan = planOrder(reactor, steps).map((order, index) => Object.freeze({ ...steps[order]!, index }));
+  const handoff = compileHandoff(reactor, input.background, plan);
   const byOrder = [...plan].sort((a, b) => a.order - b.order);
   return Object.freeze({
     kind: 'reactor',
@@ -197,5 +199,30 @@ export function compileDefinition<TName extends string, TInput, TResults, TOutpu
     steps: Object.freeze(byOrder),
     plan: Object.freeze(plan),
     returns: input.returns,
+    handoff,
   });
+}
+
+/** Validate a background declaration: exactly one of all / after / before, naming a declared step. */
+function compileHandoff(reactor: string, cut: unknown, plan: readonly CompiledStep[]): Handoff | undefined {
+  if (cut === undefined) return undefined;
+  const where = `reactor "${reactor}": background`;
+  if (typeof cut !== 'object' || cut === null) {
+    throw new DefinitionError(`${where} must be { all: true }, { after: step } or { before: step }`);
+  }
+  const keys = Object.keys(cut).filter((k) => (cut as Record<string, unknown>)[k] !== undefined);
+  const fix = 'declare exactly one of { all: true }, { after: step } or { before: step }';
+  if (keys.length !== 1) throw new DefinitionError(`${where} declares ${keys.length === 0 ? 'no hand-off point' : keys.join(' and ')}; ${fix}`);
+  const mode = keys[0]!;
+  const value = (cut as Record<string, unknown>)[mode];
+  if (mode === 'all') {
+    if (value !== true) throw new DefinitionError(`${where}: all must be true; ${fix}`);
+    return { mode, step: undefined, index: 0 };
+  }
+  if (mode !== 'after' && mode !== 'before') throw new DefinitionError(`${where}: unknown key "${mode}"; ${fix}`);
+  const step = plan.find((s) => s.name === value);
+  if (step === undefined) {
+    throw new DefinitionError(`${where} ${mode}: "${String(value)}" is not a step of the reactor; name one of ${plan.map((s) => `"${s.name}"`).join(', ')}`);
+  }
+  return { mode, step: step.name, index: mode === 'after' ? step.index + 1 : step.index };
 }

@@ -2,6 +2,20 @@ import type { ArgsRecord } from './sources.js';
 import type { AnySchema, CompensateHandler, RunHandler, StepDefinition, UndoHandler } from './step.js';
 import type { RetryPolicy } from './retry.js';
 
+/** Where a background reactor hands the run to a worker. */
+export type BackgroundCut<TStep extends string = string> =
+  | { readonly all: true }
+  | { readonly after: TStep }
+  | { readonly before: TStep };
+
+/** A validated hand-off point: the plan index the worker starts at. */
+export interface Handoff {
+  readonly mode: 'all' | 'after' | 'before';
+  readonly step: string | undefined;
+  /** Plan index of the first step the worker runs (the plan length when none is left). */
+  readonly index: number;
+}
+
 /** A step as written, before validation. */
 export interface RawStep {
   readonly name: string;
@@ -38,7 +52,7 @@ export interface CompiledStep {
  * A validated reactor definition: plain data with phantom types, so a client
  * can `import type` it and get a typed `run(input)`.
  */
-export interface ReactorDefinition<TName extends string = string, TInput = any, TResults = any, TOutput = any> {
+export interface ReactorDefinition<TName extends string = string, TInput = any, TResults = any, TOutput = any, TMode extends RunMode = RunMode> {
   readonly kind: 'reactor';
   readonly name: TName;
   readonly input: AnySchema | undefined;
@@ -48,16 +62,23 @@ export interface ReactorDefinition<TName extends string = string, TInput = any, 
   readonly plan: readonly CompiledStep[];
   /** The step whose result is the run's value, if declared. */
   readonly returns: string | undefined;
+  /** Where the run is handed to a worker, if it is a background reactor. */
+  readonly handoff: Handoff | undefined;
   /** Phantom types. */
-  readonly __types?: { readonly input: TInput; readonly results: TResults; readonly output: TOutput };
+  readonly __types?: { readonly input: TInput; readonly results: TResults; readonly output: TOutput; readonly mode: TMode };
 }
 
+/** Whether `run` finishes the run in the caller (`inline`) or hands it to a worker (`background`). */
+export type RunMode = 'inline' | 'background';
+
 /** Any reactor definition. */
-export type AnyReactorDefinition = ReactorDefinition<string, any, any, any>;
+export type AnyReactorDefinition = ReactorDefinition<string, any, any, any, RunMode>;
 
 /** The input type of a reactor definition (before validation: what callers pass). */
-export type InputOf<R> = R extends ReactorDefinition<string, infer I, any, any> ? I : never;
+export type InputOf<R> = R extends ReactorDefinition<string, infer I, any, any, RunMode> ? I : never;
 /** The value type of a completed run. */
-export type OutputOf<R> = R extends ReactorDefinition<string, any, any, infer O> ? O : never;
+export type OutputOf<R> = R extends ReactorDefinition<string, any, any, infer O, RunMode> ? O : never;
 /** The record of step results of a reactor definition. */
-export type ResultsOf<R> = R extends ReactorDefinition<string, any, infer T, any> ? T : never;
+export type ResultsOf<R> = R extends ReactorDefinition<string, any, infer T, any, RunMode> ? T : never;
+/** The run mode of a reactor definition. */
+export type ModeOf<R> = R extends ReactorDefinition<string, any, any, any, infer M> ? M : never;

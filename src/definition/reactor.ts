@@ -4,7 +4,17 @@ import type { AnySchema, SchemaInput, SchemaOutput, StepDefinition, StepHandlers
 import type { StepValue } from './outcomes.js';
 import type { RetryOptions } from './retry.js';
 import { compileDefinition } from './compile.js';
-import type { CompiledStep, RawStep, ReactorDefinition } from './compiled.js';
+import type { BackgroundCut, CompiledStep, RawStep, ReactorDefinition, RunMode } from './compiled.js';
+import { DefinitionError } from '../errors/index.js';
+
+interface BuilderState {
+  readonly name: string;
+  readonly input: AnySchema | undefined;
+  readonly steps: readonly RawStep[];
+  readonly returns: string | undefined;
+  readonly options: Readonly<Record<string, unknown>>;
+  readonly background: unknown;
+}
 
 /** Arguments a step body receives: its contract's output, its wired args, or all inputs. */
 export type RunArgs<TInput, A, S> = [S] extends [never]
@@ -67,20 +77,12 @@ type WithStep<TResults, N extends string, V> = Simplify<TResults & Record<N, V>>
  * `TInput` is what steps read (the input schema's output), `TRunInput` what callers
  * pass to `run` (its input), `TReturns` the step named by `returns` (never: none).
  */
-export class ReactorBuilder<TName extends string, TInput, TResults, TReturns extends string = never, TRunInput = TInput> {
-  readonly #name: TName;
-  readonly #input: AnySchema | undefined;
-  readonly #steps: readonly RawStep[];
-  readonly #returns: string | undefined;
-  readonly #options: Readonly<Record<string, unknown>>;
+export class ReactorBuilder<TName extends string, TInput, TResults, TReturns extends string = never, TRunInput = TInput, TMode extends RunMode = 'inline'> {
+  readonly #state: BuilderState;
 
   /** @internal use {@link defineReactor}. */
-  constructor(name: TName, input: AnySchema | undefined, steps: readonly RawStep[], returns: string | undefined, options: Readonly<Record<string, unknown>>) {
-    this.#name = name;
-    this.#input = input;
-    this.#steps = steps;
-    this.#returns = returns;
-    this.#options = options;
+  constructor(state: BuilderState) {
+    this.#state = state;
   }
 
   /**
@@ -95,7 +97,7 @@ export class ReactorBuilder<TName extends string, TInput, TResults, TReturns ext
   step<const N extends string, A extends ArgsRecord = never, S extends AnySchema = never, R = unknown>(
     name: NewStepName<N, TResults>,
     config: InlineStepConfig<TInput, TResults, A, S, R>,
-  ): ReactorBuilder<TName, TInput, WithStep<TResults, N, StepValue<Awaited<R>>>, TReturns, TRunInput>;
+  ): ReactorBuilder<TName, TInput, WithStep<TResults, N, StepValue<Awaited<R>>>, TReturns, TRunInput, TMode>;
   /**
    * Add a reusable step definition under `name`.
    * @example
@@ -105,29 +107,36 @@ export class ReactorBuilder<TName extends string, TInput, TResults, TReturns ext
     name: NewStepName<N, TResults>,
     definition: StepDefinition<TArgs, V>,
     use?: StepUse<TInput, TResults, A>,
-  ): ReactorBuilder<TName, TInput, WithStep<TResults, N, V>, TReturns, TRunInput>;
+  ): ReactorBuilder<TName, TInput, WithStep<TResults, N, V>, TReturns, TRunInput, TMode>;
   step(name: string, configOrDefinition: object, use?: object): unknown {
     const raw: RawStep = isStepDefinition(configOrDefinition)
       ? { name, definition: configOrDefinition, config: (use ?? {}) as Record<string, unknown> }
       : { name, definition: undefined, config: configOrDefinition as Record<string, unknown> };
-    return new ReactorBuilder<TName, TInput, unknown, TReturns, TRunInput>(this.#name, this.#input, [...this.#steps, raw], this.#returns, this.#options);
+    return new ReactorBuilder<TName, TInput, unknown, TReturns, TRunInput, TMode>({ ...this.#state, steps: [...this.#state.steps, raw] });
   }
 
   /** The step whose result is the run's value. Without it the value is the record of every step's result. */
-  returns<K extends keyof TResults & string>(step: K): ReactorBuilder<TName, TInput, TResults, K, TRunInput> {
-    return new ReactorBuilder(this.#name, this.#input, this.#steps, step, this.#options);
+  returns<K extends keyof TResults & string>(step: K): ReactorBuilder<TName, TInput, TResults, K, TRunInput, TMode> {
+    return new ReactorBuilder({ ...this.#state, returns: step });
+  }
+
+  /**
+   * Hand the run to a worker: `{ all: true }` before the first step, `{ before: step }`
+   * instead of running that step, `{ after: step }` once it completed. `run()` then
+   * returns a dispatched result; the worker continues the same execution.
+   * @example
+   * .background({ after: 'reserve' })
+   */
+  background(cut: BackgroundCut<keyof TResults & string>): ReactorBuilder<TName, TInput, TResults, TReturns, TRunInput, 'background'> {
+    if (this.#state.background !== undefined) {
+      throw new DefinitionError(`reactor "${this.#state.name}": background is declared twice; a reactor has exactly one hand-off point`);
+    }
+    return new ReactorBuilder({ ...this.#state, background: cut });
   }
 
   /** Validate the definition and freeze it. Throws a {@link DefinitionError} naming the reactor, step and fix. */
-  build(): ReactorDefinition<TName, TRunInput, TResults, ReactorOutput<TResults, TReturns>> {
-    return compileDefinition<TName, TRunInput, TResults, ReactorOutput<TResults, TReturns>>({
-      name: this.#name,
-      input: this.#input,
-      steps: this.#steps,
-      returns: this.#returns,
-      options: this.#options,
-      resolveArgs: resolveArgsFactory,
-    });
+  build(): ReactorDefinition<TName, TRunInput, TResults, ReactorOutput<TResults, TReturns>, TMode> {
+    return compileDefinition<TName, TRunInput, TResults, ReactorOutput<TResults, TReturns>, TMode>({ ...this.#state, resolveArgs: resolveArgsFactory });
   }
 }
 
@@ -168,7 +177,7 @@ export function defineReactor<const TName extends string, S extends AnySchema | 
   S extends AnySchema ? SchemaInput<S> : Record<string, never>
 > {
   const { name, input, ...rest } = options as DefineReactorOptions<TName, S> & Record<string, unknown>;
-  return new ReactorBuilder(name, input, [], undefined, rest);
+  return new ReactorBuilder({ name, input, steps: [], returns: undefined, options: rest, background: undefined });
 }
 
 export type { CompiledStep, ReactorDefinition };

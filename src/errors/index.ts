@@ -158,3 +158,28 @@ export class UnknownReactorError extends XreactorError {
     super('reactor_unknown', `reactor "${reactor}" is not registered with this runtime; pass it to createRuntime({ reactors })`);
   }
 }
+
+/** A worker stopped advancing an execution (shutdown or lost lease); nothing was committed, the job is redelivered. */
+export class WorkInterruptedError extends XreactorError {
+  constructor(executionId: string, why: string) {
+    super('work_interrupted', `work on execution ${executionId} was interrupted (${why}); it resumes from its last commit on redelivery`, {
+      retryable: true,
+    });
+  }
+}
+
+/** Waiting for a dispatched execution took longer than allowed. */
+export class AwaitTimeoutError extends XreactorError {
+  constructor(executionId: string, timeoutMs: number, status: string) {
+    super('await_timeout', `execution ${executionId} did not settle within ${timeoutMs} ms (it is ${status}); wait longer or check its workers`, {
+      retryable: true,
+    });
+  }
+}
+
+/** Background work needs a queue the runtime does not have. */
+export class QueueRequiredError extends XreactorError {
+  constructor(reactor: string) {
+    super('queue_required', `reactor "${reactor}" hands work to a worker, but this runtime has no queue; pass createRuntime({ queue })`);
+  }
+}

@@ -4,6 +4,8 @@ export interface Clock {
   now(): number;
   /** Resolve after `ms` milliseconds, or reject with the signal's reason when it fires first. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  /** Call `fn` every `ms` milliseconds until the returned function is called. Never keeps the process alive. */
+  every(ms: number, fn: () => void): () => void;
 }
 
 /** The real clock. */
@@ -25,4 +27,9 @@ export const systemClock: Clock = {
       }, ms);
       signal?.addEventListener('abort', onAbort, { once: true });
     }),
+  every: (ms, fn) => {
+    const timer = setInterval(fn, ms);
+    timer.unref();
+    return () => clearInterval(timer);
+  },
 };

@@ -1,6 +1,6 @@
 import type { AnyReactorDefinition } from '../definition/compiled.js';
-import type { CancelledResult, ExecutionView, RunResult } from './results.js';
-import type { Runtime, RunInput, RunOptions, RunOutput } from './runtime.js';
+import type { CancelledResult, ExecutionView } from './results.js';
+import type { Runtime, RunInput, RunOptions, RunReturn } from './runtime.js';
 import { createRuntime } from './runtime.js';
 
 let current: Runtime | undefined;
@@ -16,7 +16,7 @@ export function defaultRuntime(): Runtime {
  * @example
  * const result = await run(checkout, { sku: 'A1', cents: 1200 });
  */
-export function run<R extends AnyReactorDefinition>(reactor: R, input: RunInput<R>, options?: RunOptions): Promise<RunResult<RunOutput<R>>> {
+export function run<R extends AnyReactorDefinition>(reactor: R, input: RunInput<R>, options?: RunOptions): Promise<RunReturn<R>> {
   return defaultRuntime().run(reactor, input, options);
 }
 

@@ -4,11 +4,13 @@ import type { ExecutionMachine } from '../../machines/execution.js';
 import { EXECUTION_MACHINE_VERSION } from '../../machines/execution.js';
 import type { ExecutionContext, ExecutionEffect, ExecutionEvent, ExecutionStatus, ExecutionWrite, TraceEntry } from '../../machines/execution-types.js';
 import type { AnyReactorDefinition, CompiledStep } from '../definition/compiled.js';
-import { DeserializationError, InputValidationError } from '../errors/index.js';
+import { DeserializationError, InputValidationError, QueueRequiredError, WorkInterruptedError } from '../errors/index.js';
+import type { Queue } from '../queue/queue.js';
+import { jobId } from '../queue/job-ids.js';
 import { describeIssues, validateWith } from '../internal/standard-schema.js';
 import type { Hooks } from '../observability/middleware.js';
 import { deserializeError, serializeError } from '../serialization/index.js';
-import type { Commit, CommitWrites, PersistedSnapshot, Store, UndoEntry } from '../store/store.js';
+import type { Commit, CommitWrites, OutboxEffect, PersistedSnapshot, Store, UndoEntry } from '../store/store.js';
 import type { Clock } from './clock.js';
 import type { Attempt, StepScope } from './step-performer.js';
 import { performRollbackHandler, performStep, stepContext } from './step-performer.js';
@@ -22,7 +24,15 @@ export interface HostDeps {
   readonly clock: Clock;
   readonly hooks: Hooks;
   readonly logger: Logger;
+  /** Where hand-offs and worker-side timers go; required for background reactors. */
+  readonly queue: Queue | undefined;
 }
+
+/**
+ * Who is advancing the execution. A caller that is interrupted stores the run
+ * `aborted`; a worker that is interrupted commits nothing, and the job is redelivered.
+ */
+export type Place = 'caller' | 'worker';
 
 /** An execution actor held by a host: its snapshot, the revision it was loaded at, and its input. */
 export interface HeldExecution {
@@ -30,6 +40,8 @@ export interface HeldExecution {
   snapshot: Snapshot;
   revision: number;
   readonly inputs: unknown;
+  /** The outbox of the commit it was loaded at (empty for a new execution). */
+  readonly outbox: readonly OutboxEffect[];
 }
 
 /** The status an execution snapshot is in. */
@@ -106,13 +118,14 @@ export class ExecutionHost {
       }
     }
     const { writes, effects } = partition(actions);
+    await store.markActive(id, true);
     const revision = await store.create({
       id,
       reactor,
       input: inputs,
       commit: { snapshot: persist(snapshot), status: statusOf(snapshot.value), writes, outbox: effects },
     });
-    const held: HeldExecution = { id, snapshot, revision, inputs };
+    const held: HeldExecution = { id, snapshot, revision, inputs, outbox: [] };
     if (event.type === 'xreactor.input.accepted') this.#deps.hooks.emit('reactorStart', { reactor, executionId: id, input: inputs });
     await this.drive(held, event, signal);
     return held;
@@ -126,30 +139,56 @@ export class ExecutionHost {
       throw new DeserializationError(`execution ${id} was stored by execution machine version ${loaded.snapshot.machineVersion}; this build runs version ${EXECUTION_MACHINE_VERSION}`);
     }
     const snapshot = this.#machine.resolveState({ value: loaded.snapshot.value as never, context: loaded.snapshot.context as ExecutionContext });
-    return { id, snapshot, revision: loaded.revision, inputs: await this.#deps.store.readInput(id) };
+    return { id, snapshot, revision: loaded.revision, inputs: await this.#deps.store.readInput(id), outbox: loaded.outbox };
   }
 
-  /** Feed `event` to the actor and keep going until no effect produces another event. */
-  async drive(held: HeldExecution, first: ExecutionEvent, signal: AbortSignal): Promise<void> {
+  /**
+   * Feed `event` to the actor and keep going until no effect produces another
+   * event. Returns whether the actor accepted `first` (a stale or duplicate
+   * delivery is ignored without a commit).
+   */
+  async drive(held: HeldExecution, first: ExecutionEvent, signal: AbortSignal, place: Place = 'caller'): Promise<boolean> {
     let event: ExecutionEvent | undefined = first;
+    let accepted = false;
     while (event !== undefined) {
+      if (event.type === 'xreactor.execution.abort' && place === 'worker') throw new WorkInterruptedError(held.id, event.reason);
       const [next, actions] = transition(this.#machine, held.snapshot, event);
       // XState returns the very same snapshot when no transition applies (stale or duplicate delivery).
       if (next === held.snapshot) {
         this.#deps.logger.debug({ event: 'xreactor.event.ignored', executionId: held.id, type: event.type }, 'event not accepted in this state');
-        return;
+        return accepted;
       }
+      if (event === first) accepted = true;
       const { writes, effects } = partition(actions);
       const commit: Commit = { snapshot: persist(next), status: statusOf(next.value), writes, outbox: effects };
       held.revision = await this.#deps.store.commit(held.id, held.revision, commit);
       held.snapshot = next;
       await this.#afterCommit(held, event, effects);
-      event = undefined;
-      for (const effect of effects) {
-        const produced = await this.#perform(held, effect, signal);
-        if (produced !== undefined) event = produced;
-      }
+      event = await this.#performAll(held, effects, signal);
     }
+    return accepted;
+  }
+
+  /** Perform the committed outbox again (recovery after a crash or a lost job), then keep driving. */
+  async resume(held: HeldExecution, outbox: readonly OutboxEffect[], signal: AbortSignal, place: Place): Promise<void> {
+    const event = await this.#performAll(held, outbox as readonly ExecutionEffect[], signal);
+    if (event !== undefined) await this.drive(held, event, signal, place);
+  }
+
+  async #performAll(held: HeldExecution, effects: readonly ExecutionEffect[], signal: AbortSignal): Promise<ExecutionEvent | undefined> {
+    let event: ExecutionEvent | undefined;
+    for (const effect of effects) {
+      const produced = await this.#perform(held, effect, signal);
+      if (produced !== undefined) event = produced;
+    }
+    return event;
+  }
+
+  async #enqueue(held: HeldExecution, id: string, event: ExecutionEvent, delayMs?: number): Promise<void> {
+    const queue = this.#deps.queue;
+    if (queue === undefined) throw new QueueRequiredError(this.#definition.name);
+    this.#deps.hooks.emit('beforeEnqueue', { reactor: this.#definition.name, executionId: held.id, job: id });
+    await queue.enqueue([{ id, kind: 'advance', executionId: held.id, reactor: this.#definition.name, event, ...(delayMs === undefined ? {} : { delayMs }) }]);
   }
 
   #scope(held: HeldExecution, signal: AbortSignal): StepScope {
@@ -198,9 +237,19 @@ export class ExecutionHost {
         this.#emitStepOutcome(held, step, event);
         return event;
       }
+      case 'xreactor.effect.handOff': {
+        await this.#enqueue(held, jobId(executionId, 'handoff'), { type: 'xreactor.execution.resume', at: clock.now() });
+        return undefined;
+      }
       case 'xreactor.effect.wait': {
         const { step, attempt, delayMs, error } = effect.params;
         hooks.emit('retryAttempt', { reactor, executionId, step, attempt, args: undefined, error: deserializeError(error), delayMs, nextAttempt: attempt + 1 });
+        if (held.snapshot.context.handedOff) {
+          // In a worker, a retry backoff is a delayed job: the worker is free in between.
+          const fired: ExecutionEvent = { type: 'xreactor.timer.fired', at: clock.now(), index: effect.params.index, attempt };
+          await this.#enqueue(held, jobId(executionId, 'timer', effect.params.index, attempt), fired, delayMs);
+          return undefined;
+        }
         const out = await this.#unlessAborted(signal, async () => {
           await clock.sleep(delayMs, signal);
           return { type: 'xreactor.timer.fired', at: clock.now(), index: effect.params.index, attempt } satisfies ExecutionEvent;
@@ -243,6 +292,8 @@ export class ExecutionHost {
         return event;
       }
       case 'xreactor.effect.finished':
+        await store.markActive(executionId, false);
+        await store.publishSettled(executionId);
         return undefined;
     }
   }

@@ -52,6 +52,12 @@ export interface CancelledResult {
   readonly rollbackFailures: readonly RollbackFailureReport[];
 }
 
+/** A background reactor reached its hand-off point: a worker continues the execution. */
+export interface DispatchedResult {
+  readonly status: 'dispatched';
+  readonly executionId: ExecutionId;
+}
+
 /** The typed outcome of `run`. */
 export type RunResult<TOutput> = CompletedResult<TOutput> | FailedResult | HaltedResult;
 

@@ -1,48 +1,42 @@
 import { randomUUID } from 'node:crypto';
-import pino from 'pino';
-import type { Logger } from 'pino';
-import { createExecutionMachine } from '../../machines/execution.js';
-import type { ExecutionMachine } from '../../machines/execution.js';
-import type { AnyReactorDefinition, ReactorDefinition } from '../definition/compiled.js';
-import { ExecutionAbortedError, ExecutionNotFoundError, InvalidStateError, UnknownReactorError } from '../errors/index.js';
+import type { ExecutionStatus } from '../../machines/execution-types.js';
+import type { AnyReactorDefinition, ReactorDefinition, RunMode } from '../definition/compiled.js';
+import { AwaitTimeoutError, DeserializationError, ExecutionAbortedError, ExecutionNotFoundError, InvalidStateError, XreactorError } from '../errors/index.js';
 import type { ExecutionId, IdGenerator } from '../internal/ids.js';
-import type { Middleware } from '../observability/middleware.js';
-import { createHooks } from '../observability/middleware.js';
+import { createInProcessQueue } from '../queue/in-process-queue.js';
+import { jobId } from '../queue/job-ids.js';
+import type { Consumer, Queue } from '../queue/queue.js';
 import { createMemoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';
-import type { Clock } from './clock.js';
-import { systemClock } from './clock.js';
-import { ExecutionHost, statusOf } from './host.js';
-import type { HeldExecution } from './host.js';
-import type { CancelledResult, ExecutionView, RunResult } from './results.js';
+import type { EngineOptions } from './engine.js';
+import { createEngine } from './engine.js';
+import { statusOf } from './host.js';
+import type { CancelledResult, DispatchedResult, ExecutionView, RunResult } from './results.js';
 import { buildResult } from './results.js';
+import { createJobHandler } from './worker.js';
 
 /** Options of {@link createRuntime}. All optional: the default is fully embedded. */
-export interface RuntimeOptions {
+export interface RuntimeOptions extends Omit<EngineOptions, 'store' | 'queue'> {
   /**
    * Where execution actors live.
    * @defaultValue an in-memory store
    */
   readonly store?: Store;
   /**
-   * Time source for retries and timestamps.
-   * @defaultValue the system clock
+   * Where hand-offs and worker timers go.
+   * @defaultValue an in-process queue in auto mode, consumed by this runtime
    */
-  readonly clock?: Clock;
-  /** Observers of every execution, in order. */
-  readonly middleware?: readonly Middleware[];
+  readonly queue?: Queue;
   /**
-   * Structured logger.
-   * @defaultValue pino at level `warn` (or `XREACTOR_LOG_LEVEL`)
+   * Whether this runtime also consumes its queue (an embedded worker).
+   * @defaultValue true when `queue` is omitted, false when it is given
    */
-  readonly logger?: Logger;
+  readonly worker?: boolean | { readonly concurrency?: number };
   /**
    * Execution id generator.
    * @defaultValue `crypto.randomUUID`
    */
   readonly generateId?: IdGenerator;
-  /** Reactors this runtime can find and undo without having run them (e.g. after a restart). */
-  readonly reactors?: readonly AnyReactorDefinition[];
 }
 
 /** Options of a single run. */
@@ -53,101 +47,135 @@ export interface RunOptions {
   readonly executionId?: string;
 }
 
-/** The caller's input type of a reactor definition. */
-export type RunInput<R> = R extends ReactorDefinition<string, infer I, any, any> ? I : never;
-/** The completed value type of a reactor definition. */
-export type RunOutput<R> = R extends ReactorDefinition<string, any, any, infer O> ? O : never;
+/** Options of {@link Runtime.awaitResult}. */
+export interface AwaitOptions {
+  /**
+   * Give up after this long with an AwaitTimeoutError.
+   * @defaultValue 30000
+   */
+  readonly timeoutMs?: number;
+  readonly signal?: AbortSignal;
+}
 
-/** A runtime: runs reactors, finds executions, undoes them. */
+/** The caller's input type of a reactor definition. */
+export type RunInput<R> = R extends ReactorDefinition<string, infer I, any, any, RunMode> ? I : never;
+/** The completed value type of a reactor definition. */
+export type RunOutput<R> = R extends ReactorDefinition<string, any, any, infer O, RunMode> ? O : never;
+/** What `run` returns for a reactor: its outcome, or `dispatched` for a background reactor. */
+export type RunReturn<R> = RunResult<RunOutput<R>> | (R extends ReactorDefinition<string, any, any, any, 'background'> ? DispatchedResult : never);
+
+/** A runtime: runs reactors, finds executions, undoes them, waits for dispatched ones. */
 export interface Runtime {
   /**
-   * Run a reactor to its end in this process.
+   * Run a reactor. Inline reactors run to their end in this process; a
+   * background reactor runs up to its hand-off point and returns `dispatched`.
    * @example
    * const result = await runtime.run(checkout, { sku: 'A1', cents: 1200 });
    * if (result.status === 'completed') console.log(result.value);
    */
-  run<R extends AnyReactorDefinition>(reactor: R, input: RunInput<R>, options?: RunOptions): Promise<RunResult<RunOutput<R>>>;
+  run<R extends AnyReactorDefinition>(reactor: R, input: RunInput<R>, options?: RunOptions): Promise<RunReturn<R>>;
+  /** Wait until a (dispatched) execution settles and return its outcome. Works from any process sharing the store. */
+  awaitResult<TOutput = unknown>(id: string, options?: AwaitOptions): Promise<RunResult<TOutput> | CancelledResult>;
   /** Status, outcome, undo stack and trace of an execution. */
   find(id: string): Promise<ExecutionView>;
   /** Roll back a completed, halted or aborted execution (re-running a cut-off compensate first); it ends `cancelled`. */
   undo(id: string, options?: { readonly signal?: AbortSignal }): Promise<CancelledResult>;
+  /**
+   * Re-enqueue executions that are running or rolling back with no live lease
+   * (their process died). Never touches aborted runs. Returns how many were re-enqueued.
+   */
+  sweepOnce(options?: { readonly limit?: number }): Promise<number>;
   /** Interrupt every run in progress (as on SIGTERM): they are stored `aborted`, no rollback runs. */
   shutdown(reason?: string): void;
+  /** Stop the embedded worker (if any) and release the store and queue this runtime created. */
+  close(): Promise<void>;
 }
+
+const SETTLED: readonly ExecutionStatus[] = ['completed', 'failed', 'halted', 'cancelled'];
+const RECOVERABLE: readonly ExecutionStatus[] = ['running', 'rolling_back'];
 
 /**
  * Create a runtime. With no options it is fully embedded: memory store,
- * system clock, no server needed.
+ * in-process queue and worker, system clock; no server needed.
  * @example
  * const runtime = createRuntime();
  * process.once('SIGTERM', () => runtime.shutdown('SIGTERM'));
  */
 export function createRuntime(options: RuntimeOptions = {}): Runtime {
-  const store = options.store ?? createMemoryStore();
-  const clock = options.clock ?? systemClock;
-  const logger = options.logger ?? pino({ level: process.env['XREACTOR_LOG_LEVEL'] ?? 'warn' });
-  const hooks = createHooks(options.middleware ?? [], logger);
+  const ownsStore = options.store === undefined;
+  const ownsQueue = options.queue === undefined;
+  const store = options.store ?? createMemoryStore(options.clock === undefined ? {} : { clock: options.clock });
+  const queue = options.queue ?? createInProcessQueue({ mode: 'auto', ...(options.clock === undefined ? {} : { clock: options.clock }) });
+  const engine = createEngine({ ...options, store, queue });
+  const { clock } = engine;
   const generateId = options.generateId ?? randomUUID;
-  const reactors = new Map<string, AnyReactorDefinition>();
-  const hosts = new WeakMap<AnyReactorDefinition, ExecutionHost>();
   const stopping = new AbortController();
-
-  const register = (definition: AnyReactorDefinition): ExecutionHost => {
-    let host = hosts.get(definition);
-    if (host === undefined) {
-      const machine: ExecutionMachine = createExecutionMachine({
-        reactor: definition.name,
-        steps: definition.plan.map((s) => ({ name: s.name, retry: s.retry, tracked: s.tracked })),
-      });
-      host = new ExecutionHost(definition, machine, { store, clock, hooks, logger });
-      hosts.set(definition, host);
-      reactors.set(definition.name, definition);
-    }
-    return host;
-  };
-  for (const definition of options.reactors ?? []) register(definition);
+  const workerOption = options.worker ?? ownsQueue;
+  const consumer: Consumer | undefined =
+    workerOption === false
+      ? undefined
+      : queue.consume(createJobHandler(engine), { concurrency: workerOption === true ? 1 : (workerOption.concurrency ?? 1) });
 
   const signalFor = (signal: AbortSignal | undefined) => (signal === undefined ? stopping.signal : AbortSignal.any([signal, stopping.signal]));
+  const busy = (id: string) => new XreactorError('execution_busy', `execution ${id} is being advanced by another live process; try again when it settles`);
 
-  const settle = async (definition: AnyReactorDefinition, held: HeldExecution) => {
-    const status = statusOf(held.snapshot.value);
-    if (status === 'aborted') throw new ExecutionAbortedError(held.id, definition.name);
-    return buildResult(definition, status, held.snapshot.context, store);
-  };
-
-  const loadHeld = async (id: string) => {
-    const loaded = await store.load(id);
-    if (loaded === undefined) throw new ExecutionNotFoundError(id);
-    const reactor = (loaded.snapshot.context as { reactor: string }).reactor;
-    const definition = reactors.get(reactor);
-    if (definition === undefined) throw new UnknownReactorError(reactor);
-    const host = register(definition);
-    const held = await host.load(id);
-    if (held === undefined) throw new ExecutionNotFoundError(id);
-    return { definition, host, held };
+  const outcome = async (definition: AnyReactorDefinition | undefined, id: string, status: ExecutionStatus, context: Parameters<typeof buildResult>[2]) => {
+    if (status === 'aborted') throw new ExecutionAbortedError(id, context.reactor);
+    return buildResult(definition, status, context, store);
   };
 
   return {
     async run(reactor, input, runOptions = {}) {
-      const host = register(reactor);
+      const host = engine.register(reactor);
       const id = runOptions.executionId ?? generateId();
-      const held = await host.start(id, input, signalFor(runOptions.signal));
-      return (await settle(reactor, held)) as RunResult<RunOutput<typeof reactor>>;
+      const leased = await engine.withLease(id, () => host.start(id, input, signalFor(runOptions.signal)));
+      if (leased === undefined) throw busy(id);
+      const held = leased.value;
+      const status = statusOf(held.snapshot.value);
+      if (status === 'running' && held.snapshot.context.handedOff) {
+        return { status: 'dispatched', executionId: id as ExecutionId } as RunReturn<typeof reactor>;
+      }
+      return (await outcome(reactor, id, status, held.snapshot.context)) as RunReturn<typeof reactor>;
+    },
+
+    async awaitResult(id, awaitOptions = {}) {
+      const timeoutMs = awaitOptions.timeoutMs ?? 30_000;
+      const recheckMs = Math.min(5_000, Math.max(1_000, Math.floor(timeoutMs / 10)));
+      const deadline = clock.now() + timeoutMs;
+      for (;;) {
+        const loaded = await store.load(id);
+        if (loaded === undefined) throw new ExecutionNotFoundError(id);
+        const status = statusOf(loaded.snapshot.value);
+        const context = loaded.snapshot.context as Parameters<typeof buildResult>[2];
+        if (SETTLED.includes(status) || status === 'aborted') {
+          return (await outcome(engine.definition(context.reactor), id, status, context)) as RunResult<never> | CancelledResult;
+        }
+        const remaining = deadline - clock.now();
+        if (remaining <= 0) throw new AwaitTimeoutError(id, timeoutMs, status);
+        await store.waitSettled(id, Math.min(remaining, recheckMs), awaitOptions.signal);
+        awaitOptions.signal?.throwIfAborted();
+      }
     },
 
     async find(id) {
       const loaded = await store.load(id);
       if (loaded === undefined) throw new ExecutionNotFoundError(id);
-      const context = loaded.snapshot.context as HeldExecution['snapshot']['context'];
+      const context = loaded.snapshot.context as Parameters<typeof buildResult>[2];
       const status = statusOf(loaded.snapshot.value);
       const [undoStack, trace] = await Promise.all([store.readUndoStack(id), store.readTrace(id)]);
       const failure = context.failure;
+      let definition: AnyReactorDefinition | undefined;
+      try {
+        definition = engine.definition(context.reactor);
+      } catch {
+        definition = undefined;
+      }
       return {
         id: id as ExecutionId,
         reactor: context.reactor,
         status,
         revision: loaded.revision,
-        result: await buildResult(reactors.get(context.reactor), status, context, store),
+        result: await buildResult(definition, status, context, store),
         undoStack,
         trace,
         pendingCompensation: failure?.compensationPending === true && status === 'aborted' ? { step: failure.step } : undefined,
@@ -157,18 +185,54 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     },
 
     async undo(id, undoOptions = {}) {
-      const { definition, host, held } = await loadHeld(id);
-      const status = statusOf(held.snapshot.value);
-      if (status === 'rolling_back') throw new InvalidStateError(`execution ${id} is rolling back already; wait for it to finish`);
-      if (status !== 'completed' && status !== 'halted' && status !== 'aborted') {
-        throw new InvalidStateError(`execution ${id} is ${status}; only completed, halted or aborted executions can be undone`);
+      const leased = await engine.withLease(id, async () => {
+        const { definition, host, held } = await engine.load(id);
+        const status = statusOf(held.snapshot.value);
+        if (status === 'rolling_back') throw new InvalidStateError(`execution ${id} is rolling back already; wait for it to finish`);
+        if (status !== 'completed' && status !== 'halted' && status !== 'aborted') {
+          throw new InvalidStateError(`execution ${id} is ${status}; only completed, halted or aborted executions can be undone`);
+        }
+        await host.drive(held, { type: 'xreactor.operator.undo', at: clock.now() }, signalFor(undoOptions.signal));
+        return (await outcome(definition, id, statusOf(held.snapshot.value), held.snapshot.context)) as CancelledResult;
+      });
+      if (leased === undefined) throw busy(id);
+      return leased.value;
+    },
+
+    async sweepOnce(sweepOptions = {}) {
+      let requeued = 0;
+      for (const id of await store.listActive(sweepOptions.limit ?? 1_000)) {
+        let loaded: Awaited<ReturnType<Store['load']>>;
+        try {
+          loaded = await store.load(id);
+        } catch (error) {
+          if (!(error instanceof DeserializationError)) throw error;
+          engine.logger.error({ event: 'xreactor.sweeper.unreadable', executionId: id, err: error }, error.message);
+          await store.markActive(id, false);
+          continue;
+        }
+        const status = loaded === undefined ? undefined : statusOf(loaded.snapshot.value);
+        if (loaded === undefined || status === undefined || !RECOVERABLE.includes(status)) {
+          if (status !== 'pending') await store.markActive(id, false);
+          continue;
+        }
+        if (await store.hasLease(id)) continue;
+        const reactor = (loaded.snapshot.context as { reactor: string }).reactor;
+        await queue.enqueue([{ id: jobId(id, 'sweep', loaded.revision), kind: 'advance', executionId: id, reactor }]);
+        engine.logger.info({ event: 'xreactor.sweeper.requeued', executionId: id, status, revision: loaded.revision }, 'requeued an execution with no live lease');
+        requeued += 1;
       }
-      await host.drive(held, { type: 'xreactor.operator.undo', at: clock.now() }, signalFor(undoOptions.signal));
-      return (await settle(definition, held)) as CancelledResult;
+      return requeued;
     },
 
     shutdown(reason = 'runtime shutdown') {
       stopping.abort(new Error(reason));
+    },
+
+    async close() {
+      await consumer?.close();
+      if (ownsQueue) await queue.close();
+      if (ownsStore) await store.close();
     },
   };
 }

@@ -1,4 +1,5 @@
 import type { TraceEntry } from '../../machines/execution-types.js';
+import { EXECUTION_MACHINE_VERSION } from '../../machines/execution-types.js';
 import { ExecutionNotFoundError, StaleRevisionError, XreactorError } from '../errors/index.js';
 import { decode, decodeEnvelope, encode, encodeEnvelope } from '../serialization/index.js';
 import type { Clock } from '../runtime/clock.js';
@@ -19,7 +20,7 @@ interface Row {
 export interface MemoryStoreOptions {
   /**
    * Machine versions this build can load.
-   * @defaultValue [1]
+   * @defaultValue [EXECUTION_MACHINE_VERSION]
    */
   readonly machineVersions?: readonly number[];
   /**
@@ -37,7 +38,7 @@ const SNAPSHOT_KIND = 'execution';
  * are fenced by revision like every other adapter.
  */
 export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
-  const versions = options.machineVersions ?? [1];
+  const versions = options.machineVersions ?? [EXECUTION_MACHINE_VERSION];
   const clock = options.clock ?? systemClock;
   const rows = new Map<string, Row>();
   const leases = new Map<string, { owner: string; expiresAt: number }>();

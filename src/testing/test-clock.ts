@@ -1,6 +1,6 @@
 import type { Clock } from '../runtime/clock.js';
 
-/** A virtual clock: `sleep` returns at once and moves virtual time forward. */
+/** A virtual clock: `sleep` returns at once and moves virtual time forward; `every` fires as virtual time passes. */
 export interface TestClock extends Clock {
   /** Every delay slept, in order. */
   readonly sleeps: readonly number[];
@@ -20,16 +20,33 @@ export interface TestClock extends Clock {
 export function createTestClock(start = 0): TestClock {
   let now = start;
   const sleeps: number[] = [];
+  const intervals = new Set<{ ms: number; next: number; fn: () => void }>();
+  const advanceTo = (target: number) => {
+    for (;;) {
+      let due: { ms: number; next: number; fn: () => void } | undefined;
+      for (const i of intervals) if (i.next <= target && (due === undefined || i.next < due.next)) due = i;
+      if (due === undefined) break;
+      now = due.next;
+      due.next += due.ms;
+      due.fn();
+    }
+    now = target;
+  };
   return {
     sleeps,
     now: () => now,
     advance(ms) {
-      now += ms;
+      advanceTo(now + ms);
+    },
+    every(ms, fn) {
+      const interval = { ms, next: now + ms, fn };
+      intervals.add(interval);
+      return () => void intervals.delete(interval);
     },
     async sleep(ms, signal) {
       if (signal?.aborted) throw signal.reason;
       sleeps.push(ms);
-      now += ms;
+      advanceTo(now + ms);
     },
   };
 }

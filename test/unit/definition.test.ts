@@ -176,7 +176,7 @@ describe('defineReactor build(): options', () => {
   });
 
   it.each([
-    ['async', 'use background: { all: true } (or { before: step } / { after: step })'],
+    ['async', 'use .background({ all: true }) (or { before: step } / { after: step })'],
     ['retryDefaults', 'declare retries on each step'],
   ])('rejects the removed reactor option %s, naming its replacement', (option, replacement) => {
     const error = buildError(unchecked('opts', { [option]: true }).step('a', { run }));

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { createMemoryStore, DeserializationError, StaleRevisionError } from '../../src/index.js';
+import { createMemoryStore, DeserializationError, EXECUTION_MACHINE_VERSION, StaleRevisionError } from '../../src/index.js';
 import type { Commit } from '../../src/index.js';
 
 const commit = (value: string, extra: Partial<Commit['writes']> = {}): Commit => ({
-  snapshot: { machineVersion: 1, value, context: { n: value } },
+  snapshot: { machineVersion: EXECUTION_MACHINE_VERSION, value, context: { n: value } },
   status: 'running',
   writes: { results: [], pushUndo: [], truncateUndoTo: undefined, trace: [], ...extra },
   outbox: [],
@@ -26,7 +26,7 @@ describe('memory store', () => {
     expect(await store.commit('e1', hostA!.revision, commit('running', { results: [['a', 'from A']] }))).toBe(2);
     await expect(store.commit('e1', hostB!.revision, commit('failed', { results: [['a', 'from B']] }))).rejects.toBeInstanceOf(StaleRevisionError);
     const now = await store.load('e1');
-    expect(now).toEqual({ revision: 2, snapshot: { machineVersion: 1, value: 'running', context: { n: 'running' } }, outbox: [] });
+    expect(now).toEqual({ revision: 2, snapshot: { machineVersion: EXECUTION_MACHINE_VERSION, value: 'running', context: { n: 'running' } }, outbox: [] });
     expect(await store.readResults('e1')).toEqual(new Map([['a', 'from A']]));
   });
 

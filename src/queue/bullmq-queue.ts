@@ -1,0 +1,292 @@
+/**
+ * The BullMQ adapter of the queue port: jobs live in Redis, any number of worker processes
+ * consume them, and a job whose handler throws or whose worker dies is delivered again.
+ *
+ * Deduplication is BullMQ's: a job id that exists in the queue (waiting, delayed, active,
+ * failed, or completed and not yet removed) is not added again. Completed jobs are kept for
+ * `removeOnCompleteAgeS` so a re-performed effect within that window adds nothing; BullMQ
+ * removes aged jobs only when a later job completes, so they may stay longer.
+ */
+import { Queue as BullQueue, UnrecoverableError, Worker } from 'bullmq';
+import type { Job } from 'bullmq';
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import { XreactorError } from '../errors/index.js';
+import { decode, encode } from '../serialization/index.js';
+import type { ConsumeOptions, Consumer, JobHandler, JobSpec, Queue } from './queue.js';
+
+/** Worker tuning: how fast a job held by a dead worker is delivered again. */
+export interface BullmqWorkerOptions {
+  /**
+   * How long a worker's lock on a job lasts; a live worker renews it every half of this.
+   * @defaultValue 30000
+   */
+  readonly lockDurationMs?: number;
+  /**
+   * How often workers look for jobs whose lock expired (their worker died) and deliver them again.
+   * @defaultValue 30000
+   */
+  readonly stalledIntervalMs?: number;
+  /**
+   * Times a job may be recovered from a dead worker before BullMQ fails it.
+   * @defaultValue 25
+   */
+  readonly maxStalledCount?: number;
+}
+
+/** Options of {@link createBullmqQueue}. */
+export interface BullmqQueueOptions {
+  /**
+   * ioredis connection options (the adapter's BullMQ objects open and close their own
+   * connections), or an ioredis instance the caller owns and closes. An instance used by a
+   * consumer must have `maxRetriesPerRequest: null`, as BullMQ workers require.
+   */
+  readonly connection: RedisOptions | Redis | Cluster;
+  /** @defaultValue `'xreactor'` */
+  readonly queueName?: string;
+  /** Prefix of BullMQ's Redis keys. In a cluster, put a hash tag in it (`'{xreactor}'`). @defaultValue `'bull'` */
+  readonly prefix?: string;
+  /**
+   * Seconds a completed job (and so its id, for deduplication) is kept.
+   * @defaultValue 3600
+   */
+  readonly removeOnCompleteAgeS?: number;
+  /**
+   * Seconds a job that failed all its attempts is kept (its id stays deduplicated meanwhile).
+   * @defaultValue 604800 (7 days)
+   */
+  readonly removeOnFailAgeS?: number;
+  /**
+   * Deliveries of a job whose handler keeps throwing before BullMQ fails it.
+   * @defaultValue 25
+   */
+  readonly maxAttempts?: number;
+  /**
+   * First redelivery delay after a handler error; it doubles with each attempt up to `maxBackoffMs`.
+   * @defaultValue 100
+   */
+  readonly backoffMs?: number;
+  /** @defaultValue 30000 */
+  readonly maxBackoffMs?: number;
+  readonly worker?: BullmqWorkerOptions;
+  /** Told of connection errors, handler errors (with the job) and jobs that cannot be decoded. */
+  readonly onError?: (error: Error, job?: JobSpec) => void;
+}
+
+/** The BullMQ queue port. */
+export interface BullmqQueue extends Queue {
+  /** The queue's name in Redis. */
+  readonly name: string;
+  /** The underlying BullMQ queue, for inspection and administration (counts, job states, dashboards). */
+  readonly bullQueue: BullQueue<BullmqJobData>;
+}
+
+/** What a BullMQ job holds: readable routing fields, and the whole spec packed with the one Packr. */
+export interface BullmqJobData {
+  readonly executionId: string;
+  readonly reactor: string;
+  /** Base64 msgpack of the {@link JobSpec} (events may hold Dates, bigints, errors: JSON would lose them). */
+  readonly spec: string;
+}
+
+const DEFAULT_QUEUE_NAME = 'xreactor';
+const DEFAULT_REMOVE_ON_COMPLETE_AGE_S = 3600;
+const DEFAULT_REMOVE_ON_FAIL_AGE_S = 7 * 24 * 3600;
+const DEFAULT_MAX_ATTEMPTS = 25;
+const DEFAULT_BACKOFF_MS = 100;
+const DEFAULT_MAX_BACKOFF_MS = 30_000;
+const DEFAULT_MAX_STALLED_COUNT = 25;
+const BACKOFF_TYPE = 'xreactor';
+
+/**
+ * Encodes a job id for BullMQ, which refuses custom ids that look like integers (`"42"`) and
+ * ids containing `:` (except legacy three-part ids). Injective: `%` becomes `%25`, `:` becomes
+ * `%3A`, and an integer-like id gets the prefix `%i` (which no escaped id can start with).
+ */
+export function encodeJobId(id: string): string {
+  const escaped = id.replaceAll('%', '%25').replaceAll(':', '%3A');
+  return String(parseInt(escaped, 10)) === escaped ? `%i${escaped}` : escaped;
+}
+
+/** Reverses {@link encodeJobId}. */
+export function decodeJobId(encoded: string): string {
+  const body = encoded.startsWith('%i') ? encoded.slice(2) : encoded;
+  return body.replace(/%3A|%25/g, (escape) => (escape === '%3A' ? ':' : '%'));
+}
+
+/**
+ * Creates the BullMQ queue port.
+ * @example
+ * const queue = createBullmqQueue({ connection: { host: '127.0.0.1', port: 6379 } });
+ * const consumer = queue.consume(handle, { concurrency: 8 });
+ * await queue.enqueue([{ id: 'e1-1', kind: 'advance', executionId: 'e1', reactor: 'checkout' }]);
+ * await consumer.close();
+ * await queue.close();
+ */
+export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
+  const name = options.queueName ?? DEFAULT_QUEUE_NAME;
+  const onError = options.onError ?? (() => undefined);
+  const backoffMs = options.backoffMs ?? DEFAULT_BACKOFF_MS;
+  const maxBackoffMs = options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS;
+  const prefix = options.prefix === undefined ? {} : { prefix: options.prefix };
+  const connection = options.connection as RedisOptions;
+  const bullQueue = new BullQueue<BullmqJobData>(name, {
+    connection,
+    ...prefix,
+    defaultJobOptions: {
+      attempts: options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+      backoff: { type: BACKOFF_TYPE },
+      removeOnComplete: { age: options.removeOnCompleteAgeS ?? DEFAULT_REMOVE_ON_COMPLETE_AGE_S },
+      removeOnFail: { age: options.removeOnFailAgeS ?? DEFAULT_REMOVE_ON_FAIL_AGE_S },
+    },
+  });
+  bullQueue.on('error', (error) => onError(error));
+  const consumers = new Set<Consumer>();
+  let closed = false;
+
+  return {
+    name,
+    bullQueue,
+
+    async enqueue(jobs) {
+      if (closed) throw new XreactorError('queue_closed', `cannot enqueue: queue "${name}" is closed`);
+      if (jobs.length === 0) return;
+      await bullQueue.addBulk(
+        jobs.map((spec) => ({
+          name: spec.kind,
+          data: toJobData(spec),
+          opts: { jobId: jobIdOf(spec), ...(spec.delayMs ? { delay: spec.delayMs } : {}) },
+        })),
+      );
+    },
+
+    consume(handler, consumeOptions = {}) {
+      if (closed) throw new XreactorError('queue_closed', `cannot consume: queue "${name}" is closed`);
+      checkWorkerConnection(options.connection);
+      const consumer = createConsumer(handler, consumeOptions, {
+        name,
+        connection,
+        prefix,
+        worker: options.worker ?? {},
+        backoff: (attemptsMade) => Math.min(backoffMs * 2 ** Math.max(0, attemptsMade - 1), maxBackoffMs),
+        onError,
+      });
+      consumers.add(consumer);
+      return {
+        close: async (closeOptions) => {
+          await consumer.close(closeOptions);
+          consumers.delete(consumer);
+        },
+      };
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      await Promise.all([...consumers].map((consumer) => consumer.close()));
+      consumers.clear();
+      await bullQueue.close();
+    },
+  };
+}
+
+interface ConsumerContext {
+  readonly name: string;
+  readonly connection: RedisOptions;
+  readonly prefix: { readonly prefix?: string };
+  readonly worker: BullmqWorkerOptions;
+  readonly backoff: (attemptsMade: number) => number;
+  readonly onError: (error: Error, job?: JobSpec) => void;
+}
+
+function createConsumer(handler: JobHandler, options: ConsumeOptions, context: ConsumerContext): Consumer {
+  const controllers = new Set<AbortController>();
+  const worker = new Worker<BullmqJobData>(
+    context.name,
+    // Three parameters: BullMQ passes its cancellation signal only to processors that declare it.
+    async (job: Job<BullmqJobData>, _token?: string, bullSignal?: AbortSignal) => {
+      const spec = fromJobData(job);
+      const controller = new AbortController();
+      const forward = () => controller.abort(bullSignal?.reason);
+      bullSignal?.addEventListener('abort', forward, { once: true });
+      controllers.add(controller);
+      try {
+        await handler(spec, controller.signal);
+      } finally {
+        controllers.delete(controller);
+        bullSignal?.removeEventListener('abort', forward);
+      }
+    },
+    {
+      connection: context.connection,
+      ...context.prefix,
+      concurrency: options.concurrency ?? 1,
+      autorun: true,
+      maxStalledCount: context.worker.maxStalledCount ?? DEFAULT_MAX_STALLED_COUNT,
+      ...(context.worker.lockDurationMs === undefined ? {} : { lockDuration: context.worker.lockDurationMs }),
+      ...(context.worker.stalledIntervalMs === undefined ? {} : { stalledInterval: context.worker.stalledIntervalMs }),
+      settings: { backoffStrategy: (attemptsMade) => context.backoff(attemptsMade) },
+    },
+  );
+  worker.on('error', (error) => context.onError(error));
+  worker.on('failed', (job, error) => {
+    let spec: JobSpec | undefined;
+    try {
+      spec = job ? fromJobData(job) : undefined;
+    } catch {
+      spec = undefined;
+    }
+    context.onError(error, spec);
+  });
+
+  let closing: Promise<void> | undefined;
+  return {
+    close: (closeOptions) =>
+      (closing ??= (async () => {
+        if (closeOptions?.force === true) {
+          const reason = new XreactorError('consumer_closed', 'the consumer was closed with force: the job will be delivered again');
+          for (const controller of controllers) controller.abort(reason);
+        }
+        // Graceful: BullMQ waits for the processors (aborted ones end promptly) and records their
+        // failures, so aborted jobs are retried after the backoff rather than after the lock expires.
+        await worker.close();
+      })()),
+  };
+}
+
+function jobIdOf(spec: JobSpec): string {
+  if (typeof spec.id !== 'string' || spec.id === '') {
+    throw new XreactorError('queue_job_invalid', `job for execution "${spec.executionId}" has no id: every job needs a deterministic id`);
+  }
+  return encodeJobId(spec.id);
+}
+
+function toJobData(spec: JobSpec): BullmqJobData {
+  return { executionId: spec.executionId, reactor: spec.reactor, spec: Buffer.from(encode(spec)).toString('base64') };
+}
+
+/** @throws UnrecoverableError when the job was not written by this adapter: BullMQ fails it at once. */
+function fromJobData(job: Job<BullmqJobData>): JobSpec {
+  try {
+    const spec = decode(Buffer.from(job.data.spec, 'base64')) as JobSpec;
+    if (typeof spec?.id !== 'string' || typeof spec.executionId !== 'string') throw new Error('not a job spec');
+    return spec;
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new UnrecoverableError(
+      `BullMQ job "${String(job.id)}" in queue "${job.queueName}" does not hold an xreactor job spec (${reason}): ` +
+        'another program writes to this queue; give xreactor its own queueName or prefix',
+    );
+  }
+}
+
+function checkWorkerConnection(connection: RedisOptions | Redis | Cluster): void {
+  if (typeof (connection as Partial<Redis>).duplicate !== 'function' || (connection as Cluster).isCluster) return;
+  const maxRetries = (connection as Redis).options.maxRetriesPerRequest;
+  if (maxRetries !== null) {
+    throw new XreactorError(
+      'queue_option_invalid',
+      `the ioredis instance given as connection has maxRetriesPerRequest ${String(maxRetries)}; BullMQ workers need null: ` +
+        'create it with new Redis({ ..., maxRetriesPerRequest: null }), or pass connection options instead',
+    );
+  }
+}

@@ -1,0 +1,557 @@
+/**
+ * The in-process queue: the embedded default (`auto`) and the deterministic queue of the unit
+ * lane (`manual`, `inline`), whose pending jobs tests inspect, reorder and drain by hand.
+ *
+ * Delivery order: jobs that are due wait in a FIFO; a delayed job joins the end of that FIFO
+ * when the clock reaches its due time (as BullMQ promotes delayed jobs to the wait list). The
+ * queue promotes due jobs before every enqueue, take and inspection, so the order depends only
+ * on the sequence of calls and clock readings, never on when a test happens to look.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { XreactorError } from '../errors/index.js';
+import { systemClock } from '../runtime/clock.js';
+import type { Clock } from '../runtime/clock.js';
+import type { ConsumeOptions, Consumer, JobHandler, JobKind, JobSpec, Queue } from './queue.js';
+
+/**
+ * How jobs reach the consumer.
+ * - `manual`: jobs wait until the test calls {@link InProcessQueue.runNext} or {@link InProcessQueue.drain}.
+ * - `inline`: `enqueue` runs the jobs before it resolves. A job enqueued by a handler runs after
+ *   that handler's job finishes, from one FIFO worked by the outermost call (no recursion).
+ * - `auto`: jobs run on a later macrotask with the consumer's concurrency; delayed jobs run when
+ *   the clock's `sleep` until their due time returns. The embedded default.
+ */
+export type InProcessQueueMode = 'manual' | 'inline' | 'auto';
+
+/** Options of {@link createInProcessQueue}. */
+export interface InProcessQueueOptions {
+  /** @defaultValue `'auto'` */
+  readonly mode?: InProcessQueueMode;
+  /** Decides when delayed jobs are due. @defaultValue the system clock */
+  readonly clock?: Clock;
+  /**
+   * Deliveries of a job whose handler keeps throwing before it is recorded in `failed()`.
+   * @defaultValue 25
+   */
+  readonly maxAttempts?: number;
+  /**
+   * Delay before a job whose handler threw is delivered again, by failed attempt (1, 2, ...).
+   * @defaultValue no delay: the job goes to the end of the FIFO
+   */
+  readonly redeliveryDelayMs?: (attempt: number) => number;
+  /**
+   * Ids of handled jobs remembered for deduplication (the oldest are forgotten first).
+   * @defaultValue 10000
+   */
+  readonly handledIdsKept?: number;
+  /** Told of every handler error (the job is redelivered or, after `maxAttempts`, failed). */
+  readonly onError?: (error: unknown, job: JobSpec, attempt: number) => void;
+  /** Runs a task on a later macrotask (`auto` and `inline` scheduling). @defaultValue `setImmediate` */
+  readonly defer?: (task: () => void) => void;
+}
+
+/** Selects pending jobs. */
+export interface JobFilter {
+  readonly kind?: JobKind;
+  readonly executionId?: string;
+}
+
+/** A pending job with its delivery state. */
+export interface PendingJob {
+  readonly job: JobSpec;
+  /** Clock time from which the job may be delivered. */
+  readonly dueAt: number;
+  /** Failed deliveries so far. */
+  readonly attempts: number;
+  /** What the handler threw on the last failed delivery. */
+  readonly lastError?: unknown;
+}
+
+/** A job whose handler threw on every one of `attempts` deliveries. */
+export interface FailedJob {
+  readonly job: JobSpec;
+  readonly attempts: number;
+  readonly error: unknown;
+}
+
+/** Options of {@link InProcessQueue.drain}. */
+export interface DrainOptions {
+  /**
+   * Handler runs after which a drain that still finds due jobs throws (a likely loop).
+   * @defaultValue 10000
+   */
+  readonly maxJobs?: number;
+  /**
+   * Also wait for delayed jobs: when nothing is due, sleep on the clock until the next one is.
+   * With a test clock this jumps virtual time at once; with the system clock it really waits.
+   * @defaultValue false
+   */
+  readonly includeDelayed?: boolean;
+}
+
+/** The in-process queue and its test controls. */
+export interface InProcessQueue extends Queue {
+  readonly mode: InProcessQueueMode;
+  /** Pending jobs in delivery order: due jobs first, then delayed jobs by due time. */
+  pending(filter?: JobFilter): JobSpec[];
+  /** Like {@link pending}, with due times and failed attempts. */
+  inspect(filter?: JobFilter): PendingJob[];
+  /**
+   * Move these due jobs to the front, in this order.
+   * @throws XreactorError (`queue_job_not_pending`) when an id is not pending or not yet due.
+   */
+  reorder(ids: readonly string[]): void;
+  /** Run the first due job; `false` when none is due. Jobs run one at a time. */
+  runNext(): Promise<boolean>;
+  /**
+   * Run due jobs one at a time, including those enqueued meanwhile, until none is due and none
+   * is in progress. Resolves with the number of handler runs; stops early if the consumer closes.
+   * @throws XreactorError (`queue_drain_limit`) past `maxJobs`, naming the execution that loops.
+   */
+  drain(options?: DrainOptions): Promise<number>;
+  /** Jobs that failed on every allowed delivery, in the order they failed. */
+  failed(): FailedJob[];
+}
+
+const DEFAULT_MAX_ATTEMPTS = 25;
+const DEFAULT_HANDLED_IDS_KEPT = 10_000;
+const DEFAULT_DRAIN_MAX_JOBS = 10_000;
+/** Jobs a drain remembers to name the execution that loops. */
+const LOOP_WINDOW = 1_000;
+
+interface Entry {
+  readonly spec: JobSpec;
+  dueAt: number;
+  seq: number;
+  attempts: number;
+  lastError?: unknown;
+}
+
+interface ConsumerState {
+  readonly handler: JobHandler;
+  readonly concurrency: number;
+  active: number;
+  closing: boolean;
+  readonly controllers: Set<AbortController>;
+}
+
+/**
+ * Creates an in-process queue.
+ *
+ * Decided behaviours: a second `consume` while a consumer is open throws (one consumer per
+ * queue; raise its concurrency instead). Ids are deduplicated while pending, in progress,
+ * failed, or among the last `handledIdsKept` handled. A throwing handler never loses its job:
+ * it is delivered again (after `redeliveryDelayMs`) up to `maxAttempts` times, then kept in
+ * `failed()`. `manual` and `inline` run one job at a time whatever the concurrency.
+ * @example
+ * const clock = createTestClock();
+ * const queue = createInProcessQueue({ mode: 'manual', clock });
+ * queue.consume(handle);
+ * await queue.enqueue([{ id: 'e1-1', kind: 'advance', executionId: 'e1', reactor: 'checkout' }]);
+ * queue.reorder(['e1-1']);
+ * await queue.drain();
+ */
+export function createInProcessQueue(options: InProcessQueueOptions = {}): InProcessQueue {
+  return new InProcessQueueImpl(options);
+}
+
+class InProcessQueueImpl implements InProcessQueue {
+  readonly mode: InProcessQueueMode;
+  readonly #clock: Clock;
+  readonly #maxAttempts: number;
+  readonly #redeliveryDelayMs: (attempt: number) => number;
+  readonly #handledIdsKept: number;
+  readonly #onError: ((error: unknown, job: JobSpec, attempt: number) => void) | undefined;
+  readonly #defer: (task: () => void) => void;
+  /** Pending and in-progress jobs by id. */
+  readonly #entries = new Map<string, Entry>();
+  /** Due jobs in delivery order (a Map keeps insertion order). */
+  #waiting = new Map<string, Entry>();
+  /** Jobs not yet due, sorted by (dueAt, seq). */
+  readonly #delayed: Entry[] = [];
+  readonly #handled = new Set<string>();
+  readonly #failed = new Map<string, FailedJob>();
+  /** Marks code running inside one of this queue's handlers (inline nesting). */
+  readonly #insideHandler = new AsyncLocalStorage<InProcessQueueImpl>();
+  #consumer: ConsumerState | undefined;
+  #running = 0;
+  #settleWaiters: (() => void)[] = [];
+  #seq = 0;
+  #closed = false;
+  #scheduled = false;
+  #timer: { readonly at: number; readonly controller: AbortController } | undefined;
+  #inlinePump: Promise<void> | undefined;
+
+  constructor(options: InProcessQueueOptions) {
+    this.mode = options.mode ?? 'auto';
+    this.#clock = options.clock ?? systemClock;
+    this.#maxAttempts = positiveInteger(options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS, 'maxAttempts');
+    this.#redeliveryDelayMs = options.redeliveryDelayMs ?? (() => 0);
+    this.#handledIdsKept = positiveInteger(options.handledIdsKept ?? DEFAULT_HANDLED_IDS_KEPT, 'handledIdsKept');
+    this.#onError = options.onError;
+    this.#defer = options.defer ?? ((task) => void setImmediate(task));
+  }
+
+  async enqueue(jobs: readonly JobSpec[]): Promise<void> {
+    if (this.#closed) throw new XreactorError('queue_closed', 'cannot enqueue: the in-process queue is closed');
+    for (const job of jobs) validateJob(job);
+    this.#promoteDue();
+    const now = this.#clock.now();
+    for (const job of jobs) {
+      if (this.#isKnown(job.id)) continue;
+      const entry: Entry = { spec: { ...job }, dueAt: now + (job.delayMs ?? 0), seq: ++this.#seq, attempts: 0 };
+      this.#entries.set(job.id, entry);
+      this.#place(entry, now);
+    }
+    if (this.mode === 'auto') this.#schedule();
+    else if (this.mode === 'inline') await this.#enqueueInline();
+  }
+
+  consume(handler: JobHandler, options: ConsumeOptions = {}): Consumer {
+    if (this.#closed) throw new XreactorError('queue_closed', 'cannot consume: the in-process queue is closed');
+    if (this.#consumer) {
+      throw new XreactorError(
+        'queue_consumer_exists',
+        'this in-process queue already has a consumer: close it before consuming again, or raise its concurrency',
+      );
+    }
+    const state: ConsumerState = {
+      handler,
+      concurrency: positiveInteger(options.concurrency ?? 1, 'concurrency'),
+      active: 0,
+      closing: false,
+      controllers: new Set(),
+    };
+    this.#consumer = state;
+    if (this.mode === 'auto') this.#schedule();
+    else if (this.mode === 'inline') this.#defer(() => void this.#pumpInline());
+    let closing: Promise<void> | undefined;
+    return { close: (closeOptions) => (closing ??= this.#closeConsumer(state, closeOptions?.force ?? false)) };
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#cancelTimer();
+    const consumer = this.#consumer;
+    if (consumer) await this.#closeConsumer(consumer, false);
+  }
+
+  pending(filter?: JobFilter): JobSpec[] {
+    return this.#pendingEntries(filter).map((entry) => entry.spec);
+  }
+
+  inspect(filter?: JobFilter): PendingJob[] {
+    return this.#pendingEntries(filter).map((entry) => ({
+      job: entry.spec,
+      dueAt: entry.dueAt,
+      attempts: entry.attempts,
+      ...(entry.attempts > 0 ? { lastError: entry.lastError } : {}),
+    }));
+  }
+
+  reorder(ids: readonly string[]): void {
+    this.#promoteDue();
+    if (new Set(ids).size !== ids.length) {
+      throw new XreactorError('queue_job_not_pending', `reorder got an id twice: ${ids.join(', ')}`);
+    }
+    for (const id of ids) {
+      if (this.#waiting.has(id)) continue;
+      const delayed = this.#delayed.find((entry) => entry.spec.id === id);
+      const message = delayed
+        ? `job "${id}" is not due until ${delayed.dueAt} (clock at ${this.#clock.now()}): advance the clock before reordering it`
+        : `job "${id}" is not pending (pending: ${describeIds([...this.#waiting.keys()])}): it was never enqueued, already ran, or is running`;
+      throw new XreactorError('queue_job_not_pending', message);
+    }
+    const reordered = new Map<string, Entry>();
+    for (const id of ids) reordered.set(id, this.#waiting.get(id)!);
+    for (const [id, entry] of this.#waiting) if (!reordered.has(id)) reordered.set(id, entry);
+    this.#waiting = reordered;
+  }
+
+  async runNext(): Promise<boolean> {
+    this.#promoteDue();
+    if (this.#waiting.size === 0) return false;
+    const consumer = this.#requireConsumer('runNext');
+    await this.#run(this.#take()!, consumer);
+    return true;
+  }
+
+  async drain(options: DrainOptions = {}): Promise<number> {
+    const maxJobs = options.maxJobs ?? DEFAULT_DRAIN_MAX_JOBS;
+    const consumer = this.#consumer;
+    const recent: JobSpec[] = [];
+    let ran = 0;
+    for (;;) {
+      if (consumer && (consumer.closing || this.#consumer !== consumer)) return ran;
+      this.#promoteDue();
+      if (this.#waiting.size > 0) {
+        const active = consumer ?? this.#requireConsumer('drain');
+        if (ran >= maxJobs) throw drainLimitError(maxJobs, recent);
+        const entry = this.#take()!;
+        ran += 1;
+        recent.push(entry.spec);
+        if (recent.length > LOOP_WINDOW) recent.shift();
+        await this.#run(entry, active);
+      } else if (this.#running > 0) {
+        await new Promise<void>((resolve) => this.#settleWaiters.push(resolve));
+      } else if (options.includeDelayed === true && this.#delayed.length > 0) {
+        this.#requireConsumer('drain');
+        await this.#clock.sleep(Math.max(0, this.#delayed[0]!.dueAt - this.#clock.now()));
+      } else {
+        return ran;
+      }
+    }
+  }
+
+  failed(): FailedJob[] {
+    return [...this.#failed.values()];
+  }
+
+  #isKnown(id: string): boolean {
+    return this.#entries.has(id) || this.#handled.has(id) || this.#failed.has(id);
+  }
+
+  #pendingEntries(filter: JobFilter | undefined): Entry[] {
+    this.#promoteDue();
+    const entries = [...this.#waiting.values(), ...this.#delayed];
+    if (!filter) return entries;
+    return entries.filter(
+      ({ spec }) =>
+        (filter.kind === undefined || spec.kind === filter.kind) &&
+        (filter.executionId === undefined || spec.executionId === filter.executionId),
+    );
+  }
+
+  /** Puts an entry among the due jobs or the delayed ones. */
+  #place(entry: Entry, now: number): void {
+    if (entry.dueAt <= now) {
+      this.#waiting.set(entry.spec.id, entry);
+      return;
+    }
+    let index = this.#delayed.length;
+    while (index > 0 && compareDue(this.#delayed[index - 1]!, entry) > 0) index -= 1;
+    this.#delayed.splice(index, 0, entry);
+  }
+
+  /** Moves delayed jobs whose time has come to the end of the FIFO, in due order. */
+  #promoteDue(): void {
+    const now = this.#clock.now();
+    while (this.#delayed.length > 0 && this.#delayed[0]!.dueAt <= now) {
+      const entry = this.#delayed.shift()!;
+      this.#waiting.set(entry.spec.id, entry);
+    }
+  }
+
+  #take(): Entry | undefined {
+    for (const [id, entry] of this.#waiting) {
+      this.#waiting.delete(id);
+      return entry;
+    }
+    return undefined;
+  }
+
+  #requireConsumer(caller: string): ConsumerState {
+    if (this.#consumer && !this.#consumer.closing) return this.#consumer;
+    throw new XreactorError(
+      'queue_no_consumer',
+      `${caller} found due jobs but the queue has no open consumer: call queue.consume(handler) first`,
+    );
+  }
+
+  /** Runs one delivery of a job; never rejects. A throwing handler puts the job back or fails it. */
+  async #run(entry: Entry, consumer: ConsumerState): Promise<void> {
+    const controller = new AbortController();
+    consumer.controllers.add(controller);
+    consumer.active += 1;
+    this.#running += 1;
+    try {
+      await this.#insideHandler.run(this, () => consumer.handler(entry.spec, controller.signal));
+      this.#entries.delete(entry.spec.id);
+      this.#remember(entry.spec.id);
+    } catch (error) {
+      this.#redeliverOrFail(entry, error);
+    } finally {
+      consumer.controllers.delete(controller);
+      consumer.active -= 1;
+      this.#running -= 1;
+      const waiters = this.#settleWaiters;
+      this.#settleWaiters = [];
+      for (const resolve of waiters) resolve();
+    }
+  }
+
+  #redeliverOrFail(entry: Entry, error: unknown): void {
+    entry.attempts += 1;
+    entry.lastError = error;
+    try {
+      this.#onError?.(error, entry.spec, entry.attempts);
+    } catch {
+      // A throwing error observer must not lose the job.
+    }
+    if (entry.attempts >= this.#maxAttempts) {
+      this.#entries.delete(entry.spec.id);
+      this.#failed.set(entry.spec.id, { job: entry.spec, attempts: entry.attempts, error });
+      return;
+    }
+    this.#promoteDue();
+    const now = this.#clock.now();
+    entry.dueAt = now + Math.max(0, this.#redeliveryDelayMs(entry.attempts));
+    entry.seq = ++this.#seq;
+    this.#place(entry, now);
+    // A delivery run by drain() or runNext() in auto mode: the timer must learn of a delayed retry.
+    if (this.mode === 'auto') this.#schedule();
+  }
+
+  #remember(id: string): void {
+    this.#handled.add(id);
+    if (this.#handled.size > this.#handledIdsKept) {
+      this.#handled.delete(this.#handled.values().next().value!);
+    }
+  }
+
+  async #closeConsumer(state: ConsumerState, force: boolean): Promise<void> {
+    state.closing = true;
+    if (this.#consumer === state) {
+      this.#consumer = undefined;
+      this.#cancelTimer();
+    }
+    if (force) {
+      const reason = new XreactorError('consumer_closed', 'the consumer was closed with force: the job will be delivered again');
+      for (const controller of state.controllers) controller.abort(reason);
+    }
+    while (state.active > 0) await new Promise<void>((resolve) => this.#settleWaiters.push(resolve));
+  }
+
+  // auto mode
+
+  #schedule(): void {
+    if (this.#scheduled || !this.#consumer) return;
+    this.#scheduled = true;
+    this.#defer(() => {
+      this.#scheduled = false;
+      this.#fill();
+    });
+  }
+
+  /** Starts due jobs up to the consumer's concurrency, then waits on the clock for the next delayed one. */
+  #fill(): void {
+    const consumer = this.#consumer;
+    if (!consumer || consumer.closing || this.#closed) return;
+    this.#promoteDue();
+    while (consumer.active < consumer.concurrency) {
+      const entry = this.#take();
+      if (!entry) break;
+      void this.#run(entry, consumer).then(() => this.#fill());
+    }
+    this.#armTimer();
+  }
+
+  #armTimer(): void {
+    const next = this.#delayed[0];
+    if (!next) {
+      this.#cancelTimer();
+      return;
+    }
+    if (this.#timer && this.#timer.at <= next.dueAt) return;
+    this.#cancelTimer();
+    const controller = new AbortController();
+    const timer = { at: next.dueAt, controller };
+    this.#timer = timer;
+    this.#clock.sleep(Math.max(0, next.dueAt - this.#clock.now()), controller.signal).then(
+      () => {
+        if (this.#timer === timer) this.#timer = undefined;
+        this.#fill();
+      },
+      () => undefined,
+    );
+  }
+
+  #cancelTimer(): void {
+    this.#timer?.controller.abort();
+    this.#timer = undefined;
+  }
+
+  // inline mode
+
+  async #enqueueInline(): Promise<void> {
+    if (this.#insideHandler.getStore() === this && this.#running > 0) return;
+    await this.#pumpInline();
+  }
+
+  /** Works the FIFO one job at a time; concurrent callers wait for the one pump running. */
+  async #pumpInline(): Promise<void> {
+    while (this.#inlinePump) await this.#inlinePump;
+    const consumer = this.#consumer;
+    this.#promoteDue();
+    if (!consumer || consumer.closing || this.#waiting.size === 0) return;
+    this.#inlinePump = (async () => {
+      for (let entry = this.#take(); entry; entry = this.#take()) {
+        await this.#run(entry, consumer);
+        if (consumer.closing) return;
+        this.#promoteDue();
+      }
+    })();
+    try {
+      await this.#inlinePump;
+    } finally {
+      this.#inlinePump = undefined;
+    }
+  }
+}
+
+function compareDue(a: Entry, b: Entry): number {
+  return a.dueAt - b.dueAt || a.seq - b.seq;
+}
+
+function positiveInteger(value: number, name: string): number {
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new XreactorError('queue_option_invalid', `${name} must be a positive integer, got ${String(value)}`);
+  }
+  return value;
+}
+
+function validateJob(job: JobSpec): void {
+  if (typeof job.id !== 'string' || job.id === '') {
+    throw new XreactorError('queue_job_invalid', `job for execution "${job.executionId}" has no id: every job needs a deterministic id`);
+  }
+  const delay = job.delayMs ?? 0;
+  if (!Number.isFinite(delay) || delay < 0) {
+    throw new XreactorError('queue_job_invalid', `job "${job.id}" has delayMs ${String(job.delayMs)}: use a finite number >= 0`);
+  }
+}
+
+function describeIds(ids: readonly string[]): string {
+  if (ids.length === 0) return 'none';
+  const shown = ids.slice(0, 10).map((id) => `"${id}"`).join(', ');
+  return ids.length > 10 ? `${shown} and ${ids.length - 10} more` : shown;
+}
+
+/** Names the execution that received most of the recent jobs, and the event it was sent most. */
+function drainLimitError(maxJobs: number, recent: readonly JobSpec[]): XreactorError {
+  const byExecution = new Map<string, { count: number; reactor: string; events: Map<string, number> }>();
+  for (const job of recent) {
+    const tally = byExecution.get(job.executionId) ?? { count: 0, reactor: job.reactor, events: new Map() };
+    tally.count += 1;
+    const event = job.event?.type ?? `${job.kind} (outbox)`;
+    tally.events.set(event, (tally.events.get(event) ?? 0) + 1);
+    byExecution.set(job.executionId, tally);
+  }
+  let loop: [string, { count: number; reactor: string; events: Map<string, number> }] | undefined;
+  for (const candidate of byExecution) if (!loop || candidate[1].count > loop[1].count) loop = candidate;
+  let suspect = '';
+  if (loop) {
+    const [executionId, tally] = loop;
+    let topEvent = '';
+    let topCount = 0;
+    for (const [event, count] of tally.events) if (count > topCount) [topEvent, topCount] = [event, count];
+    suspect =
+      `; likely loop: execution "${executionId}" of reactor "${tally.reactor}" got ${tally.count} of the last ` +
+      `${recent.length} jobs, most often "${topEvent}" (${topCount} times)`;
+  }
+  return new XreactorError(
+    'queue_drain_limit',
+    `drain ran ${maxJobs} jobs and jobs are still due${suspect}. ` +
+      'Look for a handler that keeps enqueueing jobs with fresh ids, or pass drain({ maxJobs }) if the run needs more',
+  );
+}

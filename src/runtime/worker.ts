@@ -1,0 +1,69 @@
+import type { Logger } from 'pino';
+import { DeserializationError, UnknownReactorError, XreactorError } from '../errors/index.js';
+import type { Consumer, JobHandler, JobSpec } from '../queue/queue.js';
+import type { ExecutionEvent } from '../../machines/execution-types.js';
+import type { Engine, EngineOptions } from './engine.js';
+import { createEngine } from './engine.js';
+
+/** Options of {@link createWorker}. */
+export interface WorkerOptions extends Omit<EngineOptions, 'queue'> {
+  readonly queue: NonNullable<EngineOptions['queue']>;
+  /**
+   * Jobs handled at once.
+   * @defaultValue 1
+   */
+  readonly concurrency?: number;
+}
+
+/** A running worker. */
+export interface Worker {
+  /**
+   * Stop taking jobs. Graceful (default): finish the jobs in progress. `force`:
+   * interrupt them; nothing is committed for an interrupted step, which runs
+   * again on redelivery.
+   */
+  close(options?: { readonly force?: boolean }): Promise<void>;
+}
+
+/** The job handler that advances executions; shared by workers and the embedded runtime. */
+export function createJobHandler(engine: Engine): JobHandler {
+  const log: Logger = engine.logger;
+  return async (job: JobSpec, signal: AbortSignal) => {
+    const leased = await engine.withLease(job.executionId, async () => {
+      let loaded: Awaited<ReturnType<Engine['load']>>;
+      try {
+        loaded = await engine.load(job.executionId);
+      } catch (error) {
+        if (error instanceof DeserializationError || error instanceof UnknownReactorError) {
+          // Unreadable or unknown: retrying cannot help. Report it and keep the worker running.
+          log.error({ event: 'xreactor.execution.unreadable', executionId: job.executionId, err: error }, error.message);
+          await engine.store.markActive(job.executionId, false);
+          return;
+        }
+        throw error;
+      }
+      const { host, held } = loaded;
+      const outbox = held.outbox;
+      if (job.event !== undefined && (await host.drive(held, job.event as unknown as ExecutionEvent, signal, 'worker'))) return;
+      await host.resume(held, outbox, signal, 'worker');
+    });
+    if (leased === undefined) {
+      throw new XreactorError('execution_busy', `execution ${job.executionId} is being advanced by another live process; the job is retried later`, {
+        retryable: true,
+      });
+    }
+  };
+}
+
+/**
+ * Run a worker: takes jobs from the queue and advances the executions they
+ * name, holding each execution's liveness lease while it works.
+ * @example
+ * const worker = createWorker({ store, queue, reactors: [checkout], concurrency: 10 });
+ * process.once('SIGTERM', () => void worker.close());
+ */
+export function createWorker(options: WorkerOptions): Worker {
+  const engine = createEngine(options);
+  const consumer: Consumer = options.queue.consume(createJobHandler(engine), { concurrency: options.concurrency ?? 1 });
+  return { close: (closeOptions) => consumer.close(closeOptions) };
+}

@@ -1,0 +1,83 @@
+--[[
+  Included by createExecution-4.lua and commitExecution-4.lua (`--- @include "applyCommit"`):
+  reads a commit laid out in ARGV from index `base`, checks it, and applies it.
+
+  Commit layout in ARGV, from `base`:
+    +0  status          lifecycle status of the snapshot
+    +1  snapshot        envelope bytes
+    +2  outbox          msgpack bytes of the outbox
+    +3  truncateUndoTo  entries kept on the undo stack before the pushes; -1 = no truncation
+    +4  nResults        number of (step, value) pairs
+    +5  nUndo           number of (position, entry) pairs
+    +6  nTrace          number of trace entries
+    +7  nResults pairs step, encoded result
+        nUndo pairs    position, encoded undo entry
+        nTrace         encoded trace entries
+]]
+local function readCommit(base)
+  return {
+    status = ARGV[base],
+    snapshot = ARGV[base + 1],
+    outbox = ARGV[base + 2],
+    truncate = tonumber(ARGV[base + 3]),
+    nResults = tonumber(ARGV[base + 4]),
+    nUndo = tonumber(ARGV[base + 5]),
+    nTrace = tonumber(ARGV[base + 6]),
+    first = base + 7,
+  }
+end
+
+-- Scripts are not rolled back on error, so every push is checked before anything is written:
+-- a push lands on an existing entry (replacing it) or directly after the last one.
+-- `len` is the stack's current length. Returns nil, or the first offending position and the
+-- stack length it met.
+local function checkUndo(c, len)
+  if c.truncate >= 0 and c.truncate < len then len = c.truncate end
+  local i = c.first + 2 * c.nResults
+  for _ = 1, c.nUndo do
+    local pos = tonumber(ARGV[i])
+    if pos == nil or pos < 0 or pos > len then return ARGV[i], len end
+    if pos == len then len = len + 1 end
+    i = i + 2
+  end
+  return nil
+end
+
+-- Writes results, undo truncation and pushes, trace, then snapshot, status, outbox and the next
+-- revision, and refreshes the TTL of every key of the execution. Returns the new revision.
+local function applyCommit(execKey, resultsKey, undoKey, traceKey, c, ttlMs)
+  local i = c.first
+  for _ = 1, c.nResults do
+    redis.call('HSET', resultsKey, ARGV[i], ARGV[i + 1])
+    i = i + 2
+  end
+  if c.truncate == 0 then
+    redis.call('DEL', undoKey)
+  elseif c.truncate > 0 then
+    redis.call('LTRIM', undoKey, 0, c.truncate - 1)
+  end
+  if c.nUndo > 0 then
+    local len = redis.call('LLEN', undoKey)
+    for _ = 1, c.nUndo do
+      local pos = tonumber(ARGV[i])
+      if pos == len then
+        redis.call('RPUSH', undoKey, ARGV[i + 1])
+        len = len + 1
+      else
+        redis.call('LSET', undoKey, pos, ARGV[i + 1])
+      end
+      i = i + 2
+    end
+  end
+  for _ = 1, c.nTrace do
+    redis.call('RPUSH', traceKey, ARGV[i])
+    i = i + 1
+  end
+  local revision = redis.call('HINCRBY', execKey, 'rev', 1)
+  redis.call('HSET', execKey, 'status', c.status, 'snapshot', c.snapshot, 'outbox', c.outbox)
+  redis.call('PEXPIRE', execKey, ttlMs)
+  redis.call('PEXPIRE', resultsKey, ttlMs)
+  redis.call('PEXPIRE', undoKey, ttlMs)
+  redis.call('PEXPIRE', traceKey, ttlMs)
+  return revision
+end
