@@ -25,6 +25,22 @@ export default defineConfig({
       },
       {
         test: {
+          name: 'redis',
+          include: ['test/contract/**/*.test.ts'],
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        test: {
+          name: 'orchestration',
+          include: ['test/orchestration/**/*.test.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        test: {
           name: 'types',
           include: [],
           typecheck: {

@@ -8,7 +8,7 @@
  * removes aged jobs only when a later job completes, so they may stay longer.
  */
 import { Queue as BullQueue, UnrecoverableError, Worker } from 'bullmq';
-import type { Job } from 'bullmq';
+import type { ConnectionOptions, Job } from 'bullmq';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import { XreactorError } from '../errors/index.js';
 import { decode, encode } from '../serialization/index.js';
@@ -128,7 +128,9 @@ export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
   const backoffMs = options.backoffMs ?? DEFAULT_BACKOFF_MS;
   const maxBackoffMs = options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS;
   const prefix = options.prefix === undefined ? {} : { prefix: options.prefix };
-  const connection = options.connection as RedisOptions;
+  // ioredis' own option and client types are what BullMQ accepts at run time; its declared
+  // ConnectionOptions are a structural copy that differs in details.
+  const connection = options.connection as ConnectionOptions;
   const bullQueue = new BullQueue<BullmqJobData>(name, {
     connection,
     ...prefix,
@@ -191,7 +193,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
 
 interface ConsumerContext {
   readonly name: string;
-  readonly connection: RedisOptions;
+  readonly connection: ConnectionOptions;
   readonly prefix: { readonly prefix?: string };
   readonly worker: BullmqWorkerOptions;
   readonly backoff: (attemptsMade: number) => number;
@@ -200,6 +202,7 @@ interface ConsumerContext {
 
 function createConsumer(handler: JobHandler, options: ConsumeOptions, context: ConsumerContext): Consumer {
   const controllers = new Set<AbortController>();
+  let forced: Error | undefined;
   const worker = new Worker<BullmqJobData>(
     context.name,
     // Three parameters: BullMQ passes its cancellation signal only to processors that declare it.
@@ -209,6 +212,7 @@ function createConsumer(handler: JobHandler, options: ConsumeOptions, context: C
       const forward = () => controller.abort(bullSignal?.reason);
       bullSignal?.addEventListener('abort', forward, { once: true });
       controllers.add(controller);
+      if (forced) controller.abort(forced);
       try {
         await handler(spec, controller.signal);
       } finally {
@@ -238,18 +242,18 @@ function createConsumer(handler: JobHandler, options: ConsumeOptions, context: C
     context.onError(error, spec);
   });
 
-  let closing: Promise<void> | undefined;
   return {
-    close: (closeOptions) =>
-      (closing ??= (async () => {
-        if (closeOptions?.force === true) {
-          const reason = new XreactorError('consumer_closed', 'the consumer was closed with force: the job will be delivered again');
-          for (const controller of controllers) controller.abort(reason);
-        }
-        // Graceful: BullMQ waits for the processors (aborted ones end promptly) and records their
-        // failures, so aborted jobs are retried after the backoff rather than after the lock expires.
-        await worker.close();
-      })()),
+    close: (closeOptions) => {
+      // A forced close may follow a graceful one that is still waiting: it aborts the jobs then.
+      if (closeOptions?.force === true && !forced) {
+        forced = new XreactorError('consumer_closed', 'the consumer was closed with force: the job will be delivered again');
+        for (const controller of controllers) controller.abort(forced);
+      }
+      // Always BullMQ's graceful close: it waits for the processors (aborted ones end promptly) and
+      // records their failures, so aborted jobs are retried after the backoff, not after the lock
+      // expires. Worker.close returns the same promise when called again.
+      return worker.close();
+    },
   };
 }
 

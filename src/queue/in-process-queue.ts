@@ -132,7 +132,9 @@ interface ConsumerState {
   readonly concurrency: number;
   active: number;
   closing: boolean;
-  readonly controllers: Set<AbortController>;
+  /** One signal for every job of the consumer: only a forced close of the consumer aborts jobs. */
+  readonly controller: AbortController;
+  closed?: Promise<void>;
 }
 
 /**
@@ -165,14 +167,20 @@ class InProcessQueueImpl implements InProcessQueue {
   readonly #defer: (task: () => void) => void;
   /** Pending and in-progress jobs by id. */
   readonly #entries = new Map<string, Entry>();
-  /** Due jobs in delivery order (a Map keeps insertion order). */
-  #waiting = new Map<string, Entry>();
+  /** Due jobs in delivery order. */
+  readonly #waiting = new Fifo<Entry>();
   /** Jobs not yet due, sorted by (dueAt, seq). */
   readonly #delayed: Entry[] = [];
   readonly #handled = new Set<string>();
+  /** The handled ids in the order they were remembered, as a ring: the oldest is overwritten. */
+  readonly #handledOrder: string[] = [];
+  #handledCount = 0;
   readonly #failed = new Map<string, FailedJob>();
-  /** Marks code running inside one of this queue's handlers (inline nesting). */
-  readonly #insideHandler = new AsyncLocalStorage<InProcessQueueImpl>();
+  /**
+   * Marks code running inside one of this queue's handlers, to tell a nested enqueue from a
+   * concurrent one. Inline mode only: on Node 20 an active AsyncLocalStorage costs every promise.
+   */
+  readonly #insideHandler: AsyncLocalStorage<InProcessQueueImpl> | undefined;
   #consumer: ConsumerState | undefined;
   #running = 0;
   #settleWaiters: (() => void)[] = [];
@@ -184,6 +192,7 @@ class InProcessQueueImpl implements InProcessQueue {
 
   constructor(options: InProcessQueueOptions) {
     this.mode = options.mode ?? 'auto';
+    this.#insideHandler = this.mode === 'inline' ? new AsyncLocalStorage() : undefined;
     this.#clock = options.clock ?? systemClock;
     this.#maxAttempts = positiveInteger(options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS, 'maxAttempts');
     this.#redeliveryDelayMs = options.redeliveryDelayMs ?? (() => 0);
@@ -220,13 +229,12 @@ class InProcessQueueImpl implements InProcessQueue {
       concurrency: positiveInteger(options.concurrency ?? 1, 'concurrency'),
       active: 0,
       closing: false,
-      controllers: new Set(),
+      controller: new AbortController(),
     };
     this.#consumer = state;
     if (this.mode === 'auto') this.#schedule();
     else if (this.mode === 'inline') this.#defer(() => void this.#pumpInline());
-    let closing: Promise<void> | undefined;
-    return { close: (closeOptions) => (closing ??= this.#closeConsumer(state, closeOptions?.force ?? false)) };
+    return { close: (closeOptions) => this.#closeConsumer(state, closeOptions?.force ?? false) };
   }
 
   async close(): Promise<void> {
@@ -252,21 +260,20 @@ class InProcessQueueImpl implements InProcessQueue {
 
   reorder(ids: readonly string[]): void {
     this.#promoteDue();
+    const waiting = new Map(this.#waiting.values().map((entry) => [entry.spec.id, entry]));
     if (new Set(ids).size !== ids.length) {
       throw new XreactorError('queue_job_not_pending', `reorder got an id twice: ${ids.join(', ')}`);
     }
     for (const id of ids) {
-      if (this.#waiting.has(id)) continue;
+      if (waiting.has(id)) continue;
       const delayed = this.#delayed.find((entry) => entry.spec.id === id);
       const message = delayed
         ? `job "${id}" is not due until ${delayed.dueAt} (clock at ${this.#clock.now()}): advance the clock before reordering it`
-        : `job "${id}" is not pending (pending: ${describeIds([...this.#waiting.keys()])}): it was never enqueued, already ran, or is running`;
+        : `job "${id}" is not pending (pending: ${describeIds([...waiting.keys()])}): it was never enqueued, already ran, or is running`;
       throw new XreactorError('queue_job_not_pending', message);
     }
-    const reordered = new Map<string, Entry>();
-    for (const id of ids) reordered.set(id, this.#waiting.get(id)!);
-    for (const [id, entry] of this.#waiting) if (!reordered.has(id)) reordered.set(id, entry);
-    this.#waiting = reordered;
+    const moved = new Set(ids);
+    this.#waiting.replace([...ids.map((id) => waiting.get(id)!), ...this.#waiting.values().filter((entry) => !moved.has(entry.spec.id))]);
   }
 
   async runNext(): Promise<boolean> {
@@ -289,9 +296,8 @@ class InProcessQueueImpl implements InProcessQueue {
         const active = consumer ?? this.#requireConsumer('drain');
         if (ran >= maxJobs) throw drainLimitError(maxJobs, recent);
         const entry = this.#take()!;
+        recent[ran % LOOP_WINDOW] = entry.spec;
         ran += 1;
-        recent.push(entry.spec);
-        if (recent.length > LOOP_WINDOW) recent.shift();
         await this.#run(entry, active);
       } else if (this.#running > 0) {
         await new Promise<void>((resolve) => this.#settleWaiters.push(resolve));
@@ -326,7 +332,7 @@ class InProcessQueueImpl implements InProcessQueue {
   /** Puts an entry among the due jobs or the delayed ones. */
   #place(entry: Entry, now: number): void {
     if (entry.dueAt <= now) {
-      this.#waiting.set(entry.spec.id, entry);
+      this.#waiting.push(entry);
       return;
     }
     let index = this.#delayed.length;
@@ -338,17 +344,12 @@ class InProcessQueueImpl implements InProcessQueue {
   #promoteDue(): void {
     const now = this.#clock.now();
     while (this.#delayed.length > 0 && this.#delayed[0]!.dueAt <= now) {
-      const entry = this.#delayed.shift()!;
-      this.#waiting.set(entry.spec.id, entry);
+      this.#waiting.push(this.#delayed.shift()!);
     }
   }
 
   #take(): Entry | undefined {
-    for (const [id, entry] of this.#waiting) {
-      this.#waiting.delete(id);
-      return entry;
-    }
-    return undefined;
+    return this.#waiting.shift();
   }
 
   #requireConsumer(caller: string): ConsumerState {
@@ -361,18 +362,19 @@ class InProcessQueueImpl implements InProcessQueue {
 
   /** Runs one delivery of a job; never rejects. A throwing handler puts the job back or fails it. */
   async #run(entry: Entry, consumer: ConsumerState): Promise<void> {
-    const controller = new AbortController();
-    consumer.controllers.add(controller);
+    const { signal } = consumer.controller;
     consumer.active += 1;
     this.#running += 1;
     try {
-      await this.#insideHandler.run(this, () => consumer.handler(entry.spec, controller.signal));
+      const { handler } = consumer;
+      await (this.#insideHandler
+        ? this.#insideHandler.run(this, () => handler(entry.spec, signal))
+        : handler(entry.spec, signal));
       this.#entries.delete(entry.spec.id);
       this.#remember(entry.spec.id);
     } catch (error) {
       this.#redeliverOrFail(entry, error);
     } finally {
-      consumer.controllers.delete(controller);
       consumer.active -= 1;
       this.#running -= 1;
       const waiters = this.#settleWaiters;
@@ -404,23 +406,30 @@ class InProcessQueueImpl implements InProcessQueue {
   }
 
   #remember(id: string): void {
+    // A ring, not Set iteration: iterating a Set from its start after many deletes walks the holes.
+    const slot = this.#handledCount % this.#handledIdsKept;
+    if (this.#handledCount >= this.#handledIdsKept) this.#handled.delete(this.#handledOrder[slot]!);
+    this.#handledOrder[slot] = id;
+    this.#handledCount += 1;
     this.#handled.add(id);
-    if (this.#handled.size > this.#handledIdsKept) {
-      this.#handled.delete(this.#handled.values().next().value!);
-    }
   }
 
-  async #closeConsumer(state: ConsumerState, force: boolean): Promise<void> {
+  /** Stops the consumer taking jobs and waits for its jobs in progress; `force` (also later) aborts them. */
+  #closeConsumer(state: ConsumerState, force: boolean): Promise<void> {
     state.closing = true;
     if (this.#consumer === state) {
       this.#consumer = undefined;
       this.#cancelTimer();
     }
-    if (force) {
-      const reason = new XreactorError('consumer_closed', 'the consumer was closed with force: the job will be delivered again');
-      for (const controller of state.controllers) controller.abort(reason);
+    if (force && !state.controller.signal.aborted) {
+      state.controller.abort(
+        new XreactorError('consumer_closed', 'the consumer was closed with force: the job will be delivered again'),
+      );
     }
-    while (state.active > 0) await new Promise<void>((resolve) => this.#settleWaiters.push(resolve));
+    state.closed ??= (async () => {
+      while (state.active > 0) await new Promise<void>((resolve) => this.#settleWaiters.push(resolve));
+    })();
+    return state.closed;
   }
 
   // auto mode
@@ -475,7 +484,7 @@ class InProcessQueueImpl implements InProcessQueue {
   // inline mode
 
   async #enqueueInline(): Promise<void> {
-    if (this.#insideHandler.getStore() === this && this.#running > 0) return;
+    if (this.#insideHandler?.getStore() === this && this.#running > 0) return;
     await this.#pumpInline();
   }
 
@@ -497,6 +506,44 @@ class InProcessQueueImpl implements InProcessQueue {
     } finally {
       this.#inlinePump = undefined;
     }
+  }
+}
+
+/** A first-in-first-out list with O(1) push and shift (Map iteration after many deletes is not). */
+class Fifo<T> {
+  #items: (T | undefined)[] = [];
+  #head = 0;
+
+  get size(): number {
+    return this.#items.length - this.#head;
+  }
+
+  push(item: T): void {
+    this.#items.push(item);
+  }
+
+  shift(): T | undefined {
+    if (this.#head === this.#items.length) return undefined;
+    const item = this.#items[this.#head];
+    this.#items[this.#head] = undefined;
+    this.#head += 1;
+    if (this.#head === this.#items.length) {
+      this.#items = [];
+      this.#head = 0;
+    } else if (this.#head >= 1024 && this.#head * 2 >= this.#items.length) {
+      this.#items = this.#items.slice(this.#head);
+      this.#head = 0;
+    }
+    return item;
+  }
+
+  values(): T[] {
+    return this.#items.slice(this.#head) as T[];
+  }
+
+  replace(items: T[]): void {
+    this.#items = items;
+    this.#head = 0;
   }
 }
 

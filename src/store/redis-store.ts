@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from 'ioredis';
+import { EXECUTION_MACHINE_VERSION } from '../../machines/execution-types.js';
 import type { TraceEntry } from '../../machines/execution-types.js';
 import { DefinitionError, DeserializationError, ExecutionNotFoundError } from '../errors/index.js';
 import type { Clock } from '../runtime/clock.js';
@@ -38,7 +39,7 @@ export interface RedisStoreOptions {
   readonly contextTtlMs?: number;
   /**
    * Machine versions this build can load.
-   * @defaultValue [1]
+   * @defaultValue [EXECUTION_MACHINE_VERSION]
    */
   readonly machineVersions?: readonly number[];
   /**
@@ -71,7 +72,7 @@ export function compileRedisStoreOptions(options: RedisStoreOptions): CompiledRe
     redis,
     prefix: options.prefix ?? 'xr',
     contextTtlMs,
-    machineVersions: options.machineVersions ?? [1],
+    machineVersions: options.machineVersions ?? [EXECUTION_MACHINE_VERSION],
     subscriber: options.subscriber ?? (() => (redis as Redis).duplicate()),
     clock: options.clock ?? systemClock,
   };

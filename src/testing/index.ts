@@ -5,3 +5,5 @@ export { createTestClock } from './test-clock.js';
 export type { TestClock } from './test-clock.js';
 export { recordEvents } from './event-recorder.js';
 export type { EventRecorder } from './event-recorder.js';
+export { createInProcessQueue } from '../queue/in-process-queue.js';
+export type { InProcessQueue, InProcessQueueOptions, InProcessQueueMode, DrainOptions, PendingJob, FailedJob } from '../queue/in-process-queue.js';

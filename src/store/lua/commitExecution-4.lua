@@ -29,4 +29,4 @@ local undoLength = commit.nUndo > 0 and redis.call('LLEN', KEYS[3]) or 0
 local badPosition, length = checkUndo(commit, undoLength)
 if badPosition then return {3, badPosition, length} end
 
-return {0, applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, ARGV[2])}
+return {0, applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, ARGV[2], tonumber(stored) + 1, undoLength)}

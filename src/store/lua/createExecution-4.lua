@@ -27,5 +27,5 @@ local badPosition, length = checkUndo(commit, 0)
 if badPosition then return {3, badPosition, length} end
 
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])
-redis.call('HSET', KEYS[1], 'reactor', ARGV[2], 'input', ARGV[3], 'rev', 0)
-return {0, applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, ARGV[1])}
+redis.call('HSET', KEYS[1], 'reactor', ARGV[2], 'input', ARGV[3])
+return {0, applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, ARGV[1], 1, 0)}

@@ -43,9 +43,10 @@ local function checkUndo(c, len)
   return nil
 end
 
--- Writes results, undo truncation and pushes, trace, then snapshot, status, outbox and the next
--- revision, and refreshes the TTL of every key of the execution. Returns the new revision.
-local function applyCommit(execKey, resultsKey, undoKey, traceKey, c, ttlMs)
+-- Writes results, undo truncation and pushes, trace, then snapshot, status, outbox and
+-- `revision`, and refreshes the TTL of every key of the execution. `len` is the undo stack's
+-- current length (only read when the commit pushes undo entries). Returns `revision`.
+local function applyCommit(execKey, resultsKey, undoKey, traceKey, c, ttlMs, revision, len)
   local i = c.first
   for _ = 1, c.nResults do
     redis.call('HSET', resultsKey, ARGV[i], ARGV[i + 1])
@@ -56,25 +57,22 @@ local function applyCommit(execKey, resultsKey, undoKey, traceKey, c, ttlMs)
   elseif c.truncate > 0 then
     redis.call('LTRIM', undoKey, 0, c.truncate - 1)
   end
-  if c.nUndo > 0 then
-    local len = redis.call('LLEN', undoKey)
-    for _ = 1, c.nUndo do
-      local pos = tonumber(ARGV[i])
-      if pos == len then
-        redis.call('RPUSH', undoKey, ARGV[i + 1])
-        len = len + 1
-      else
-        redis.call('LSET', undoKey, pos, ARGV[i + 1])
-      end
-      i = i + 2
+  if c.truncate >= 0 and c.truncate < len then len = c.truncate end
+  for _ = 1, c.nUndo do
+    local pos = tonumber(ARGV[i])
+    if pos == len then
+      redis.call('RPUSH', undoKey, ARGV[i + 1])
+      len = len + 1
+    else
+      redis.call('LSET', undoKey, pos, ARGV[i + 1])
     end
+    i = i + 2
   end
   for _ = 1, c.nTrace do
     redis.call('RPUSH', traceKey, ARGV[i])
     i = i + 1
   end
-  local revision = redis.call('HINCRBY', execKey, 'rev', 1)
-  redis.call('HSET', execKey, 'status', c.status, 'snapshot', c.snapshot, 'outbox', c.outbox)
+  redis.call('HSET', execKey, 'rev', revision, 'status', c.status, 'snapshot', c.snapshot, 'outbox', c.outbox)
   redis.call('PEXPIRE', execKey, ttlMs)
   redis.call('PEXPIRE', resultsKey, ttlMs)
   redis.call('PEXPIRE', undoKey, ttlMs)

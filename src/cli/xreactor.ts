@@ -1,0 +1,137 @@
+#!/usr/bin/env node
+/**
+ * The `xreactor` command line.
+ *
+ *   xreactor worker [options] <module...>
+ *
+ * Runs a worker for the reactors exported by the given modules, against Redis
+ * (store) and BullMQ (queue). SIGTERM / SIGINT: stop taking jobs and finish the
+ * ones in progress (up to --shutdown-timeout-ms, then hand them back: nothing of
+ * an interrupted step is committed and it runs again elsewhere); a second signal
+ * hands them back at once.
+ */
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Cluster, Redis } from 'ioredis';
+import pino from 'pino';
+import type { AnyReactorDefinition } from '../definition/compiled.js';
+import { createBullmqQueue } from '../queue/bullmq-queue.js';
+import { createWorker } from '../runtime/worker.js';
+import { createRedisStore } from '../store/redis-store.js';
+
+const USAGE = `usage: xreactor worker [options] <module...>
+
+options:
+  --redis <url>                 Redis URL (default: $XREACTOR_REDIS_URL or redis://127.0.0.1:6379)
+  --cluster <host:port,...>     Redis Cluster seed nodes (instead of --redis)
+  --concurrency <n>             jobs handled at once (default 1)
+  --queue <name>                BullMQ queue name (default xreactor)
+  --prefix <prefix>             key prefix of the store (default xr)
+  --lease-ttl-ms <ms>           liveness lease ttl (default 30000)
+  --shutdown-timeout-ms <ms>    graceful shutdown limit (default 30000)
+  --lock-duration-ms <ms>       BullMQ job lock; a dead worker's job is redelivered after it (default 30000)
+  --stalled-interval-ms <ms>    how often dead workers' jobs are looked for (default 30000)
+  --log-level <level>           pino level (default info)`;
+
+/** Every reactor definition a module exports (named exports, or arrays of them). */
+export function reactorsOf(module: Record<string, unknown>): AnyReactorDefinition[] {
+  const found: AnyReactorDefinition[] = [];
+  const visit = (value: unknown) => {
+    if (Array.isArray(value)) value.forEach(visit);
+    else if (typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'reactor') found.push(value as AnyReactorDefinition);
+  };
+  Object.values(module).forEach(visit);
+  return found;
+}
+
+async function worker(argv: readonly string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    options: {
+      redis: { type: 'string' },
+      cluster: { type: 'string' },
+      concurrency: { type: 'string', default: '1' },
+      queue: { type: 'string', default: 'xreactor' },
+      prefix: { type: 'string', default: 'xr' },
+      'lease-ttl-ms': { type: 'string', default: '30000' },
+      'shutdown-timeout-ms': { type: 'string', default: '30000' },
+      'lock-duration-ms': { type: 'string', default: '30000' },
+      'stalled-interval-ms': { type: 'string', default: '30000' },
+      'log-level': { type: 'string', default: 'info' },
+    },
+  });
+  const logger = pino({ level: values['log-level'], base: { service: 'xreactor-worker', pid: process.pid } });
+  if (positionals.length === 0) throw new Error(`no reactor modules given\n${USAGE}`);
+  const reactors: AnyReactorDefinition[] = [];
+  for (const path of positionals) {
+    const found = reactorsOf((await import(pathToFileURL(resolve(path)).href)) as Record<string, unknown>);
+    if (found.length === 0) throw new Error(`module ${path} exports no reactor definition (export the result of defineReactor(...).build())`);
+    reactors.push(...found);
+  }
+  const number = (name: string, raw: string | undefined) => {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${JSON.stringify(raw)}`);
+    return n;
+  };
+  const concurrency = number('concurrency', values.concurrency);
+  const shutdownTimeoutMs = number('shutdown-timeout-ms', values['shutdown-timeout-ms']);
+  const redis = values.cluster
+    ? new Cluster(values.cluster.split(',').map((node) => ({ host: node.split(':')[0], port: Number(node.split(':')[1]) })), { redisOptions: { maxRetriesPerRequest: null } })
+    : new Redis(values.redis ?? process.env['XREACTOR_REDIS_URL'] ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
+  const store = createRedisStore({ redis, prefix: values.prefix });
+  const queue = createBullmqQueue({
+    connection: redis,
+    queueName: values.queue,
+    ...(values.cluster ? { prefix: '{xreactor}' } : {}),
+    worker: {
+      lockDurationMs: number('lock-duration-ms', values['lock-duration-ms']),
+      stalledIntervalMs: number('stalled-interval-ms', values['stalled-interval-ms']),
+    },
+    onError: (error, job) => logger.warn({ event: 'xreactor.queue.error', err: error, jobId: job?.id }, error.message),
+  });
+  const running = createWorker({ store, queue, reactors, concurrency, logger, leaseTtlMs: number('lease-ttl-ms', values['lease-ttl-ms']) });
+  logger.info({ event: 'xreactor.worker.started', reactors: reactors.map((r) => r.name), concurrency, queue: values.queue }, 'worker started');
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) {
+      logger.warn({ event: 'xreactor.worker.force_stop', signal }, 'second signal: handing jobs in progress back');
+      void running.close({ force: true });
+      return;
+    }
+    stopping = true;
+    logger.info({ event: 'xreactor.worker.stopping', signal }, 'finishing jobs in progress');
+    const force = setTimeout(() => void running.close({ force: true }), shutdownTimeoutMs);
+    force.unref();
+    void running
+      .close()
+      .then(async () => {
+        clearTimeout(force);
+        await queue.close();
+        await store.close();
+        redis.disconnect();
+        logger.info({ event: 'xreactor.worker.stopped' }, 'worker stopped');
+        process.exit(0);
+      })
+      .catch((error: unknown) => {
+        logger.error({ event: 'xreactor.worker.stop_failed', err: error }, 'shutdown failed');
+        process.exit(1);
+      });
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+async function main(argv: readonly string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  if (command === 'worker') return worker(rest);
+  process.stderr.write(`${USAGE}\n`);
+  process.exitCode = command === undefined || command === '--help' ? 0 : 2;
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  process.stderr.write(`xreactor: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,322 @@
+/**
+ * The Store contract: one suite every adapter passes. Each test gets a fresh store from
+ * `makeStore` (for Redis: a fresh key prefix) and cleans it up.
+ */
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { DeserializationError, EXECUTION_MACHINE_VERSION, ExecutionNotFoundError, StaleRevisionError, XreactorError } from '../../src/index.js';
+import type { Commit, CommitWrites, Store } from '../../src/index.js';
+import type { OutboxEffect } from '../../src/store/store.js';
+
+/** A store under test and how to dispose of it. */
+export interface StoreUnderTest {
+  readonly store: Store;
+  readonly cleanup: () => Promise<void>;
+}
+
+/** The machine version both adapters load by default. */
+const V = EXECUTION_MACHINE_VERSION;
+
+const commit = (value: string, writes: Partial<CommitWrites> = {}, outbox: readonly OutboxEffect[] = []): Commit => ({
+  snapshot: { machineVersion: V, value, context: { n: value } },
+  status: 'running',
+  writes: { results: [], pushUndo: [], truncateUndoTo: undefined, trace: [], ...writes },
+  outbox,
+});
+
+const undoEntry = (step: string, position: number) => ({ position, step, args: { of: step }, result: { done: step } });
+const stored = (step: string) => ({ step, args: { of: step }, result: { done: step } });
+
+/** Registers the Store contract suite for one adapter. */
+export function describeStoreContract(name: string, makeStore: () => Promise<StoreUnderTest>): void {
+  describe(`Store contract: ${name}`, () => {
+    const cleanups: (() => Promise<void>)[] = [];
+    const fresh = async (): Promise<Store> => {
+      const made = await makeStore();
+      cleanups.push(made.cleanup);
+      return made.store;
+    };
+    const created = async (id = 'e1'): Promise<Store> => {
+      const store = await fresh();
+      await store.create({ id, reactor: 'checkout', input: { order: 7 }, commit: commit('pending') });
+      return store;
+    };
+    afterEach(async () => {
+      for (const cleanup of cleanups.splice(0)) await cleanup();
+    });
+
+    describe('create and load', () => {
+      it('creates at revision 1, loads that snapshot, and refuses a duplicate id', async () => {
+        const store = await fresh();
+        expect(await store.create({ id: 'e1', reactor: 'r', input: { a: 1 }, commit: commit('pending') })).toBe(1);
+        expect(await store.load('e1')).toEqual({ revision: 1, snapshot: { machineVersion: V, value: 'pending', context: { n: 'pending' } }, outbox: [] });
+        const duplicate = store.create({ id: 'e1', reactor: 'r', input: { a: 2 }, commit: commit('other') });
+        await expect(duplicate).rejects.toBeInstanceOf(XreactorError);
+        await expect(duplicate).rejects.toMatchObject({ code: 'execution_exists' });
+        expect(await store.readInput('e1')).toEqual({ a: 1 });
+        expect((await store.load('e1'))?.snapshot.value).toBe('pending');
+      });
+
+      it('loads undefined for an unknown id and refuses to commit or read one', async () => {
+        const store = await fresh();
+        expect(await store.load('nope')).toBeUndefined();
+        await expect(store.commit('nope', 1, commit('x'))).rejects.toBeInstanceOf(ExecutionNotFoundError);
+        await expect(store.readInput('nope')).rejects.toBeInstanceOf(ExecutionNotFoundError);
+        await expect(store.readResults('nope')).rejects.toBeInstanceOf(ExecutionNotFoundError);
+        await expect(store.readResults('nope', ['a'])).rejects.toBeInstanceOf(ExecutionNotFoundError);
+        await expect(store.readUndoEntry('nope', 0)).rejects.toBeInstanceOf(ExecutionNotFoundError);
+        await expect(store.readUndoStack('nope')).rejects.toBeInstanceOf(ExecutionNotFoundError);
+        await expect(store.readTrace('nope')).rejects.toBeInstanceOf(ExecutionNotFoundError);
+      });
+
+      it('applies the writes of the first commit at create', async () => {
+        const store = await fresh();
+        await store.create({
+          id: 'e1',
+          reactor: 'r',
+          input: null,
+          commit: commit('running', { results: [['a', 1]], pushUndo: [undoEntry('a', 0)], trace: [{ type: 'run', step: 'a', at: 1 }] }, [{ type: 'enqueue', params: { job: 'j1' } }]),
+        });
+        expect(await store.readResults('e1')).toEqual(new Map([['a', 1]]));
+        expect(await store.readUndoStack('e1')).toEqual([stored('a')]);
+        expect(await store.readTrace('e1')).toEqual([{ type: 'run', step: 'a', at: 1 }]);
+        expect((await store.load('e1'))?.outbox).toEqual([{ type: 'enqueue', params: { job: 'j1' } }]);
+      });
+
+      it('round-trips the input, Dates and nested values included', async () => {
+        const store = await fresh();
+        const input = { at: new Date('2024-02-29T12:34:56.789Z'), nested: { list: [1, 'two', { three: [3n, null, undefined] }], tags: new Set(['a']) } };
+        await store.create({ id: 'e1', reactor: 'r', input, commit: commit('pending') });
+        const read = (await store.readInput('e1')) as typeof input;
+        expect(read).toEqual(input);
+        expect(read.at).toBeInstanceOf(Date);
+      });
+
+      it('refuses to load a snapshot of a machine version this build does not know, naming the version', async () => {
+        const store = await fresh();
+        await store.create({ id: 'e1', reactor: 'r', input: {}, commit: { ...commit('pending'), snapshot: { machineVersion: 99, value: 'x', context: {} } } });
+        const load = store.load('e1');
+        await expect(load).rejects.toBeInstanceOf(DeserializationError);
+        await expect(load).rejects.toThrow(/machine version 99/);
+      });
+    });
+
+    describe('fenced commit', () => {
+      it('advances the revision by one per commit and stores the next snapshot and outbox', async () => {
+        const store = await created();
+        const outbox = [{ type: 'enqueue', params: { id: 'job-1', at: new Date(5) } }, { type: 'publish', params: null }];
+        expect(await store.commit('e1', 1, commit('running', {}, outbox))).toBe(2);
+        expect(await store.commit('e1', 2, commit('completed', {}, outbox))).toBe(3);
+        expect(await store.load('e1')).toEqual({ revision: 3, snapshot: { machineVersion: V, value: 'completed', context: { n: 'completed' } }, outbox });
+        expect(await store.commit('e1', 3, commit('completed'))).toBe(4);
+        expect((await store.load('e1'))?.outbox).toEqual([]);
+      });
+
+      it('refuses the second of two writers that loaded the same revision, and keeps the first one\'s progress', async () => {
+        const store = await created();
+        const hostA = await store.load('e1');
+        const hostB = await store.load('e1');
+        expect(hostA?.revision).toBe(1);
+        expect(hostB?.revision).toBe(1);
+        const writesOf = (who: string): Partial<CommitWrites> => ({
+          results: [['a', `from ${who}`], [`only-${who}`, who]],
+          pushUndo: [undoEntry(`a-${who}`, 0)],
+          trace: [{ type: 'run', step: who, at: 1 }],
+        });
+        expect(await store.commit('e1', hostA!.revision, commit('by A', writesOf('A'), [{ type: 'x', params: 'A' }]))).toBe(2);
+
+        const stale = store.commit('e1', hostB!.revision, commit('by B', { ...writesOf('B'), truncateUndoTo: 0 }, [{ type: 'x', params: 'B' }]));
+        await expect(stale).rejects.toBeInstanceOf(StaleRevisionError);
+        await expect(stale).rejects.toThrow(/revision 2, not 1/);
+
+        expect(await store.load('e1')).toEqual({ revision: 2, snapshot: { machineVersion: V, value: 'by A', context: { n: 'by A' } }, outbox: [{ type: 'x', params: 'A' }] });
+        expect(await store.readResults('e1')).toEqual(new Map([['a', 'from A'], ['only-A', 'A']]));
+        expect(await store.readUndoStack('e1')).toEqual([stored('a-A')]);
+        expect(await store.readTrace('e1')).toEqual([{ type: 'run', step: 'A', at: 1 }]);
+      });
+
+      it('refuses an expected revision ahead of the stored one', async () => {
+        const store = await created();
+        await expect(store.commit('e1', 5, commit('x'))).rejects.toBeInstanceOf(StaleRevisionError);
+        expect((await store.load('e1'))?.revision).toBe(1);
+      });
+    });
+
+    describe('results, undo stack and trace', () => {
+      it('keeps results outside the snapshot, overwriting a step\'s result on a later commit', async () => {
+        const store = await created();
+        await store.commit('e1', 1, commit('running', { results: [['a', { id: 1 }], ['b', [1, 2]]] }));
+        await store.commit('e1', 2, commit('running', { results: [['a', { id: 2 }], ['c', undefined]] }));
+        expect(await store.readResults('e1')).toEqual(new Map<string, unknown>([['a', { id: 2 }], ['b', [1, 2]], ['c', undefined]]));
+        expect(await store.readResults('e1', ['b', 'missing', 'a'])).toEqual(new Map<string, unknown>([['b', [1, 2]], ['a', { id: 2 }]]));
+        expect(await store.readResults('e1', [])).toEqual(new Map());
+        expect((await store.load('e1'))?.snapshot.context).toEqual({ n: 'running' });
+      });
+
+      it('pushes undo entries by position, oldest first, and reads one entry', async () => {
+        const store = await created();
+        await store.commit('e1', 1, commit('running', { pushUndo: [undoEntry('a', 0)] }));
+        await store.commit('e1', 2, commit('running', { pushUndo: [undoEntry('b', 1), undoEntry('c', 2)] }));
+        expect(await store.readUndoStack('e1')).toEqual([stored('a'), stored('b'), stored('c')]);
+        expect(await store.readUndoEntry('e1', 1)).toEqual(stored('b'));
+        expect(await store.readUndoEntry('e1', 3)).toBeUndefined();
+      });
+
+      it('replaces the entry at an existing position', async () => {
+        const store = await created();
+        await store.commit('e1', 1, commit('running', { pushUndo: [undoEntry('a', 0), undoEntry('b', 1)] }));
+        await store.commit('e1', 2, commit('running', { pushUndo: [undoEntry('b2', 1)] }));
+        expect(await store.readUndoStack('e1')).toEqual([stored('a'), stored('b2')]);
+      });
+
+      it('truncates then pushes in one commit', async () => {
+        const store = await created();
+        await store.commit('e1', 1, commit('running', { pushUndo: [undoEntry('a', 0), undoEntry('b', 1), undoEntry('c', 2)] }));
+        await store.commit('e1', 2, commit('running', { truncateUndoTo: 1, pushUndo: [undoEntry('d', 1)] }));
+        expect(await store.readUndoStack('e1')).toEqual([stored('a'), stored('d')]);
+        await store.commit('e1', 3, commit('rolling_back', { truncateUndoTo: 0 }));
+        expect(await store.readUndoStack('e1')).toEqual([]);
+        expect(await store.readUndoEntry('e1', 0)).toBeUndefined();
+        await store.commit('e1', 4, commit('running', { truncateUndoTo: 5, pushUndo: [undoEntry('e', 0)] }));
+        expect(await store.readUndoStack('e1')).toEqual([stored('e')]);
+      });
+
+      it('appends trace entries in order across commits', async () => {
+        const store = await created();
+        await store.commit('e1', 1, commit('running', { trace: [{ type: 'run', step: 'a', attempt: 1, at: 10 }] }));
+        await store.commit('e1', 2, commit('running', { trace: [{ type: 'retry', step: 'a', attempt: 2, at: 20, delayMs: 5 }, { type: 'run', step: 'b', at: 30 }] }));
+        expect(await store.readTrace('e1')).toEqual([
+          { type: 'run', step: 'a', attempt: 1, at: 10 },
+          { type: 'retry', step: 'a', attempt: 2, at: 20, delayMs: 5 },
+          { type: 'run', step: 'b', at: 30 },
+        ]);
+      });
+
+      it('returns copies: mutating what was written or read never changes what is stored', async () => {
+        const store = await created();
+        const result = { nested: { n: 1 } };
+        const context = { deep: { list: [1] } };
+        await store.commit('e1', 1, {
+          ...commit('running', { results: [['a', result]], pushUndo: [{ position: 0, step: 'a', args: { x: [1] }, result }] }),
+          snapshot: { machineVersion: V, value: 'running', context },
+        });
+        result.nested.n = 2;
+        context.deep.list.push(2);
+        const read = (await store.readResults('e1')).get('a') as typeof result;
+        read.nested.n = 3;
+        const entry = await store.readUndoEntry('e1', 0);
+        (entry!.args as { x: number[] }).x.push(9);
+        const loaded = await store.load('e1');
+        (loaded!.snapshot.context as typeof context).deep.list.push(3);
+        expect((await store.readResults('e1')).get('a')).toEqual({ nested: { n: 1 } });
+        expect(await store.readUndoEntry('e1', 0)).toEqual({ step: 'a', args: { x: [1] }, result: { nested: { n: 1 } } });
+        expect((await store.load('e1'))?.snapshot.context).toEqual({ deep: { list: [1] } });
+      });
+
+      it('round-trips Dates and nested values in snapshots, results, undo entries and trace', async () => {
+        const store = await created();
+        const at = new Date('2030-01-02T03:04:05.006Z');
+        const value = { at, nested: [{ when: at, big: 2n ** 70n, n: null, u: undefined, f: 1.5, s: 'ü' }] };
+        await store.commit('e1', 1, {
+          ...commit('running', { results: [['a', value]], pushUndo: [{ position: 0, step: 'a', args: value, result: value }], trace: [{ type: 'run', step: 'a', at: at.getTime() }] }),
+          snapshot: { machineVersion: V, value: { running: 'a' }, context: value },
+        });
+        const loaded = await store.load('e1');
+        expect(loaded?.snapshot).toEqual({ machineVersion: V, value: { running: 'a' }, context: value });
+        expect((loaded?.snapshot.context as typeof value).nested[0]!.when).toBeInstanceOf(Date);
+        expect((await store.readResults('e1')).get('a')).toEqual(value);
+        expect(await store.readUndoEntry('e1', 0)).toEqual({ step: 'a', args: value, result: value });
+        expect(await store.readTrace('e1')).toEqual([{ type: 'run', step: 'a', at: at.getTime() }]);
+      });
+    });
+
+    describe('leases', () => {
+      it('lets one owner hold a lease, renew it, and release it; another owner is refused meanwhile', async () => {
+        const store = await created();
+        expect(await store.hasLease('e1')).toBe(false);
+        expect(await store.acquireLease('e1', 'host-a', 60_000)).toBe(true);
+        expect(await store.hasLease('e1')).toBe(true);
+        expect(await store.acquireLease('e1', 'host-b', 60_000)).toBe(false);
+        expect(await store.acquireLease('e1', 'host-a', 60_000)).toBe(true);
+        await store.releaseLease('e1', 'host-b');
+        expect(await store.hasLease('e1')).toBe(true);
+        await store.releaseLease('e1', 'host-a');
+        expect(await store.hasLease('e1')).toBe(false);
+        expect(await store.acquireLease('e1', 'host-b', 60_000)).toBe(true);
+      });
+
+      it('expires a lease that is not renewed, after which another owner takes it', async () => {
+        const store = await created();
+        expect(await store.acquireLease('e1', 'host-a', 50)).toBe(true);
+        await vi.waitFor(async () => expect(await store.hasLease('e1')).toBe(false), { timeout: 5_000, interval: 10 });
+        expect(await store.acquireLease('e1', 'host-b', 60_000)).toBe(true);
+        expect(await store.acquireLease('e1', 'host-a', 60_000)).toBe(false);
+      });
+
+      it('extends the lease when the same owner renews it', async () => {
+        const store = await created();
+        expect(await store.acquireLease('e1', 'host-a', 50)).toBe(true);
+        expect(await store.acquireLease('e1', 'host-a', 60_000)).toBe(true);
+        // A witness lease taken after the renewal, with the first TTL: once it expires, so would have the first.
+        expect(await store.acquireLease('witness', 'host-a', 50)).toBe(true);
+        await vi.waitFor(async () => expect(await store.hasLease('witness')).toBe(false), { timeout: 5_000, interval: 10 });
+        expect(await store.hasLease('e1')).toBe(true);
+      });
+    });
+
+    describe('active index', () => {
+      it('lists active executions oldest first, up to the limit, keeping the first mark\'s place', async () => {
+        const store = await fresh();
+        for (const id of ['c', 'a', 'b', 'd']) await store.markActive(id, true);
+        await store.markActive('c', true);
+        expect(await store.listActive(10)).toEqual(['c', 'a', 'b', 'd']);
+        expect(await store.listActive(2)).toEqual(['c', 'a']);
+        expect(await store.listActive(0)).toEqual([]);
+        await store.markActive('a', false);
+        await store.markActive('never-marked', false);
+        expect(await store.listActive(10)).toEqual(['c', 'b', 'd']);
+        await store.markActive('a', true);
+        expect(await store.listActive(10)).toEqual(['c', 'b', 'd', 'a']);
+      });
+    });
+
+    describe('settled notifications', () => {
+      it('wakes a waiter when the execution settles', async () => {
+        const store = await created();
+        const waiting = store.waitSettled('e1', 10_000);
+        await store.publishSettled('e1');
+        expect(await waiting).toBe(true);
+      });
+
+      it('wakes every waiter of that execution and no other', async () => {
+        const store = await created();
+        const first = store.waitSettled('e1', 10_000);
+        const second = store.waitSettled('e1', 10_000);
+        const other = store.waitSettled('e2', 100);
+        await store.publishSettled('e1');
+        expect(await Promise.all([first, second, other])).toEqual([true, true, false]);
+      });
+
+      it('gives false after the timeout when nothing settles', async () => {
+        const store = await created();
+        expect(await store.waitSettled('e1', 30)).toBe(false);
+      });
+
+      it('gives false when the signal aborts, already or later', async () => {
+        const store = await created();
+        expect(await store.waitSettled('e1', 10_000, AbortSignal.abort())).toBe(false);
+        const controller = new AbortController();
+        const waiting = store.waitSettled('e1', 10_000, controller.signal);
+        controller.abort();
+        expect(await waiting).toBe(false);
+      });
+
+      it('wakes a new waiter after an earlier one timed out', async () => {
+        const store = await created();
+        expect(await store.waitSettled('e1', 20)).toBe(false);
+        const waiting = store.waitSettled('e1', 10_000);
+        await store.publishSettled('e1');
+        expect(await waiting).toBe(true);
+      });
+    });
+  });
+}
