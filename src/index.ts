@@ -39,8 +39,8 @@ export type { Runtime, RuntimeOptions, RunOptions, RunInput, RunOutput, RunRetur
 export { createWorker } from './runtime/worker.js';
 export type { Worker, WorkerOptions } from './runtime/worker.js';
 export { run, find, undo, defaultRuntime } from './runtime/default-runtime.js';
-export type { Clock } from './runtime/clock.js';
-export { systemClock } from './runtime/clock.js';
+export type { Clock } from './internal/clock.js';
+export { systemClock } from './internal/clock.js';
 export type {
   RunResult,
   CompletedResult,

@@ -9,8 +9,8 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { XreactorError } from '../errors/index.js';
-import { systemClock } from '../runtime/clock.js';
-import type { Clock } from '../runtime/clock.js';
+import { systemClock } from '../internal/clock.js';
+import type { Clock } from '../internal/clock.js';
 import type { ConsumeOptions, Consumer, JobHandler, JobKind, JobSpec, Queue } from './queue.js';
 
 /**
@@ -19,7 +19,12 @@ import type { ConsumeOptions, Consumer, JobHandler, JobKind, JobSpec, Queue } fr
  * - `inline`: `enqueue` runs the jobs before it resolves. A job enqueued by a handler runs after
  *   that handler's job finishes, from one FIFO worked by the outermost call (no recursion).
  * - `auto`: jobs run on a later macrotask with the consumer's concurrency; delayed jobs run when
- *   the clock's `sleep` until their due time returns. The embedded default.
+ *   the clock's `sleep` until their due time returns (a test clock returns at once, so virtual
+ *   time jumps to each due time in turn and the delays show in its `sleeps`). The embedded default.
+ *
+ * Delayed jobs in `manual` and `inline` mode are never timed: they are pending, not due, until
+ * the clock reaches their time; the next enqueue, `runNext` or `drain` then finds them due, and
+ * `drain({ includeDelayed: true })` sleeps on the clock to reach them.
  */
 export type InProcessQueueMode = 'manual' | 'inline' | 'auto';
 

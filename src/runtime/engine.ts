@@ -8,8 +8,8 @@ import type { Middleware } from '../observability/middleware.js';
 import { createHooks } from '../observability/middleware.js';
 import type { Queue } from '../queue/queue.js';
 import type { Store } from '../store/store.js';
-import type { Clock } from './clock.js';
-import { systemClock } from './clock.js';
+import type { Clock } from '../internal/clock.js';
+import { systemClock } from '../internal/clock.js';
 import { ExecutionHost } from './host.js';
 import type { HeldExecution } from './host.js';
 

@@ -11,7 +11,7 @@ import { describeIssues, validateWith } from '../internal/standard-schema.js';
 import type { Hooks } from '../observability/middleware.js';
 import { deserializeError, serializeError } from '../serialization/index.js';
 import type { Commit, CommitWrites, OutboxEffect, PersistedSnapshot, Store, UndoEntry } from '../store/store.js';
-import type { Clock } from './clock.js';
+import type { Clock } from '../internal/clock.js';
 import type { Attempt, StepScope } from './step-performer.js';
 import { performRollbackHandler, performStep, stepContext } from './step-performer.js';
 import { buildResult } from './results.js';

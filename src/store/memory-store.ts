@@ -2,8 +2,8 @@ import type { TraceEntry } from '../../machines/execution-types.js';
 import { EXECUTION_MACHINE_VERSION } from '../../machines/execution-types.js';
 import { ExecutionNotFoundError, StaleRevisionError, XreactorError } from '../errors/index.js';
 import { decode, decodeEnvelope, encode, encodeEnvelope } from '../serialization/index.js';
-import type { Clock } from '../runtime/clock.js';
-import { systemClock } from '../runtime/clock.js';
+import type { Clock } from '../internal/clock.js';
+import { systemClock } from '../internal/clock.js';
 import type { Commit, CreateExecution, LoadedExecution, OutboxEffect, PersistedSnapshot, Store, UndoEntry } from './store.js';
 
 interface Row {

@@ -3,7 +3,7 @@
  * first wait and shared by every waiter; a channel is subscribed while someone waits on it.
  */
 import type { Cluster, Redis } from 'ioredis';
-import type { Clock } from '../runtime/clock.js';
+import type { Clock } from '../internal/clock.js';
 
 /** Waiters on settled channels, over one lazily created subscriber connection. */
 export interface SettledHub {

@@ -2,8 +2,8 @@ import type { Cluster, Redis } from 'ioredis';
 import { EXECUTION_MACHINE_VERSION } from '../../machines/execution-types.js';
 import type { TraceEntry } from '../../machines/execution-types.js';
 import { DefinitionError, DeserializationError, ExecutionNotFoundError } from '../errors/index.js';
-import type { Clock } from '../runtime/clock.js';
-import { systemClock } from '../runtime/clock.js';
+import type { Clock } from '../internal/clock.js';
+import { systemClock } from '../internal/clock.js';
 import { decode, decodeEnvelope } from '../serialization/index.js';
 import { createKeyBuilder, EXECUTION_FIELDS } from './keys.js';
 import {

@@ -1,4 +1,4 @@
-import type { Clock } from '../runtime/clock.js';
+import type { Clock } from '../internal/clock.js';
 
 /** A virtual clock: `sleep` returns at once and moves virtual time forward; `every` fires as virtual time passes. */
 export interface TestClock extends Clock {

@@ -8,6 +8,9 @@ import { createRedisStore } from '../../src/store/redis-store.js';
 import { startRedis } from '../support/redis-server.js';
 import type { RedisServer } from '../support/redis-server.js';
 import { startWorkerProcess } from '../support/worker-process.js';
+import type * as FixtureModule from './fixtures/reactors.js';
+
+type Fixtures = typeof FixtureModule;
 import type { WorkerProcess } from '../support/worker-process.js';
 
 // Real Redis, real BullMQ, workers in child processes started with the `xreactor worker` CLI.
@@ -19,7 +22,7 @@ const FAST_RECOVERY = ['--lease-ttl-ms', '1000', '--lock-duration-ms', '1000', '
 let server: RedisServer;
 let redis: Redis;
 let runtime: Runtime;
-let fixtures: typeof import('./fixtures/reactors.js');
+let fixtures: Fixtures;
 const workers = new Set<WorkerProcess>();
 
 async function spawnWorker(): Promise<WorkerProcess> {
