@@ -83,9 +83,11 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
     },
   }).createMachine({
     id: 'execution',
-    context: ({ input }) => ({
-      executionId: input.executionId,
-      reactor: input.reactor,
+    // XState's transition() resolves the initial state without input on every call; tolerate it
+    // instead of throwing (a caught exception per transition is most of its cost).
+    context: ({ input }: { input: ExecutionInput | undefined }) => ({
+      executionId: input?.executionId ?? '',
+      reactor: input?.reactor ?? plan.reactor,
       cursor: 0,
       attempt: 1,
       undoDepth: 0,
@@ -97,8 +99,8 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       inputError: null,
       handedOff: false,
       abortReason: null,
-      createdAt: input.at,
-      updatedAt: input.at,
+      createdAt: input?.at ?? 0,
+      updatedAt: input?.at ?? 0,
     }),
     initial: 'pending',
     states: {

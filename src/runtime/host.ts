@@ -74,7 +74,8 @@ function partition(actions: readonly { type: string; params?: unknown }[]): { wr
         trace.push(action.params);
         break;
       default:
-        if (action.type.startsWith('xreactor.effect.')) effects.push(action);
+        // Only the effect's data: XState's action objects also carry the whole context and event.
+        if (action.type.startsWith('xreactor.effect.')) effects.push({ type: action.type, params: action.params } as ExecutionEffect);
     }
   }
   return { writes: { results, pushUndo, truncateUndoTo, trace }, effects };

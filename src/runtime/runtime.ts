@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import type { ExecutionStatus } from '../../machines/execution-types.js';
 import type { AnyReactorDefinition, ReactorDefinition, RunMode } from '../definition/compiled.js';
 import { AwaitTimeoutError, DeserializationError, ExecutionAbortedError, ExecutionNotFoundError, InvalidStateError, XreactorError } from '../errors/index.js';
@@ -110,6 +111,8 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
   const { clock } = engine;
   const generateId = options.generateId ?? randomUUID;
   const stopping = new AbortController();
+  // Every step in flight listens on this one signal; many concurrent runs are normal.
+  setMaxListeners(0, stopping.signal);
   const workerOption = options.worker ?? ownsQueue;
   const consumer: Consumer | undefined =
     workerOption === false

@@ -59,14 +59,16 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     return found;
   };
   const encodeSnapshot = (s: PersistedSnapshot) => encodeEnvelope(SNAPSHOT_KIND, s.machineVersion, { value: s.value, context: s.context });
+  // Copies: msgpackr returns views into its shared working buffer, which a stored view would pin.
+  const own = (value: unknown): Uint8Array => Buffer.from(encode(value));
   const apply = (r: Row, commit: Commit): void => {
     const w = commit.writes;
-    for (const [step, value] of w.results) r.results.set(step, encode(value));
+    for (const [step, value] of w.results) r.results.set(step, own(value));
     if (w.truncateUndoTo !== undefined) r.undo.length = Math.min(r.undo.length, w.truncateUndoTo);
-    for (const entry of w.pushUndo) r.undo[entry.position] = encode({ step: entry.step, args: entry.args, result: entry.result });
-    for (const entry of w.trace) r.trace.push(encode(entry));
-    r.snapshot = encodeSnapshot(commit.snapshot);
-    r.outbox = encode(commit.outbox);
+    for (const entry of w.pushUndo) r.undo[entry.position] = own({ step: entry.step, args: entry.args, result: entry.result });
+    for (const entry of w.trace) r.trace.push(own(entry));
+    r.snapshot = Buffer.from(encodeSnapshot(commit.snapshot));
+    r.outbox = own(commit.outbox);
     r.revision += 1;
   };
 
@@ -78,7 +80,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       const r: Row = {
         revision: 0,
         snapshot: new Uint8Array(),
-        input: encode(execution.input),
+        input: own(execution.input),
         results: new Map(),
         undo: [],
         trace: [],
