@@ -32,6 +32,7 @@ options:
   --shutdown-timeout-ms <ms>    graceful shutdown limit (default 30000)
   --lock-duration-ms <ms>       BullMQ job lock; a dead worker's job is redelivered after it (default 30000)
   --stalled-interval-ms <ms>    how often dead workers' jobs are looked for (default 30000)
+  --sweep-interval-ms <ms>      how often executions whose process died are re-enqueued (default 30000; 0: never)
   --log-level <level>           pino level (default info)`;
 
 /** Every reactor definition a module exports (named exports, or arrays of them). */
@@ -59,6 +60,7 @@ async function worker(argv: readonly string[]): Promise<void> {
       'shutdown-timeout-ms': { type: 'string', default: '30000' },
       'lock-duration-ms': { type: 'string', default: '30000' },
       'stalled-interval-ms': { type: 'string', default: '30000' },
+      'sweep-interval-ms': { type: 'string', default: '30000' },
       'log-level': { type: 'string', default: 'info' },
     },
   });
@@ -91,7 +93,9 @@ async function worker(argv: readonly string[]): Promise<void> {
     },
     onError: (error, job) => logger.warn({ event: 'xreactor.queue.error', err: error, jobId: job?.id }, error.message),
   });
-  const running = createWorker({ store, queue, reactors, concurrency, logger, leaseTtlMs: number('lease-ttl-ms', values['lease-ttl-ms']) });
+  const sweepIntervalMs = Number(values['sweep-interval-ms']);
+  if (!Number.isInteger(sweepIntervalMs) || sweepIntervalMs < 0) throw new Error(`--sweep-interval-ms must be an integer >= 0, got ${JSON.stringify(values['sweep-interval-ms'])}`);
+  const running = createWorker({ store, queue, reactors, concurrency, logger, sweepIntervalMs, leaseTtlMs: number('lease-ttl-ms', values['lease-ttl-ms']) });
   logger.info({ event: 'xreactor.worker.started', reactors: reactors.map((r) => r.name), concurrency, queue: values.queue }, 'worker started');
 
   let stopping = false;

@@ -161,6 +161,11 @@ export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
       );
     },
 
+    async schedule(schedulerId, everyMs, job) {
+      if (closed) throw new XreactorError('queue_closed', `cannot schedule: queue "${name}" is closed`);
+      await bullQueue.upsertJobScheduler(schedulerId, { every: everyMs }, { name: job.kind, data: toJobData({ ...job, id: schedulerId }) });
+    },
+
     consume(handler, consumeOptions = {}) {
       if (closed) throw new XreactorError('queue_closed', `cannot consume: queue "${name}" is closed`);
       checkWorkerConnection(options.connection);

@@ -242,9 +242,23 @@ class InProcessQueueImpl implements InProcessQueue {
     return { close: (closeOptions) => this.#closeConsumer(state, closeOptions?.force ?? false) };
   }
 
+  readonly #schedules = new Map<string, () => void>();
+
+  async schedule(schedulerId: string, everyMs: number, job: Omit<JobSpec, 'id' | 'delayMs'>): Promise<void> {
+    this.#schedules.get(schedulerId)?.();
+    let round = 0;
+    const stop = this.#clock.every(everyMs, () => {
+      round += 1;
+      this.enqueue([{ ...job, id: `${schedulerId}.${round}` }]).catch(() => undefined);
+    });
+    this.#schedules.set(schedulerId, stop);
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    for (const stop of this.#schedules.values()) stop();
+    this.#schedules.clear();
     this.#cancelTimer();
     const consumer = this.#consumer;
     if (consumer) await this.#closeConsumer(consumer, false);

@@ -3,8 +3,8 @@
  * names an execution and, optionally, the event to deliver to its actor.
  */
 
-/** A job's kind. */
-export type JobKind = 'advance';
+/** A job's kind: advance one execution, or sweep for executions whose process died. */
+export type JobKind = 'advance' | 'sweep';
 
 /** One unit of queued work. */
 export interface JobSpec {
@@ -44,6 +44,11 @@ export interface Consumer {
 export interface Queue {
   /** Add jobs. Ids already known to the queue are not added again. */
   enqueue(jobs: readonly JobSpec[]): Promise<void>;
+  /**
+   * Enqueue `job` every `everyMs` milliseconds under `schedulerId`. Scheduling the
+   * same id again (from any process) replaces the schedule instead of adding one.
+   */
+  schedule(schedulerId: string, everyMs: number, job: Omit<JobSpec, 'id' | 'delayMs'>): Promise<void>;
   /** Start handling jobs in this process. */
   consume(handler: JobHandler, options?: ConsumeOptions): Consumer;
   /** Release connections. */

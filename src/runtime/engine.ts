@@ -3,14 +3,16 @@ import pino from 'pino';
 import type { Logger } from 'pino';
 import { createExecutionMachine } from '../../machines/execution.js';
 import type { AnyReactorDefinition } from '../definition/compiled.js';
-import { ExecutionNotFoundError, UnknownReactorError } from '../errors/index.js';
+import type { ExecutionStatus } from '../../machines/execution-types.js';
+import { DeserializationError, ExecutionNotFoundError, UnknownReactorError } from '../errors/index.js';
+import { jobId } from '../queue/job-ids.js';
 import type { Middleware } from '../observability/middleware.js';
 import { createHooks } from '../observability/middleware.js';
 import type { Queue } from '../queue/queue.js';
 import type { Store } from '../store/store.js';
 import type { Clock } from '../internal/clock.js';
 import { systemClock } from '../internal/clock.js';
-import { ExecutionHost } from './host.js';
+import { ExecutionHost, statusOf } from './host.js';
 import type { HeldExecution } from './host.js';
 
 /** Options shared by runtimes and workers. */
@@ -55,7 +57,15 @@ export interface Engine {
    * Returns undefined (without running `work`) when another live owner holds it.
    */
   withLease<T>(id: string, work: () => Promise<T>): Promise<{ value: T } | undefined>;
+  /**
+   * Re-enqueue up to `limit` executions that are running or rolling back with
+   * no live lease (their process died). Aborted runs are never resumed.
+   * Returns how many were re-enqueued.
+   */
+  sweepOnce(limit: number): Promise<number>;
 }
+
+const RECOVERABLE: readonly ExecutionStatus[] = ['running', 'rolling_back'];
 
 /** Build an engine. */
 export function createEngine(options: EngineOptions): Engine {
@@ -69,6 +79,7 @@ export function createEngine(options: EngineOptions): Engine {
   const hosts = new WeakMap<AnyReactorDefinition, ExecutionHost>();
 
   const engine: Engine = {
+    sweepOnce: () => Promise.resolve(0),
     store,
     queue,
     clock,
@@ -119,6 +130,33 @@ export function createEngine(options: EngineOptions): Engine {
         await store.releaseLease(id, owner);
       }
     },
+  };
+  engine.sweepOnce = async (limit) => {
+    if (queue === undefined) return 0;
+    let requeued = 0;
+    for (const id of await store.listActive(limit)) {
+      let loaded: Awaited<ReturnType<Store['load']>>;
+      try {
+        loaded = await store.load(id);
+      } catch (error) {
+        if (!(error instanceof DeserializationError)) throw error;
+        logger.error({ event: 'xreactor.sweeper.unreadable', executionId: id, err: error }, error.message);
+        await store.markActive(id, false);
+        continue;
+      }
+      const status = loaded === undefined ? undefined : statusOf(loaded.snapshot.value);
+      if (loaded === undefined || status === undefined || !RECOVERABLE.includes(status)) {
+        // A pending execution is still being created by its caller: leave it listed.
+        if (status !== 'pending') await store.markActive(id, false);
+        continue;
+      }
+      if (await store.hasLease(id)) continue;
+      const reactor = (loaded.snapshot.context as { reactor: string }).reactor;
+      await queue.enqueue([{ id: jobId(id, 'sweep', loaded.revision), kind: 'advance', executionId: id, reactor }]);
+      logger.info({ event: 'xreactor.sweeper.requeued', executionId: id, status, revision: loaded.revision }, 'requeued an execution with no live lease');
+      requeued += 1;
+    }
+    return requeued;
   };
   for (const definition of options.reactors ?? []) engine.register(definition);
   return engine;

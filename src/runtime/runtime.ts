@@ -5,14 +5,13 @@ import type { AnyReactorDefinition, ReactorDefinition, RunMode } from '../defini
 import { AwaitTimeoutError, DeserializationError, ExecutionAbortedError, ExecutionNotFoundError, InvalidStateError, XreactorError } from '../errors/index.js';
 import type { ExecutionId, IdGenerator } from '../internal/ids.js';
 import { createInProcessQueue } from '../queue/in-process-queue.js';
-import { jobId } from '../queue/job-ids.js';
 import type { Consumer, Queue } from '../queue/queue.js';
 import { createMemoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';
 import type { EngineOptions } from './engine.js';
 import { createEngine } from './engine.js';
 import { statusOf } from './host.js';
-import type { CancelledResult, DispatchedResult, ExecutionView, RunResult } from './results.js';
+import type { CancelledResult, DispatchedResult, ExecutionView, FailedResult, RunResult } from './results.js';
 import { buildResult } from './results.js';
 import { createJobHandler } from './worker.js';
 
@@ -93,7 +92,21 @@ export interface Runtime {
 }
 
 const SETTLED: readonly ExecutionStatus[] = ['completed', 'failed', 'halted', 'cancelled'];
-const RECOVERABLE: readonly ExecutionStatus[] = ['running', 'rolling_back'];
+
+/** Stored data that cannot be read is reported as a failed execution whose error says what was wrong. */
+function unreadable(id: string, error: DeserializationError): FailedResult {
+  return { status: 'failed', executionId: id as ExecutionId, error, step: undefined, message: error.message, rollbackFailures: [], validationErrors: undefined };
+}
+
+/** Load, turning unreadable stored data into a value instead of an exception. */
+async function loadOrUnreadable(store: Store, id: string) {
+  try {
+    return await store.load(id);
+  } catch (error) {
+    if (error instanceof DeserializationError) return error;
+    throw error;
+  }
+}
 
 /**
  * Create a runtime. With no options it is fully embedded: memory store,
@@ -146,8 +159,9 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       const recheckMs = Math.min(5_000, Math.max(1_000, Math.floor(timeoutMs / 10)));
       const deadline = clock.now() + timeoutMs;
       for (;;) {
-        const loaded = await store.load(id);
+        const loaded = await loadOrUnreadable(store, id);
         if (loaded === undefined) throw new ExecutionNotFoundError(id);
+        if (loaded instanceof DeserializationError) return unreadable(id, loaded);
         const status = statusOf(loaded.snapshot.value);
         const context = loaded.snapshot.context as Parameters<typeof buildResult>[2];
         if (SETTLED.includes(status) || status === 'aborted') {
@@ -161,8 +175,22 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     },
 
     async find(id) {
-      const loaded = await store.load(id);
+      const loaded = await loadOrUnreadable(store, id);
       if (loaded === undefined) throw new ExecutionNotFoundError(id);
+      if (loaded instanceof DeserializationError) {
+        return {
+          id: id as ExecutionId,
+          reactor: '(unreadable)',
+          status: 'failed' as const,
+          revision: 0,
+          result: unreadable(id, loaded),
+          undoStack: [],
+          trace: [],
+          pendingCompensation: undefined,
+          createdAt: 0,
+          updatedAt: 0,
+        };
+      }
       const context = loaded.snapshot.context as Parameters<typeof buildResult>[2];
       const status = statusOf(loaded.snapshot.value);
       const [undoStack, trace] = await Promise.all([store.readUndoStack(id), store.readTrace(id)]);
@@ -202,30 +230,8 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       return leased.value;
     },
 
-    async sweepOnce(sweepOptions = {}) {
-      let requeued = 0;
-      for (const id of await store.listActive(sweepOptions.limit ?? 1_000)) {
-        let loaded: Awaited<ReturnType<Store['load']>>;
-        try {
-          loaded = await store.load(id);
-        } catch (error) {
-          if (!(error instanceof DeserializationError)) throw error;
-          engine.logger.error({ event: 'xreactor.sweeper.unreadable', executionId: id, err: error }, error.message);
-          await store.markActive(id, false);
-          continue;
-        }
-        const status = loaded === undefined ? undefined : statusOf(loaded.snapshot.value);
-        if (loaded === undefined || status === undefined || !RECOVERABLE.includes(status)) {
-          if (status !== 'pending') await store.markActive(id, false);
-          continue;
-        }
-        if (await store.hasLease(id)) continue;
-        const reactor = (loaded.snapshot.context as { reactor: string }).reactor;
-        await queue.enqueue([{ id: jobId(id, 'sweep', loaded.revision), kind: 'advance', executionId: id, reactor }]);
-        engine.logger.info({ event: 'xreactor.sweeper.requeued', executionId: id, status, revision: loaded.revision }, 'requeued an execution with no live lease');
-        requeued += 1;
-      }
-      return requeued;
+    sweepOnce(sweepOptions = {}) {
+      return engine.sweepOnce(sweepOptions.limit ?? 1_000);
     },
 
     shutdown(reason = 'runtime shutdown') {

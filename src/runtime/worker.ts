@@ -13,6 +13,13 @@ export interface WorkerOptions extends Omit<EngineOptions, 'queue'> {
    * @defaultValue 1
    */
   readonly concurrency?: number;
+  /**
+   * How often a sweep job looks for executions whose process died (a queue
+   * schedule shared by all workers: one sweep per interval, whichever worker
+   * takes it); 0 disables.
+   * @defaultValue 30000
+   */
+  readonly sweepIntervalMs?: number;
 }
 
 /** A running worker. */
@@ -25,10 +32,20 @@ export interface Worker {
   close(options?: { readonly force?: boolean }): Promise<void>;
 }
 
+/** Executions one scheduled sweep looks at. */
+const SWEEP_LIMIT = 1_000;
+
+/** The id of the one sweeper schedule every worker upserts. */
+export const SWEEPER_SCHEDULE_ID = 'xreactor-sweeper';
+
 /** The job handler that advances executions; shared by workers and the embedded runtime. */
 export function createJobHandler(engine: Engine): JobHandler {
   const log: Logger = engine.logger;
   return async (job: JobSpec, signal: AbortSignal) => {
+    if (job.kind === 'sweep') {
+      await engine.sweepOnce(SWEEP_LIMIT);
+      return;
+    }
     const leased = await engine.withLease(job.executionId, async () => {
       let loaded: Awaited<ReturnType<Engine['load']>>;
       try {
@@ -65,5 +82,17 @@ export function createJobHandler(engine: Engine): JobHandler {
 export function createWorker(options: WorkerOptions): Worker {
   const engine = createEngine(options);
   const consumer: Consumer = options.queue.consume(createJobHandler(engine), { concurrency: options.concurrency ?? 1 });
-  return { close: (closeOptions) => consumer.close(closeOptions) };
+  const sweepIntervalMs = options.sweepIntervalMs ?? 30_000;
+  const scheduled =
+    sweepIntervalMs > 0
+      ? options.queue.schedule(SWEEPER_SCHEDULE_ID, sweepIntervalMs, { kind: 'sweep', executionId: '', reactor: '' }).catch((error: unknown) => {
+          engine.logger.error({ event: 'xreactor.sweeper.schedule_failed', err: error }, 'could not schedule the sweeper');
+        })
+      : Promise.resolve();
+  return {
+    close: async (closeOptions) => {
+      await scheduled;
+      await consumer.close(closeOptions);
+    },
+  };
 }

@@ -1,0 +1,78 @@
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { createMemoryStore, createRuntime, createWorker, defineReactor, ExecutionAbortedError } from '../../src/index.js';
+import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
+
+const logger = pino({ level: 'silent' });
+
+describe('sweeper', () => {
+  it('re-enqueues a run whose caller died mid-step; a worker finishes it, re-running only that step', async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const ran: string[] = [];
+    let hangOnce = true;
+    const reactor = defineReactor({ name: 'sweepable' })
+      .step('a', { run: () => (ran.push('a'), 'A') })
+      .step('b', {
+        waitFor: ['a'],
+        run: () => {
+          ran.push('b');
+          if (hangOnce) {
+            hangOnce = false;
+            return new Promise<string>(() => undefined);
+          }
+          return 'B';
+        },
+      })
+      .step('c', { waitFor: ['b'], run: () => (ran.push('c'), 'C') })
+      .build();
+    // The caller's own clock never advances: once it "dies" it stops renewing its lease.
+    const caller = createRuntime({ store, queue, clock: createTestClock(), logger, worker: false, leaseTtlMs: 5_000, generateId: () => 'run-1' });
+    void caller.run(reactor, {});
+    await expect.poll(() => ran).toEqual(['a', 'b']);
+
+    const operator = createRuntime({ store, queue, clock: time, logger, worker: false, reactors: [reactor] });
+    expect(await operator.sweepOnce()).toBe(0); // the caller's lease is still live
+    time.advance(5_001);
+    expect(await operator.sweepOnce()).toBe(1);
+    expect(queue.pending().map((j) => [j.executionId, j.event])).toEqual([['run-1', undefined]]);
+    await operator.sweepOnce(); // same revision, same job id: the queue does not add it twice
+    expect(queue.pending()).toHaveLength(1);
+
+    const worker = createWorker({ store, queue, clock: time, logger, reactors: [reactor], sweepIntervalMs: 0 });
+    await queue.drain();
+    expect(ran).toEqual(['a', 'b', 'b', 'c']);
+    expect(await operator.awaitResult('run-1', { timeoutMs: 10 })).toMatchObject({ status: 'completed', value: { a: 'A', b: 'B', c: 'C' } });
+    expect(await store.listActive(10)).toEqual([]);
+    await worker.close();
+  });
+
+  it('never resumes an aborted run', async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const controller = new AbortController();
+    const reactor = defineReactor({ name: 'abortable' })
+      .step('a', { run: () => 'A' })
+      .step('b', { waitFor: ['a'], run: () => (controller.abort(new Error('SIGINT')), new Promise<string>(() => undefined)) })
+      .build();
+    const runtime = createRuntime({ store, queue, clock: time, logger, worker: false, reactors: [reactor] });
+    await expect(runtime.run(reactor, {}, { signal: controller.signal })).rejects.toBeInstanceOf(ExecutionAbortedError);
+    time.advance(60_000);
+    expect(await runtime.sweepOnce()).toBe(0);
+    expect(queue.pending()).toEqual([]);
+  });
+
+  it('a scheduled sweep runs as a job: workers schedule it once under one id', async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const worker = createWorker({ store, queue, clock: time, logger, reactors: [], sweepIntervalMs: 1_000 });
+    await Promise.resolve();
+    time.advance(1_000);
+    await expect.poll(() => queue.pending().map((j) => j.kind)).toEqual(['sweep']);
+    expect(await queue.drain()).toBe(1);
+    await worker.close();
+  });
+});
