@@ -129,6 +129,35 @@ describe('seed 3.5 background', () => {
     expect(h.queue.pending()).toEqual([]);
   });
 
+  it('validates the input in the caller: invalid input fails at once and nothing is handed off', async () => {
+    const h = harness();
+    const { z } = await import('zod');
+    const reactor = defineReactor({ name: 'bg-input', input: z.object({ sku: z.string() }) })
+      .step('a', { run: () => (h.record('run:a'), 'A') })
+      .background({ all: true })
+      .build();
+    const result = await h.runtime.run(reactor, { sku: 42 } as never);
+    expect(result).toMatchObject({ status: 'failed', step: undefined, validationErrors: { sku: [expect.any(String)] } });
+    expect(h.queue.pending()).toEqual([]);
+    expect(h.events).toEqual([]);
+  });
+
+  it('the hand-off never re-triggers in the worker, and a redelivered hand-off job is ignored', async () => {
+    const h = harness();
+    const reactor = abc(h, 'all', 'ok');
+    const worker = startWorker(h, [reactor]);
+    const { executionId } = await h.runtime.run(reactor, {});
+    const [handoff] = h.queue.pending();
+    await h.queue.drain();
+    expect(h.events).toEqual(['run:a', 'run:b', 'run:c']);
+    // The same job delivered again (a duplicate delivery) finds a completed run: nothing runs.
+    await h.queue.enqueue([{ ...handoff!, id: `${handoff!.id}.again` }]);
+    await h.queue.drain();
+    expect(h.events).toEqual(['run:a', 'run:b', 'run:c']);
+    expect((await h.runtime.find(executionId)).trace.filter((t) => t.type === 'run')).toHaveLength(3);
+    await worker.close();
+  });
+
   it('S-edge-02: a worker dies inside b; the redelivered job re-runs b only, then c', async () => {
     const h = harness();
     let firstB = true;
