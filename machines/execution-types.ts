@@ -2,7 +2,7 @@ import type { RetryPolicy } from '../src/definition/retry.js';
 import type { ErrorData } from '../src/internal/error-data.js';
 
 /** Version of the execution machine; stored with every snapshot. */
-export const EXECUTION_MACHINE_VERSION = 2;
+export const EXECUTION_MACHINE_VERSION = 3;
 
 /** What the execution machine needs to know of a reactor: its steps in execution order. */
 export interface ExecutionPlanView {
@@ -18,6 +18,8 @@ export type RollbackFailureReason = 'returned_failure' | 'raised';
 /** A compensate or undo that did not complete; the rollback went on. */
 export interface RollbackFailure {
   readonly step: string;
+  /** Compose steps leading to the step, when it ran in a composed child (`['payment']`). */
+  readonly path?: readonly string[];
   readonly kind: 'compensate' | 'undo';
   readonly reason: RollbackFailureReason;
   readonly error: ErrorData;
@@ -62,6 +64,10 @@ export interface TraceEntry {
 export interface ExecutionContext {
   readonly executionId: string;
   readonly reactor: string;
+  /** The parent execution of a composed child (null for a root). */
+  readonly parentId: string | null;
+  /** Compose steps from the root to this execution (empty for a root). */
+  readonly path: readonly string[];
   /** Plan index of the step being run, or of the next one. */
   readonly cursor: number;
   /** 1-based attempt of the step at `cursor`. */
@@ -88,6 +94,8 @@ export interface ExecutionInput {
   readonly executionId: string;
   readonly reactor: string;
   readonly at: number;
+  readonly parentId?: string | null;
+  readonly path?: readonly string[];
 }
 
 /** Events the execution actor accepts. Every event carries the host's clock reading. */
@@ -107,6 +115,8 @@ export type ExecutionEvent =
       readonly started: boolean;
       readonly retryable: boolean;
       readonly args: unknown;
+      /** Rollback failures a composed child already reported; they join this execution's list. */
+      readonly nested?: readonly RollbackFailure[];
     }
   | { readonly type: 'xreactor.execution.resume'; readonly at: number }
   | { readonly type: 'xreactor.timer.fired'; readonly at: number; readonly index: number; readonly attempt: number }
@@ -118,6 +128,8 @@ export type ExecutionEvent =
       readonly position: number;
       readonly step: string;
       readonly failure: Omit<RollbackFailure, 'step' | 'kind'> | null;
+      /** Rollback failures of a composed child's steps, undone as this entry's undo. */
+      readonly nested?: readonly RollbackFailure[];
     }
   | { readonly type: 'xreactor.execution.abort'; readonly at: number; readonly reason: string }
   | { readonly type: 'xreactor.operator.undo'; readonly at: number };

@@ -88,6 +88,8 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
     context: ({ input }: { input: ExecutionInput | undefined }) => ({
       executionId: input?.executionId ?? '',
       reactor: input?.reactor ?? plan.reactor,
+      parentId: input?.parentId ?? null,
+      path: input?.path ?? [],
       cursor: 0,
       attempt: 1,
       undoDepth: 0,
@@ -234,6 +236,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
                         compensationFailed: false,
                       },
                       rollbackReason: 'failure' as const,
+                      rollbackFailures: [...context.rollbackFailures, ...(event.nested ?? [])],
                       rollbackEpoch: context.rollbackEpoch + 1,
                       updatedAt: event.at,
                     })),
@@ -324,10 +327,11 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
                   },
                   assign(({ context, event }) => ({
                     undoDepth: context.undoDepth - 1,
-                    rollbackFailures:
-                      event.failure === null
-                        ? context.rollbackFailures
-                        : [...context.rollbackFailures, { step: event.step, kind: 'undo', ...event.failure } satisfies RollbackFailure],
+                    rollbackFailures: [
+                      ...context.rollbackFailures,
+                      ...(event.nested ?? []),
+                      ...(event.failure === null ? [] : [{ step: event.step, kind: 'undo', ...event.failure } satisfies RollbackFailure]),
+                    ],
                     updatedAt: event.at,
                   })),
                 ],

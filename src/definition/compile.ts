@@ -1,7 +1,7 @@
 import { DefinitionError, DependencyError, DeprecatedOptionError } from '../errors/index.js';
 import type { ArgsRecord } from './sources.js';
 import { resultDependencies } from './sources.js';
-import { compileRetryOptions } from './retry.js';
+import { compileRetryOptions, NO_RETRY } from './retry.js';
 import type { AnySchema } from './step.js';
 import type { CompiledStep, Handoff, RawStep, ReactorDefinition, RunMode } from './compiled.js';
 
@@ -23,6 +23,48 @@ const REMOVED_REACTOR_OPTIONS: Readonly<Record<string, string>> = {
 };
 const INLINE_STEP_OPTIONS = new Set(['args', 'input', 'waitFor', 'run', 'compensate', 'undo', 'output', 'retries']);
 const USE_OPTIONS = new Set(['args', 'waitFor', 'retries']);
+const COMPOSE_OPTIONS = new Set(['args', 'waitFor']);
+const REMOVED_COMPOSE_OPTIONS: Readonly<Record<string, string>> = {
+  ...REMOVED_STEP_OPTIONS,
+  retries: "a composed reactor is never retried as a whole; declare retries on the child's steps",
+};
+
+function composeBody(): never {
+  throw new Error('a compose step has no body: the runtime runs its child reactor');
+}
+
+function compileCompose(raw: RawStep, order: number, reactor: string, resolveArgs: CompileInput['resolveArgs']): Omit<CompiledStep, 'index'> {
+  const where = `reactor "${reactor}" compose "${raw.name}"`;
+  checkName('step', raw.name, `reactor "${reactor}"`);
+  checkOptions(raw.config, COMPOSE_OPTIONS, REMOVED_COMPOSE_OPTIONS, where);
+  const child = raw.compose!;
+  if (child.kind !== 'reactor' || !Array.isArray(child.plan)) {
+    throw new DefinitionError(`${where}: the child must be a built reactor definition (call .build() on it)`);
+  }
+  if (child.handoff !== undefined) {
+    throw new DefinitionError(`${where}: child reactor "${child.name}" declares background; a composed child runs inline in its parent`);
+  }
+  const args = resolveArgs(raw.config['args']);
+  const waitFor: unknown = raw.config['waitFor'] ?? [];
+  if (!Array.isArray(waitFor) || !waitFor.every((w) => typeof w === 'string')) throw new DefinitionError(`${where}: waitFor must be an array of step names`);
+  return {
+    name: raw.name,
+    kind: 'compose',
+    child,
+    order,
+    args,
+    contract: undefined,
+    output: undefined,
+    run: composeBody,
+    compensate: undefined,
+    undo: undefined,
+    retry: NO_RETRY,
+    reads: resultDependencies(args),
+    waitFor: [...waitFor],
+    tracked: true,
+    definitionName: child.name,
+  };
+}
 
 interface CompileInput {
   readonly background: unknown;
@@ -71,6 +113,7 @@ function checkFunction(value: unknown, what: string, where: string, required: bo
 }
 
 function compileStep(raw: RawStep, order: number, reactor: string, resolveArgs: CompileInput['resolveArgs']): Omit<CompiledStep, 'index'> {
+  if (raw.compose !== undefined) return compileCompose(raw, order, reactor, resolveArgs);
   const where = `reactor "${reactor}" step "${raw.name}"`;
   checkName('step', raw.name, `reactor "${reactor}"`);
   const def = raw.definition;
@@ -90,6 +133,8 @@ function compileStep(raw: RawStep, order: number, reactor: string, resolveArgs: 
   if (!Array.isArray(waitFor) || !waitFor.every((w) => typeof w === 'string')) throw new DefinitionError(`${where}: waitFor must be an array of step names`);
   return {
     name: raw.name,
+    kind: 'step',
+    child: undefined,
     order,
     args,
     contract: def === undefined ? (raw.config['input'] as AnySchema | undefined) : def.input,

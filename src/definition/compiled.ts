@@ -21,11 +21,17 @@ export interface RawStep {
   readonly name: string;
   readonly definition: StepDefinition | undefined;
   readonly config: Readonly<Record<string, unknown>>;
+  /** The child reactor of a compose step. */
+  readonly compose?: AnyReactorDefinition;
 }
 
 /** A validated step. */
 export interface CompiledStep {
   readonly name: string;
+  /** `step`: a body; `compose`: a child reactor run inline, with its own undo stack. */
+  readonly kind: 'step' | 'compose';
+  /** The child reactor of a compose step. */
+  readonly child: AnyReactorDefinition | undefined;
   /** Position in definition order. */
   readonly order: number;
   /** Position in execution order (the plan). */

@@ -4,7 +4,7 @@ import type { AnySchema, SchemaInput, SchemaOutput, StepDefinition, StepHandlers
 import type { StepValue } from './outcomes.js';
 import type { RetryOptions } from './retry.js';
 import { compileDefinition } from './compile.js';
-import type { BackgroundCut, CompiledStep, RawStep, ReactorDefinition, RunMode } from './compiled.js';
+import type { AnyReactorDefinition, BackgroundCut, CompiledStep, OutputOf, RawStep, ReactorDefinition, RunMode } from './compiled.js';
 import { DefinitionError } from '../errors/index.js';
 
 interface BuilderState {
@@ -42,6 +42,14 @@ export interface InlineStepConfig<TInput, TResults, A, S, R> extends StepHandler
   /** Input contract: arguments (or all inputs) are validated and the step receives the output. */
   readonly input?: S;
   /** Ordering-only dependencies: this step runs after them without reading their results. */
+  readonly waitFor?: readonly (keyof TResults & string)[];
+}
+
+/** How a reactor composes a child reactor. */
+export interface ComposeUse<TInput, TResults, A> {
+  /** The child's input, wired like step arguments. Without `args` the child receives all of this reactor's inputs. */
+  readonly args?: (sources: SourceHelpers<TInput, TResults>) => A;
+  /** Ordering-only dependencies. */
   readonly waitFor?: readonly (keyof TResults & string)[];
 }
 
@@ -113,6 +121,22 @@ export class ReactorBuilder<TName extends string, TInput, TResults, TReturns ext
       ? { name, definition: configOrDefinition, config: (use ?? {}) as Record<string, unknown> }
       : { name, definition: undefined, config: configOrDefinition as Record<string, unknown> };
     return new ReactorBuilder<TName, TInput, unknown, TReturns, TRunInput, TMode>({ ...this.#state, steps: [...this.#state.steps, raw] });
+  }
+
+  /**
+   * Run a child reactor inline, with its own undo stack. Its result is the child's
+   * value. When the child fails it rolls itself back first; a later failure of this
+   * reactor undoes the child's completed steps at this step's position.
+   * @example
+   * .compose('payment', paymentReactor, { args: ({ input }) => ({ cents: input('cents') }) })
+   */
+  compose<const N extends string, C extends AnyReactorDefinition, A extends ArgsRecord = never>(
+    name: NewStepName<N, TResults>,
+    child: C,
+    use?: ComposeUse<TInput, TResults, A>,
+  ): ReactorBuilder<TName, TInput, WithStep<TResults, N, OutputOf<C>>, TReturns, TRunInput, TMode> {
+    const raw: RawStep = { name, definition: undefined, config: (use ?? {}) as Record<string, unknown>, compose: child };
+    return new ReactorBuilder<TName, TInput, WithStep<TResults, N, OutputOf<C>>, TReturns, TRunInput, TMode>({ ...this.#state, steps: [...this.#state.steps, raw] });
   }
 
   /** The step whose result is the run's value. Without it the value is the record of every step's result. */

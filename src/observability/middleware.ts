@@ -4,11 +4,15 @@ import type { Logger } from 'pino';
 export interface HookBase {
   readonly reactor: string;
   readonly executionId: string;
+  /** Compose steps from the root to this execution (empty for a root execution). */
+  readonly path: readonly string[];
 }
 
 /** Events of a step's body and rollback handlers. */
 export interface StepHook extends HookBase {
   readonly step: string;
+  /** `compose` for a compose step (its child's own steps report their own events). */
+  readonly kind: 'step' | 'compose';
   readonly attempt: number;
   readonly args: unknown;
 }

@@ -93,9 +93,11 @@ export function createEngine(options: EngineOptions): Engine {
           steps: definition.plan.map((s) => ({ name: s.name, retry: s.retry, tracked: s.tracked })),
           handoffIndex: definition.handoff?.index ?? null,
         });
-        host = new ExecutionHost(definition, machine, { store, clock, hooks, logger, queue });
+        host = new ExecutionHost(definition, machine, { store, clock, hooks, logger, queue, hostFor: (child) => engine.register(child) });
         hosts.set(definition, host);
         reactors.set(definition.name, definition);
+        // Composed children are addressable by id too (find, the dashboard).
+        for (const step of definition.steps) if (step.child !== undefined) engine.register(step.child);
       }
       return host;
     },

@@ -15,6 +15,8 @@ import type { Clock } from '../internal/clock.js';
 import type { Attempt, StepScope } from './step-performer.js';
 import { performRollbackHandler, performStep, stepContext } from './step-performer.js';
 import { buildResult } from './results.js';
+import type { ComposeDeps } from './compose.js';
+import { runCompose, undoCompose } from './compose.js';
 
 type Snapshot = ReturnType<typeof initialTransition<ExecutionMachine>>[0];
 
@@ -26,6 +28,8 @@ export interface HostDeps {
   readonly logger: Logger;
   /** Where hand-offs and worker-side timers go; required for background reactors. */
   readonly queue: Queue | undefined;
+  /** The host of another reactor (a composed child's). */
+  readonly hostFor: (definition: AnyReactorDefinition) => ExecutionHost;
 }
 
 /**
@@ -92,18 +96,30 @@ export class ExecutionHost {
   readonly #deps: HostDeps;
   readonly #byName: ReadonlyMap<string, CompiledStep>;
 
+  readonly #composeDeps: ComposeDeps;
+
   constructor(definition: AnyReactorDefinition, machine: ExecutionMachine, deps: HostDeps) {
     this.#definition = definition;
     this.#machine = machine;
     this.#deps = deps;
+    this.#composeDeps = { store: deps.store, clock: deps.clock, hostFor: deps.hostFor };
     this.#byName = new Map(definition.steps.map((s) => [s.name, s]));
   }
 
-  /** Create the execution actor, validate its input and drive it until it settles or the signal fires. */
-  async start(id: string, rawInput: unknown, signal: AbortSignal): Promise<HeldExecution> {
+  /**
+   * Create the execution actor, validate its input and drive it until it settles
+   * or the signal fires. A composed child names its parent and path in `lineage`.
+   */
+  async start(
+    id: string,
+    rawInput: unknown,
+    signal: AbortSignal,
+    lineage: { readonly parentId: string | null; readonly path: readonly string[] } = { parentId: null, path: [] },
+    place: Place = 'caller',
+  ): Promise<HeldExecution> {
     const { store, clock } = this.#deps;
     const reactor = this.#definition.name;
-    const [snapshot, actions] = initialTransition(this.#machine, { executionId: id, reactor, at: clock.now() });
+    const [snapshot, actions] = initialTransition(this.#machine, { executionId: id, reactor, at: clock.now(), ...lineage });
     let event: ExecutionEvent;
     let inputs: unknown = rawInput;
     if (this.#definition.input === undefined) {
@@ -119,7 +135,8 @@ export class ExecutionHost {
       }
     }
     const { writes, effects } = partition(actions);
-    await store.markActive(id, true);
+    // Only roots are recovered by the sweeper: a composed child is advanced by its parent.
+    if (lineage.parentId === null) await store.markActive(id, true);
     const revision = await store.create({
       id,
       reactor,
@@ -127,8 +144,8 @@ export class ExecutionHost {
       commit: { snapshot: persist(snapshot), status: statusOf(snapshot.value), writes, outbox: effects },
     });
     const held: HeldExecution = { id, snapshot, revision, inputs, outbox: [] };
-    if (event.type === 'xreactor.input.accepted') this.#deps.hooks.emit('reactorStart', { reactor, executionId: id, input: inputs });
-    await this.drive(held, event, signal);
+    if (event.type === 'xreactor.input.accepted') this.#deps.hooks.emit('reactorStart', { ...this.#base(held), input: inputs });
+    await this.drive(held, event, signal, place);
     return held;
   }
 
@@ -165,21 +182,21 @@ export class ExecutionHost {
       held.revision = await this.#deps.store.commit(held.id, held.revision, commit);
       held.snapshot = next;
       await this.#afterCommit(held, event, effects);
-      event = await this.#performAll(held, effects, signal);
+      event = await this.#performAll(held, effects, signal, place);
     }
     return accepted;
   }
 
   /** Perform the committed outbox again (recovery after a crash or a lost job), then keep driving. */
   async resume(held: HeldExecution, outbox: readonly OutboxEffect[], signal: AbortSignal, place: Place): Promise<void> {
-    const event = await this.#performAll(held, outbox as readonly ExecutionEffect[], signal);
+    const event = await this.#performAll(held, outbox as readonly ExecutionEffect[], signal, place);
     if (event !== undefined) await this.drive(held, event, signal, place);
   }
 
-  async #performAll(held: HeldExecution, effects: readonly ExecutionEffect[], signal: AbortSignal): Promise<ExecutionEvent | undefined> {
+  async #performAll(held: HeldExecution, effects: readonly ExecutionEffect[], signal: AbortSignal, place: Place): Promise<ExecutionEvent | undefined> {
     let event: ExecutionEvent | undefined;
     for (const effect of effects) {
-      const produced = await this.#perform(held, effect, signal);
+      const produced = await this.#perform(held, effect, signal, place);
       if (produced !== undefined) event = produced;
     }
     return event;
@@ -188,8 +205,18 @@ export class ExecutionHost {
   async #enqueue(held: HeldExecution, id: string, event: ExecutionEvent, delayMs?: number): Promise<void> {
     const queue = this.#deps.queue;
     if (queue === undefined) throw new QueueRequiredError(this.#definition.name);
-    this.#deps.hooks.emit('beforeEnqueue', { reactor: this.#definition.name, executionId: held.id, job: id });
+    this.#deps.hooks.emit('beforeEnqueue', { ...this.#base(held), job: id });
     await queue.enqueue([{ id, kind: 'advance', executionId: held.id, reactor: this.#definition.name, event, ...(delayMs === undefined ? {} : { delayMs }) }]);
+  }
+
+  /** Fields every hook event of this execution carries. */
+  #base(held: HeldExecution) {
+    return { reactor: this.#definition.name, executionId: held.id, path: held.snapshot.context.path };
+  }
+
+  /** Fields of a step's hook events. */
+  #hook(held: HeldExecution, step: string) {
+    return { ...this.#base(held), step, kind: this.#byName.get(step)?.kind ?? ('step' as const) };
   }
 
   #scope(held: HeldExecution, signal: AbortSignal): StepScope {
@@ -217,7 +244,7 @@ export class ExecutionHost {
     }
   }
 
-  async #perform(held: HeldExecution, effect: ExecutionEffect, signal: AbortSignal): Promise<ExecutionEvent | undefined> {
+  async #perform(held: HeldExecution, effect: ExecutionEffect, signal: AbortSignal, place: Place): Promise<ExecutionEvent | undefined> {
     const { hooks, clock, store } = this.#deps;
     const reactor = this.#definition.name;
     const executionId = held.id;
@@ -231,10 +258,12 @@ export class ExecutionHost {
         const progress: Attempt = {
           args: undefined,
           started: false,
-          onStart: (args) => hooks.emit('stepStart', { reactor, executionId, step: step.name, attempt, args }),
+          onStart: (args) => hooks.emit('stepStart', { ...this.#hook(held, step.name), attempt, args }),
         };
-        const out = await this.#unlessAborted(signal, () => performStep(step, attempt, scope, loadResults, () => clock.now(), progress));
-        const event = settle(out);
+        const event =
+          step.kind === 'compose'
+            ? await runCompose(this.#composeDeps, held, step, attempt, signal, place, loadResults, progress.onStart!)
+            : settle(await this.#unlessAborted(signal, () => performStep(step, attempt, scope, loadResults, () => clock.now(), progress)));
         this.#emitStepOutcome(held, step, event);
         return event;
       }
@@ -244,7 +273,7 @@ export class ExecutionHost {
       }
       case 'xreactor.effect.wait': {
         const { step, attempt, delayMs, error } = effect.params;
-        hooks.emit('retryAttempt', { reactor, executionId, step, attempt, args: undefined, error: deserializeError(error), delayMs, nextAttempt: attempt + 1 });
+        hooks.emit('retryAttempt', { ...this.#hook(held, step), attempt, args: undefined, error: deserializeError(error), delayMs, nextAttempt: attempt + 1 });
         if (held.snapshot.context.handedOff) {
           // In a worker, a retry backoff is a delayed job: the worker is free in between.
           const fired: ExecutionEvent = { type: 'xreactor.timer.fired', at: clock.now(), index: effect.params.index, attempt };
@@ -262,15 +291,15 @@ export class ExecutionHost {
         const step = this.#byName.get(name)!;
         const handler = step.compensate;
         const cause = deserializeError(error);
-        hooks.emit('compensateStart', { reactor, executionId, step: name, attempt: 1, args, error: cause });
+        hooks.emit('compensateStart', { ...this.#hook(held, name), attempt: 1, args, error: cause });
         const out = await this.#unlessAborted(signal, async () => {
           const failure = await performRollbackHandler(handler && (() => handler(cause, args, stepContext(scope, name, 1))), name, reactor);
           return { type: 'xreactor.compensate.finished', at: clock.now(), epoch, failure } satisfies ExecutionEvent;
         });
         const event = settle(out);
         if (event.type === 'xreactor.compensate.finished') {
-          if (event.failure === null) hooks.emit('compensateComplete', { reactor, executionId, step: name, attempt: 1, args });
-          else hooks.emit('compensateFail', { reactor, executionId, step: name, attempt: 1, args, error: deserializeError(event.failure.error) });
+          if (event.failure === null) hooks.emit('compensateComplete', { ...this.#hook(held, name), attempt: 1, args });
+          else hooks.emit('compensateFail', { ...this.#hook(held, name), attempt: 1, args, error: deserializeError(event.failure.error) });
         }
         return event;
       }
@@ -279,16 +308,22 @@ export class ExecutionHost {
         const entry = await store.readUndoEntry(executionId, position);
         if (entry === undefined) throw new DeserializationError(`execution ${executionId}: undo-stack entry ${position} is missing from the store`);
         const step = this.#byName.get(entry.step);
+        if (step?.kind === 'compose') {
+          hooks.emit('undoStart', { ...this.#hook(held, entry.step), attempt: 1, args: entry.args, result: entry.result });
+          const composed = await undoCompose(this.#composeDeps, held, step, entry, position, epoch, signal, place);
+          if (composed.type === 'xreactor.undo.finished') hooks.emit('undoComplete', { ...this.#hook(held, entry.step), attempt: 1, args: entry.args });
+          return composed;
+        }
         const handler = step?.undo;
-        hooks.emit('undoStart', { reactor, executionId, step: entry.step, attempt: 1, args: entry.args, result: entry.result });
+        hooks.emit('undoStart', { ...this.#hook(held, entry.step), attempt: 1, args: entry.args, result: entry.result });
         const out = await this.#unlessAborted(signal, async () => {
           const failure = await performRollbackHandler(handler && (() => handler(entry.result, entry.args, stepContext(scope, entry.step, 1))), entry.step, reactor);
           return { type: 'xreactor.undo.finished', at: clock.now(), epoch, position, step: entry.step, failure } satisfies ExecutionEvent;
         });
         const event = settle(out);
         if (event.type === 'xreactor.undo.finished') {
-          if (event.failure === null) hooks.emit('undoComplete', { reactor, executionId, step: entry.step, attempt: 1, args: entry.args });
-          else hooks.emit('undoFail', { reactor, executionId, step: entry.step, attempt: 1, args: entry.args, error: deserializeError(event.failure.error) });
+          if (event.failure === null) hooks.emit('undoComplete', { ...this.#hook(held, entry.step), attempt: 1, args: entry.args });
+          else hooks.emit('undoFail', { ...this.#hook(held, entry.step), attempt: 1, args: entry.args, error: deserializeError(event.failure.error) });
         }
         return event;
       }
@@ -301,7 +336,7 @@ export class ExecutionHost {
 
   #emitStepOutcome(held: HeldExecution, step: CompiledStep, event: ExecutionEvent): void {
     const { hooks } = this.#deps;
-    const base = { reactor: this.#definition.name, executionId: held.id, step: step.name };
+    const base = this.#hook(held, step.name);
     switch (event.type) {
       case 'xreactor.step.succeeded':
         hooks.emit('stepComplete', { ...base, attempt: event.attempt, args: event.args, outcome: 'succeeded', result: event.result });
@@ -320,18 +355,17 @@ export class ExecutionHost {
   /** Hooks that depend on where a transition led: a step's final failure, and the run's end. */
   async #afterCommit(held: HeldExecution, event: ExecutionEvent, effects: readonly ExecutionEffect[]): Promise<void> {
     const { hooks } = this.#deps;
-    const reactor = this.#definition.name;
-    const executionId = held.id;
     if (event.type === 'xreactor.step.failed' && statusOf(held.snapshot.value) !== 'running' && hooks.has('stepFail')) {
       const step = this.#definition.plan[event.index]!.name;
-      hooks.emit('stepFail', { reactor, executionId, step, attempt: event.attempt, args: event.args, error: deserializeError(event.error) });
+      hooks.emit('stepFail', { ...this.#hook(held, step), attempt: event.attempt, args: event.args, error: deserializeError(event.error) });
     }
     const finished = effects.find((e) => e.type === 'xreactor.effect.finished');
     if (finished === undefined || !(hooks.has('reactorComplete') || hooks.has('reactorFail'))) return;
     const status = finished.params.status;
     const result = await buildResult(this.#definition, status, held.snapshot.context, this.#deps.store);
-    if (result?.status === 'failed') hooks.emit('reactorFail', { reactor, executionId, error: result.error });
-    else if (result?.status === 'completed') hooks.emit('reactorComplete', { reactor, executionId, status: 'completed', value: result.value });
-    else if (result?.status === 'halted') hooks.emit('reactorComplete', { reactor, executionId, status: 'halted', value: result.reason });
+    const base = this.#base(held);
+    if (result?.status === 'failed') hooks.emit('reactorFail', { ...base, error: result.error });
+    else if (result?.status === 'completed') hooks.emit('reactorComplete', { ...base, status: 'completed', value: result.value });
+    else if (result?.status === 'halted') hooks.emit('reactorComplete', { ...base, status: 'halted', value: result.reason });
   }
 }

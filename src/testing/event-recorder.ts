@@ -1,4 +1,7 @@
-import type { Middleware } from '../observability/middleware.js';
+import type { Middleware, StepHook } from '../observability/middleware.js';
+
+/** A step's name with the compose steps leading to it: `payment.charge`. */
+const name = (e: Pick<StepHook, 'path' | 'step'>) => [...e.path, e.step].join('.');
 
 /** A middleware that records what happened as `kind:step` strings, in order. */
 export interface EventRecorder {
@@ -12,7 +15,9 @@ export interface EventRecorder {
 /**
  * Record the seeds' event vocabulary from middleware hooks: `run:<step>` when a
  * body starts, `retry:<step>#<attempt>` when a failed attempt will be retried,
- * `compensate:<step>`, `undo:<step>` when those handlers start.
+ * `compensate:<step>`, `undo:<step>` when those handlers start. Steps of a
+ * composed child are named by path (`run:payment.charge`); compose steps
+ * themselves are containers and record nothing.
  */
 export function recordEvents(): EventRecorder {
   const events: string[] = [];
@@ -20,10 +25,10 @@ export function recordEvents(): EventRecorder {
     events,
     clear: () => void events.splice(0),
     middleware: {
-      stepStart: (e) => void events.push(`run:${e.step}`),
-      retryAttempt: (e) => void events.push(`retry:${e.step}#${e.attempt}`),
-      compensateStart: (e) => void events.push(`compensate:${e.step}`),
-      undoStart: (e) => void events.push(`undo:${e.step}`),
+      stepStart: (e) => void (e.kind === 'step' && events.push(`run:${name(e)}`)),
+      retryAttempt: (e) => void events.push(`retry:${name(e)}#${e.attempt}`),
+      compensateStart: (e) => void (e.kind === 'step' && events.push(`compensate:${name(e)}`)),
+      undoStart: (e) => void (e.kind === 'step' && events.push(`undo:${name(e)}`)),
     },
   };
 }

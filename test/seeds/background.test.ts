@@ -158,6 +158,25 @@ describe('seed 3.5 background', () => {
     await worker.close();
   });
 
+  it('S-compose-06: background all: a, compose(c1, c2), b fails in the worker: same order as inline', async () => {
+    const h = harness();
+    const rec = (label: string) => ({ run: () => (h.record(`run:${label}`), label), undo: () => h.record(`undo:${label}`) });
+    const kid = defineReactor({ name: 'bg-compose-child' }).step('c1', rec('child.c1')).step('c2', { waitFor: ['c1'], ...rec('child.c2') }).build();
+    const reactor = defineReactor({ name: 'bg-compose' })
+      .step('a', rec('a'))
+      .compose('child', kid, { waitFor: ['a'] })
+      .step('b', { waitFor: ['child'], run: () => (h.record('run:b'), fail(new Error('b failed'))), compensate: () => h.record('compensate:b') })
+      .background({ all: true })
+      .build();
+    const worker = startWorker(h, [reactor]);
+    const { executionId } = await h.runtime.run(reactor, {});
+    expect(h.events).toEqual([]);
+    await h.queue.drain();
+    expect(h.events).toEqual(['run:a', 'run:child.c1', 'run:child.c2', 'run:b', 'compensate:b', 'undo:child.c2', 'undo:child.c1', 'undo:a']);
+    expect(await h.runtime.awaitResult(executionId, { timeoutMs: 1_000 })).toMatchObject({ status: 'failed', step: 'b' });
+    await worker.close();
+  });
+
   it('S-edge-02: a worker dies inside b; the redelivered job re-runs b only, then c', async () => {
     const h = harness();
     let firstB = true;
