@@ -49,7 +49,7 @@ beforeAll(async () => {
   runtime = createRuntime({
     store: createRedisStore({ redis }),
     queue: createBullmqQueue({ connection: redis }),
-    reactors: [fixtures.backgroundAll, fixtures.inlineSlow],
+    reactors: [fixtures.backgroundAll, fixtures.inlineSlow, fixtures.backgroundCompose],
     logger: pino({ level: 'silent' }),
   });
 });
@@ -91,6 +91,19 @@ describe('recovery across processes', () => {
     expect(await runtime.awaitResult(id, { timeoutMs: 30_000 })).toMatchObject({ status: 'completed', value: { a: 'A', b: 'B', c: 'C' } });
     expect(await events(id)).toEqual(['run:a', 'run:b', 'run:b', 'run:c']);
   }, 60_000);
+
+  it('a worker killed inside a composed child step resumes without re-running completed child steps', async () => {
+    const first = await spawnWorker(['--sweep-interval-ms', '0']);
+    const { executionId } = await runtime.run(fixtures.backgroundCompose, { slowMs: 1_500 });
+    const childId = `${executionId}.child`;
+    await expect.poll(() => events(childId), { timeout: 20_000, interval: 20 }).toEqual(['run:c1', 'run:c2']);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    await spawnWorker(['--sweep-interval-ms', '0']);
+    expect(await runtime.awaitResult(executionId, { timeoutMs: 30_000 })).toMatchObject({ status: 'completed', value: { a: 'A', child: { c1: 'C1', c2: 'C2' }, b: 'B' } });
+    expect(await events(executionId)).toEqual(['run:a', 'run:b']);
+    expect(await events(childId)).toEqual(['run:c1', 'run:c2', 'run:c2']);
+  });
 
   it('unreadable stored data fails that execution with a clear error; the worker keeps running', async () => {
     const worker = workers.size > 0 ? [...workers][0]! : await spawnWorker();
