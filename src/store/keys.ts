@@ -54,6 +54,8 @@ export interface KeyBuilder {
   executionKeys(id: string, root?: string): ExecutionKeys;
   /** ZSET (global slot): executions that may need recovery, scored by the time first marked. */
   readonly active: string;
+  /** STRING: a first-writer-wins claim or a counter (`claim` / `increment`), under the caller's key. */
+  claim(key: string): string;
 }
 
 /**
@@ -70,6 +72,7 @@ export function createKeyBuilder(prefix: string = DEFAULT_KEY_PREFIX): KeyBuilde
   return {
     prefix,
     active: `${prefix}:active`,
+    claim: (key) => `${prefix}:claim:${key}`,
     executionKeys(id, root = id) {
       if (id === '' || root === '') {
         // An empty hash tag `{}` hashes the whole key: the keys of one execution would land in different slots.

@@ -44,6 +44,15 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
   const leases = new Map<string, { owner: string; expiresAt: number }>();
   const active = new Set<string>();
   const waiters = new Map<string, Set<() => void>>();
+  const claims = new Map<string, { value: string; expiresAt: number }>();
+  const liveClaim = (key: string) => {
+    const claimed = claims.get(key);
+    if (claimed !== undefined && claimed.expiresAt <= clock.now()) {
+      claims.delete(key);
+      return undefined;
+    }
+    return claimed;
+  };
   const liveLease = (id: string) => {
     const lease = leases.get(id);
     if (lease !== undefined && lease.expiresAt <= clock.now()) {
@@ -167,6 +176,20 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
           () => done(false),
         );
       });
+    },
+    async claim(key, value, ttlMs) {
+      const held = liveClaim(key);
+      if (held !== undefined) return held.value;
+      claims.set(key, { value, expiresAt: clock.now() + ttlMs });
+      return value;
+    },
+    async readClaim(key) {
+      return liveClaim(key)?.value;
+    },
+    async increment(key, ttlMs) {
+      const count = Number(liveClaim(key)?.value ?? 0) + 1;
+      claims.set(key, { value: String(count), expiresAt: clock.now() + ttlMs });
+      return count;
     },
     async close() {
       waiters.clear();

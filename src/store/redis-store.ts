@@ -200,6 +200,18 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     waitSettled(id, timeoutMs, signal) {
       return settled.wait(keys.executionKeys(id).settled, timeoutMs, signal);
     },
+    async claim(key, value, ttlMs) {
+      // SET NX GET (Redis >= 7.0): the previous value when another writer was first, else nil.
+      const previous = (await redis.set(keys.claim(key), value, 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX', 'GET')) as string | null;
+      return previous ?? value;
+    },
+    async readClaim(key) {
+      return (await redis.get(keys.claim(key))) ?? undefined;
+    },
+    async increment(key, ttlMs) {
+      const replies = await redis.multi().incr(keys.claim(key)).pexpire(keys.claim(key), Math.max(1, Math.ceil(ttlMs))).exec();
+      return Number(replies?.[0]?.[1]);
+    },
     async close() {
       await settled.close();
     },

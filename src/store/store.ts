@@ -103,6 +103,17 @@ export interface Store {
    */
   waitSettled(id: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean>;
 
+  /**
+   * Set `key` to `value` unless it holds a value already; returns the value it
+   * holds afterwards (the first writer's). Expires after `ttlMs`. Used for
+   * first-writer-wins claims (an interrupt's resume, a correlation id).
+   */
+  claim(key: string, value: string, ttlMs: number): Promise<string>;
+  /** The value a claimed key holds, or undefined. */
+  readClaim(key: string): Promise<string | undefined>;
+  /** Add one to a counter that expires after `ttlMs`; returns the new count. */
+  increment(key: string, ttlMs: number): Promise<number>;
+
   /** Release connections. */
   close(): Promise<void>;
 }

@@ -318,5 +318,31 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         expect(await waiting).toBe(true);
       });
     });
+
+    describe('claims and counters', () => {
+      it('the first writer of a claim wins; later writers read its value', async () => {
+        const store = await fresh();
+        expect(await store.readClaim('interrupt:e1:approval')).toBeUndefined();
+        expect(await store.claim('interrupt:e1:approval', 'first', 60_000)).toBe('first');
+        expect(await store.claim('interrupt:e1:approval', 'second', 60_000)).toBe('first');
+        expect(await store.readClaim('interrupt:e1:approval')).toBe('first');
+        const racing = await Promise.all(['a', 'b', 'c', 'd'].map((v) => store.claim('race', v, 60_000)));
+        expect(new Set(racing).size).toBe(1);
+      });
+
+      it('a claim expires after its ttl', async () => {
+        const store = await fresh();
+        await store.claim('short', 'v', 30);
+        await expect.poll(() => store.readClaim('short'), { timeout: 5_000, interval: 10 }).toBeUndefined();
+        expect(await store.claim('short', 'w', 60_000)).toBe('w');
+      });
+
+      it('counters count from 1', async () => {
+        const store = await fresh();
+        expect(await store.increment('attempts:e1:approval', 60_000)).toBe(1);
+        expect(await store.increment('attempts:e1:approval', 60_000)).toBe(2);
+        expect(await Promise.all([1, 2, 3].map(() => store.increment('attempts:e1:other', 60_000)))).toEqual(expect.arrayContaining([1, 2, 3]));
+      });
+    });
   });
 }
