@@ -33,6 +33,70 @@ function composeBody(): never {
   throw new Error('a compose step has no body: the runtime runs its child reactor');
 }
 
+const INTERRUPT_OPTIONS = new Set(['payload', 'maxAttempts', 'correlationId', 'timeout', 'waitFor']);
+const REMOVED_INTERRUPT_OPTIONS: Readonly<Record<string, string>> = {
+  ...REMOVED_STEP_OPTIONS,
+  validate: 'use payload: <schema>',
+};
+
+function interruptBody(): never {
+  throw new Error('an interrupt has no body: the run pauses there until it is continued');
+}
+
+function compileInterrupt(raw: RawStep, order: number, reactor: string, resolveArgs: CompileInput['resolveArgs']): Omit<CompiledStep, 'index'> {
+  const where = `reactor "${reactor}" interrupt "${raw.name}"`;
+  checkName('step', raw.name, `reactor "${reactor}"`);
+  for (const key of ['input', 'args', 'run', 'retries']) {
+    if (raw.config[key] !== undefined) {
+      throw new DefinitionError(`${where}: an interrupt takes no ${key}; its result is the resume payload (declare payload: <schema>), and it waits for steps with waitFor`);
+    }
+  }
+  checkOptions(raw.config, INTERRUPT_OPTIONS, REMOVED_INTERRUPT_OPTIONS, where);
+  const maxAttempts = raw.config['maxAttempts'] ?? 1;
+  if (!Number.isInteger(maxAttempts) || (maxAttempts as number) < 1) {
+    throw new DefinitionError(`${where}: maxAttempts must be a positive integer, got ${JSON.stringify(maxAttempts)}`);
+  }
+  const timeout = raw.config['timeout'] as { ms?: unknown; strategy?: unknown } | undefined;
+  if (timeout !== undefined) {
+    if (typeof timeout.ms !== 'number' || !Number.isFinite(timeout.ms) || timeout.ms <= 0) {
+      throw new DefinitionError(`${where}: timeout.ms must be a positive number of milliseconds, got ${JSON.stringify(timeout.ms)}`);
+    }
+    if (timeout.strategy !== undefined && timeout.strategy !== 'lazy' && timeout.strategy !== 'active') {
+      throw new DefinitionError(`${where}: timeout.strategy must be "lazy" or "active", got ${JSON.stringify(timeout.strategy)}`);
+    }
+  }
+  const correlation = raw.config['correlationId'];
+  if (correlation !== undefined && typeof correlation !== 'function') {
+    throw new DefinitionError(`${where}: correlationId must be a function of the sources, e.g. ({ input }) => input('orderId')`);
+  }
+  const correlationId = correlation === undefined ? undefined : resolveArgs((h: unknown) => ({ id: (correlation as (h: unknown) => unknown)(h) }));
+  const waitFor: unknown = raw.config['waitFor'] ?? [];
+  if (!Array.isArray(waitFor) || !waitFor.every((w) => typeof w === 'string')) throw new DefinitionError(`${where}: waitFor must be an array of step names`);
+  return {
+    name: raw.name,
+    kind: 'interrupt',
+    child: undefined,
+    interrupt: {
+      payload: raw.config['payload'] as AnySchema | undefined,
+      maxAttempts: maxAttempts as number,
+      correlationId,
+      timeout: timeout === undefined ? undefined : { ms: timeout.ms as number, strategy: (timeout.strategy as 'lazy' | 'active' | undefined) ?? 'lazy' },
+    },
+    order,
+    args: undefined,
+    contract: undefined,
+    output: undefined,
+    run: interruptBody,
+    compensate: undefined,
+    undo: undefined,
+    retry: NO_RETRY,
+    reads: resultDependencies(correlationId),
+    waitFor: [...waitFor],
+    tracked: false,
+    definitionName: undefined,
+  };
+}
+
 function compileCompose(raw: RawStep, order: number, reactor: string, resolveArgs: CompileInput['resolveArgs']): Omit<CompiledStep, 'index'> {
   const where = `reactor "${reactor}" compose "${raw.name}"`;
   checkName('step', raw.name, `reactor "${reactor}"`);
@@ -114,6 +178,7 @@ function checkFunction(value: unknown, what: string, where: string, required: bo
 
 function compileStep(raw: RawStep, order: number, reactor: string, resolveArgs: CompileInput['resolveArgs']): Omit<CompiledStep, 'index'> {
   if (raw.compose !== undefined) return compileCompose(raw, order, reactor, resolveArgs);
+  if (raw.interrupt === true) return compileInterrupt(raw, order, reactor, resolveArgs);
   const where = `reactor "${reactor}" step "${raw.name}"`;
   checkName('step', raw.name, `reactor "${reactor}"`);
   const def = raw.definition;

@@ -23,13 +23,35 @@ export interface RawStep {
   readonly config: Readonly<Record<string, unknown>>;
   /** The child reactor of a compose step. */
   readonly compose?: AnyReactorDefinition;
+  /** An interrupt step (its options are the config). */
+  readonly interrupt?: true;
+}
+
+/** How long an interrupt may stay paused, and how that is enforced. */
+export interface InterruptTimeout {
+  readonly ms: number;
+  /** `lazy`: checked when a resume arrives; `active`: a delayed job fails the run when it elapses. */
+  readonly strategy: 'lazy' | 'active';
+}
+
+/** A validated interrupt. */
+export interface CompiledInterrupt {
+  /** Validates the resume payload in the caller; its output is the interrupt's result. */
+  readonly payload: AnySchema | undefined;
+  /** Invalid payloads accepted before the run is undone and failed. */
+  readonly maxAttempts: number;
+  /** Where the correlation id comes from, if the interrupt has one. */
+  readonly correlationId: ArgsRecord | undefined;
+  readonly timeout: InterruptTimeout | undefined;
 }
 
 /** A validated step. */
 export interface CompiledStep {
   readonly name: string;
-  /** `step`: a body; `compose`: a child reactor run inline, with its own undo stack. */
-  readonly kind: 'step' | 'compose';
+  /** `step`: a body; `compose`: a child reactor run inline, with its own undo stack; `interrupt`: a pause until continued. */
+  readonly kind: 'step' | 'compose' | 'interrupt';
+  /** The settings of an interrupt step. */
+  readonly interrupt?: CompiledInterrupt;
   /** The child reactor of a compose step. */
   readonly child: AnyReactorDefinition | undefined;
   /** Position in definition order. */
@@ -74,8 +96,11 @@ export interface ReactorDefinition<TName extends string = string, TInput = any, 
   readonly __types?: { readonly input: TInput; readonly results: TResults; readonly output: TOutput; readonly mode: TMode };
 }
 
-/** Whether `run` finishes the run in the caller (`inline`) or hands it to a worker (`background`). */
-export type RunMode = 'inline' | 'background';
+/**
+ * How `run` can end besides an outcome, as a union of flags: `inline` (always an
+ * outcome), `background` (may return `dispatched`), `pause` (may return `paused`).
+ */
+export type RunMode = 'inline' | 'background' | 'pause';
 
 /** Any reactor definition. */
 export type AnyReactorDefinition = ReactorDefinition<string, any, any, any, RunMode>;

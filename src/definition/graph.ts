@@ -3,7 +3,9 @@ import type { AnyReactorDefinition } from './compiled.js';
 /** One step of a reactor's graph, as plain data. */
 export interface StepGraphNode {
   readonly name: string;
-  readonly type: 'step';
+  readonly type: 'step' | 'compose' | 'interrupt';
+  /** The child reactor of a compose step, or null. */
+  readonly child: string | null;
   /** Steps whose results it reads. */
   readonly reads: readonly string[];
   /** Ordering-only dependencies. */
@@ -37,7 +39,8 @@ export function toGraph(definition: AnyReactorDefinition): ReactorGraph {
     plan: definition.plan.map((s) => s.name),
     steps: definition.steps.map((s) => ({
       name: s.name,
-      type: 'step',
+      type: s.kind,
+      child: s.child?.name ?? null,
       reads: [...s.reads],
       waitFor: [...s.waitFor],
       planIndex: s.index,

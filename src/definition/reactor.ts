@@ -1,10 +1,10 @@
-import type { ArgsOf, ArgsRecord, SourceHelpers } from './sources.js';
+import type { ArgsOf, ArgsRecord, ArgumentSource, SourceHelpers } from './sources.js';
 import { sourceHelpers } from './sources.js';
 import type { AnySchema, SchemaInput, SchemaOutput, StepDefinition, StepHandlers } from './step.js';
 import type { StepValue } from './outcomes.js';
 import type { RetryOptions } from './retry.js';
 import { compileDefinition } from './compile.js';
-import type { AnyReactorDefinition, BackgroundCut, CompiledStep, OutputOf, RawStep, ReactorDefinition, RunMode } from './compiled.js';
+import type { AnyReactorDefinition, BackgroundCut, CompiledStep, ModeOf, OutputOf, RawStep, ReactorDefinition, RunMode } from './compiled.js';
 import { DefinitionError } from '../errors/index.js';
 
 interface BuilderState {
@@ -42,6 +42,23 @@ export interface InlineStepConfig<TInput, TResults, A, S, R> extends StepHandler
   /** Input contract: arguments (or all inputs) are validated and the step receives the output. */
   readonly input?: S;
   /** Ordering-only dependencies: this step runs after them without reading their results. */
+  readonly waitFor?: readonly (keyof TResults & string)[];
+}
+
+/** Options of an interrupt. */
+export interface InterruptOptions<TInput, TResults, S> {
+  /** Validates the resume payload (in the caller); the interrupt's result is its output. */
+  readonly payload?: S;
+  /**
+   * Invalid payloads accepted before the run is undone and marked failed.
+   * @defaultValue 1
+   */
+  readonly maxAttempts?: number;
+  /** A correlation id other systems can continue the run by (`continueByCorrelationId`). */
+  readonly correlationId?: (sources: SourceHelpers<TInput, TResults>) => ArgumentSource<string>;
+  /** How long the pause may last. `lazy` (default) is checked when a resume arrives; `active` fails the run when it elapses. */
+  readonly timeout?: { readonly ms: number; readonly strategy?: 'lazy' | 'active' };
+  /** Ordering-only dependencies: the run pauses here once they completed. */
   readonly waitFor?: readonly (keyof TResults & string)[];
 }
 
@@ -134,9 +151,23 @@ export class ReactorBuilder<TName extends string, TInput, TResults, TReturns ext
     name: NewStepName<N, TResults>,
     child: C,
     use?: ComposeUse<TInput, TResults, A>,
-  ): ReactorBuilder<TName, TInput, WithStep<TResults, N, OutputOf<C>>, TReturns, TRunInput, TMode> {
+  ): ReactorBuilder<TName, TInput, WithStep<TResults, N, OutputOf<C>>, TReturns, TRunInput, 'pause' extends ModeOf<C> ? Exclude<TMode, 'inline'> | 'pause' : TMode> {
     const raw: RawStep = { name, definition: undefined, config: (use ?? {}) as Record<string, unknown>, compose: child };
-    return new ReactorBuilder<TName, TInput, WithStep<TResults, N, OutputOf<C>>, TReturns, TRunInput, TMode>({ ...this.#state, steps: [...this.#state.steps, raw] });
+    return new ReactorBuilder({ ...this.#state, steps: [...this.#state.steps, raw] });
+  }
+
+  /**
+   * Pause the run here until an operator or another system continues it with a
+   * payload (validated in the caller); the payload is this step's result.
+   * @example
+   * .interrupt('approval', { waitFor: ['quote'], payload: z.object({ approved: z.boolean() }), timeout: { ms: 86_400_000 } })
+   */
+  interrupt<const N extends string, S extends AnySchema = never>(
+    name: NewStepName<N, TResults>,
+    options: InterruptOptions<TInput, TResults, S> = {},
+  ): ReactorBuilder<TName, TInput, WithStep<TResults, N, [S] extends [never] ? unknown : SchemaOutput<S>>, TReturns, TRunInput, Exclude<TMode, 'inline'> | 'pause'> {
+    const raw: RawStep = { name, definition: undefined, config: options as Record<string, unknown>, interrupt: true };
+    return new ReactorBuilder({ ...this.#state, steps: [...this.#state.steps, raw] });
   }
 
   /** The step whose result is the run's value. Without it the value is the record of every step's result. */
@@ -151,7 +182,7 @@ export class ReactorBuilder<TName extends string, TInput, TResults, TReturns ext
    * @example
    * .background({ after: 'reserve' })
    */
-  background(cut: BackgroundCut<keyof TResults & string>): ReactorBuilder<TName, TInput, TResults, TReturns, TRunInput, 'background'> {
+  background(cut: BackgroundCut<keyof TResults & string>): ReactorBuilder<TName, TInput, TResults, TReturns, TRunInput, Exclude<TMode, 'inline'> | 'background'> {
     if (this.#state.background !== undefined) {
       throw new DefinitionError(`reactor "${this.#state.name}": background is declared twice; a reactor has exactly one hand-off point`);
     }

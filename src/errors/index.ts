@@ -183,3 +183,10 @@ export class QueueRequiredError extends XreactorError {
     super('queue_required', `reactor "${reactor}" hands work to a worker, but this runtime has no queue; pass createRuntime({ queue })`);
   }
 }
+
+/** A paused interrupt was not continued in time. */
+export class InterruptTimeoutError extends XreactorError {
+  constructor(executionId: string, step: string, timeoutMs: number) {
+    super('interrupt_timeout', `interrupt "${step}" of execution ${executionId} was not continued within ${timeoutMs} ms`, { step });
+  }
+}

@@ -12,7 +12,7 @@ export interface HookBase {
 export interface StepHook extends HookBase {
   readonly step: string;
   /** `compose` for a compose step (its child's own steps report their own events). */
-  readonly kind: 'step' | 'compose';
+  readonly kind: 'step' | 'compose' | 'interrupt';
   readonly attempt: number;
   readonly args: unknown;
 }

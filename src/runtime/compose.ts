@@ -95,6 +95,9 @@ export async function runCompose(
     }
     case 'aborted':
       return { type: 'xreactor.execution.abort', at: at(), reason: context.abortReason ?? 'aborted' };
+    case 'paused':
+      // An interrupt inside the child pauses the root; it is continued by path.
+      return { type: 'xreactor.child.paused', at: at(), ...base };
     default: {
       const error = new XreactorError('child_unfinished', `composed execution ${id} of reactor "${child.name}" is ${status}; it cannot be used as a result`);
       return { type: 'xreactor.step.failed', at: at(), ...base, error: serializeError(error), started: false, retryable: false, args };

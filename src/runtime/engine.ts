@@ -3,7 +3,7 @@ import pino from 'pino';
 import type { Logger } from 'pino';
 import { createExecutionMachine } from '../../machines/execution.js';
 import type { AnyReactorDefinition } from '../definition/compiled.js';
-import type { ExecutionStatus } from '../../machines/execution-types.js';
+import type { ExecutionPlanView, ExecutionStatus } from '../../machines/execution-types.js';
 import { DeserializationError, ExecutionNotFoundError, UnknownReactorError } from '../errors/index.js';
 import { jobId } from '../queue/job-ids.js';
 import type { Middleware } from '../observability/middleware.js';
@@ -67,6 +67,35 @@ export interface Engine {
 
 const RECOVERABLE: readonly ExecutionStatus[] = ['running', 'rolling_back'];
 
+/**
+ * The interrupts ready together with the one at plan index `k`: consecutive
+ * interrupts whose dependencies all complete before `k`.
+ */
+function interruptGroup(definition: AnyReactorDefinition, k: number): string[] {
+  const before = new Set(definition.plan.slice(0, k).map((s) => s.name));
+  const group: string[] = [];
+  for (let j = k; j < definition.plan.length; j += 1) {
+    const step = definition.plan[j]!;
+    if (step.kind !== 'interrupt' || ![...step.reads, ...step.waitFor].every((d) => before.has(d))) break;
+    group.push(step.name);
+  }
+  return group;
+}
+
+/** What the execution machine needs of a definition. */
+export function planView(definition: AnyReactorDefinition): ExecutionPlanView {
+  return {
+    reactor: definition.name,
+    handoffIndex: definition.handoff?.index ?? null,
+    steps: definition.plan.map((s) => ({
+      name: s.name,
+      retry: s.retry,
+      tracked: s.tracked,
+      ...(s.kind === 'interrupt' ? { interrupt: { group: interruptGroup(definition, s.index), timeoutMs: s.interrupt?.timeout?.ms ?? null } } : {}),
+    })),
+  };
+}
+
 /** Build an engine. */
 export function createEngine(options: EngineOptions): Engine {
   const { store, queue } = options;
@@ -88,11 +117,7 @@ export function createEngine(options: EngineOptions): Engine {
     register(definition) {
       let host = hosts.get(definition);
       if (host === undefined) {
-        const machine = createExecutionMachine({
-          reactor: definition.name,
-          steps: definition.plan.map((s) => ({ name: s.name, retry: s.retry, tracked: s.tracked })),
-          handoffIndex: definition.handoff?.index ?? null,
-        });
+        const machine = createExecutionMachine(planView(definition));
         host = new ExecutionHost(definition, machine, { store, clock, hooks, logger, queue, hostFor: (child) => engine.register(child) });
         hosts.set(definition, host);
         reactors.set(definition.name, definition);

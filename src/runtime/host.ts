@@ -2,9 +2,10 @@ import type { Logger } from 'pino';
 import { initialTransition, transition } from 'xstate';
 import type { ExecutionMachine } from '../../machines/execution.js';
 import { EXECUTION_MACHINE_VERSION } from '../../machines/execution.js';
-import type { ExecutionContext, ExecutionEffect, ExecutionEvent, ExecutionStatus, ExecutionWrite, TraceEntry } from '../../machines/execution-types.js';
+import type { ExecutionContext, ExecutionEffect, ExecutionEvent, ExecutionStatus, ExecutionWrite, PauseRecord, TraceEntry } from '../../machines/execution-types.js';
 import type { AnyReactorDefinition, CompiledStep } from '../definition/compiled.js';
-import { DeserializationError, InputValidationError, QueueRequiredError, WorkInterruptedError } from '../errors/index.js';
+import { DefinitionError, DeserializationError, InputValidationError, InterruptTimeoutError, QueueRequiredError, WorkInterruptedError } from '../errors/index.js';
+import { CORRELATION_TTL_MS, correlationKey, rootIdOf } from './lineage.js';
 import type { Queue } from '../queue/queue.js';
 import { jobId } from '../queue/job-ids.js';
 import { describeIssues, validateWith } from '../internal/standard-schema.js';
@@ -13,7 +14,7 @@ import { deserializeError, serializeError } from '../serialization/index.js';
 import type { Commit, CommitWrites, OutboxEffect, PersistedSnapshot, Store, UndoEntry } from '../store/store.js';
 import type { Clock } from '../internal/clock.js';
 import type { Attempt, StepScope } from './step-performer.js';
-import { performRollbackHandler, performStep, stepContext } from './step-performer.js';
+import { performRollbackHandler, performStep, resolveArguments, stepContext } from './step-performer.js';
 import { buildResult } from './results.js';
 import type { ComposeDeps } from './compose.js';
 import { runCompose, undoCompose } from './compose.js';
@@ -202,11 +203,11 @@ export class ExecutionHost {
     return event;
   }
 
-  async #enqueue(held: HeldExecution, id: string, event: ExecutionEvent, delayMs?: number): Promise<void> {
+  async #enqueue(held: HeldExecution, id: string, event: ExecutionEvent, delayMs?: number, executionId = held.id): Promise<void> {
     const queue = this.#deps.queue;
     if (queue === undefined) throw new QueueRequiredError(this.#definition.name);
     this.#deps.hooks.emit('beforeEnqueue', { ...this.#base(held), job: id });
-    await queue.enqueue([{ id, kind: 'advance', executionId: held.id, reactor: this.#definition.name, event, ...(delayMs === undefined ? {} : { delayMs }) }]);
+    await queue.enqueue([{ id, kind: 'advance', executionId, reactor: this.#definition.name, event, ...(delayMs === undefined ? {} : { delayMs }) }]);
   }
 
   /** Fields every hook event of this execution carries. */
@@ -267,6 +268,8 @@ export class ExecutionHost {
         this.#emitStepOutcome(held, step, event);
         return event;
       }
+      case 'xreactor.effect.paused':
+        return this.#paused(held, effect.params, place);
       case 'xreactor.effect.handOff': {
         await this.#enqueue(held, jobId(executionId, 'handoff'), { type: 'xreactor.execution.resume', at: clock.now() });
         return undefined;
@@ -332,6 +335,38 @@ export class ExecutionHost {
         await store.publishSettled(executionId);
         return undefined;
     }
+  }
+
+  /**
+   * A run paused: claim the correlation ids of its ready interrupts, schedule
+   * active timeouts, and wake whoever awaits the run.
+   */
+  async #paused(held: HeldExecution, pause: PauseRecord, _place: Place): Promise<ExecutionEvent | undefined> {
+    const { store, clock } = this.#deps;
+    const reactor = this.#definition.name;
+    for (const { step: name, timeoutAt } of pause.ready) {
+      const step = this.#byName.get(name)!;
+      const interrupt = step.interrupt!;
+      if (interrupt.correlationId !== undefined) {
+        const results = await store.readResults(held.id, step.reads);
+        const { id: correlationId } = (await resolveArguments({ ...step, args: interrupt.correlationId, contract: undefined }, held.inputs, results, reactor)) as { id: string };
+        const target = JSON.stringify({ root: rootIdOf(held.id, held.snapshot.context.path), path: [...held.snapshot.context.path, name] });
+        const owner = await store.claim(correlationKey(correlationId), target, CORRELATION_TTL_MS);
+        if (owner !== target) {
+          const error = new DefinitionError(`interrupt "${name}": correlation id "${correlationId}" is already used by another run (${owner}); correlation ids must be unique`, { step: name, reactor });
+          return { type: 'xreactor.interrupt.fail', at: clock.now(), step: name, error: serializeError(error) };
+        }
+      }
+      if (interrupt.timeout?.strategy === 'active' && timeoutAt !== null) {
+        // Delivered to the root with the interrupt's path: the root's lease covers the whole tree.
+        const error = new InterruptTimeoutError(held.id, name, interrupt.timeout.ms);
+        const path = [...held.snapshot.context.path, name];
+        const fail = { type: 'xreactor.interrupt.fail', at: clock.now(), step: name, error: serializeError(error), path } as ExecutionEvent;
+        await this.#enqueue(held, jobId(held.id, 'timeout', name), fail, Math.max(0, timeoutAt - clock.now()), rootIdOf(held.id, held.snapshot.context.path));
+      }
+    }
+    await store.publishSettled(held.id);
+    return undefined;
   }
 
   #emitStepOutcome(held: HeldExecution, step: CompiledStep, event: ExecutionEvent): void {

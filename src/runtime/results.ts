@@ -9,6 +9,8 @@ import type { Store, UndoEntry } from '../store/store.js';
 export interface RollbackFailureReport {
   readonly step: string;
   readonly kind: 'compensate' | 'undo';
+  /** Compose steps leading to the step when it belongs to a composed child (empty at the root). */
+  readonly path: readonly string[];
   readonly reason: RollbackFailure['reason'];
   readonly error: Error;
   readonly message: string;
@@ -81,7 +83,7 @@ export interface ExecutionView {
 function reports(failures: readonly RollbackFailure[]): RollbackFailureReport[] {
   return failures.map((f) => {
     const error = deserializeError(f.error);
-    return { step: f.step, kind: f.kind, reason: f.reason, error, message: error.message };
+    return { step: f.step, path: f.path ?? [], kind: f.kind, reason: f.reason, error, message: error.message };
   });
 }
 
@@ -103,7 +105,7 @@ export async function buildResult(
     case 'halted':
       return { status, executionId, step: context.halt!.step, reason: context.halt!.reason };
     case 'cancelled':
-      return { status, executionId, reason: 'undo', rollbackFailures: reports(context.rollbackFailures) };
+      return { status, executionId, reason: context.cancelReason ?? 'undo', rollbackFailures: reports(context.rollbackFailures) };
     case 'failed': {
       const rollbackFailures = reports(context.rollbackFailures);
       if (context.failure === null) {

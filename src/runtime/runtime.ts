@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import type { ExecutionStatus } from '../../machines/execution-types.js';
-import type { AnyReactorDefinition, ReactorDefinition, RunMode } from '../definition/compiled.js';
-import { AwaitTimeoutError, DeserializationError, ExecutionAbortedError, ExecutionNotFoundError, InvalidStateError, XreactorError } from '../errors/index.js';
+import type { AnyReactorDefinition, ModeOf, ReactorDefinition, RunMode } from '../definition/compiled.js';
+import { AwaitTimeoutError, DeserializationError, ExecutionAbortedError, ExecutionNotFoundError, InvalidStateError, StaleRevisionError, XreactorError } from '../errors/index.js';
 import type { ExecutionId, IdGenerator } from '../internal/ids.js';
 import { createInProcessQueue } from '../queue/in-process-queue.js';
 import type { Consumer, Queue } from '../queue/queue.js';
@@ -14,6 +14,10 @@ import { statusOf } from './host.js';
 import type { CancelledResult, DispatchedResult, ExecutionView, FailedResult, RunResult } from './results.js';
 import { buildResult } from './results.js';
 import { createJobHandler } from './worker.js';
+import type { ContinueRequest, PausedResult } from './interrupts.js';
+import { cancelUnderLease, continueUnderLease, readyInterrupts } from './interrupts.js';
+import { correlationKey, descendantId } from './lineage.js';
+import type { HeldExecution } from './host.js';
 
 /** Options of {@link createRuntime}. All optional: the default is fully embedded. */
 export interface RuntimeOptions extends Omit<EngineOptions, 'store' | 'queue'> {
@@ -62,7 +66,13 @@ export type RunInput<R> = R extends ReactorDefinition<string, infer I, any, any,
 /** The completed value type of a reactor definition. */
 export type RunOutput<R> = R extends ReactorDefinition<string, any, any, infer O, RunMode> ? O : never;
 /** What `run` returns for a reactor: its outcome, or `dispatched` for a background reactor. */
-export type RunReturn<R> = RunResult<RunOutput<R>> | (R extends ReactorDefinition<string, any, any, any, 'background'> ? DispatchedResult : never);
+export type RunReturn<R> =
+  | RunResult<RunOutput<R>>
+  | ('background' extends ModeOf<R> ? DispatchedResult : never)
+  | ('pause' extends ModeOf<R> ? PausedResult : never);
+
+/** What `continue` returns: the run's new outcome (paused again, finished, or failed). */
+export type ContinueResult = RunResult<unknown> | PausedResult;
 
 /** A runtime: runs reactors, finds executions, undoes them, waits for dispatched ones. */
 export interface Runtime {
@@ -75,10 +85,22 @@ export interface Runtime {
    */
   run<R extends AnyReactorDefinition>(reactor: R, input: RunInput<R>, options?: RunOptions): Promise<RunReturn<R>>;
   /** Wait until a (dispatched) execution settles and return its outcome. Works from any process sharing the store. */
-  awaitResult<TOutput = unknown>(id: string, options?: AwaitOptions): Promise<RunResult<TOutput> | CancelledResult>;
+  awaitResult<TOutput = unknown>(id: string, options?: AwaitOptions): Promise<RunResult<TOutput> | CancelledResult | PausedResult>;
   /** Status, outcome, undo stack and trace of an execution. */
   find(id: string): Promise<ExecutionView>;
-  /** Roll back a completed, halted or aborted execution (re-running a cut-off compensate first); it ends `cancelled`. */
+  /**
+   * Continue a paused run at an interrupt with a payload (validated here, in the
+   * caller). Returns the run's new outcome. Nested interrupts are addressed by
+   * path: `{ step: ['approval', 'managerSignOff'] }`.
+   * @example
+   * await runtime.continue(id, { step: 'approval', payload: { approved: true } });
+   */
+  continue(id: string, request: ContinueRequest, options?: { readonly signal?: AbortSignal }): Promise<ContinueResult>;
+  /** Continue the run whose interrupt declared this correlation id. */
+  continueByCorrelationId(correlationId: string, request: { readonly payload: unknown }, options?: { readonly signal?: AbortSignal }): Promise<ContinueResult>;
+  /** Cancel a running or paused run: no rollback; it ends `cancelled` and cannot be resumed. Refused while rolling back. */
+  cancel(id: string, reason: string): Promise<CancelledResult>;
+  /** Roll back a completed, halted, paused or aborted execution (re-running a cut-off compensate first); it ends `cancelled`. */
   undo(id: string, options?: { readonly signal?: AbortSignal }): Promise<CancelledResult>;
   /**
    * Re-enqueue executions that are running or rolling back with no live lease
@@ -140,18 +162,73 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     return buildResult(definition, status, context, store);
   };
 
+  /** The outcome of a held execution: paused, dispatched, or its result. */
+  const heldOutcome = async (definition: AnyReactorDefinition, held: HeldExecution): Promise<ContinueResult | DispatchedResult | CancelledResult> => {
+    const status = statusOf(held.snapshot.value);
+    if (status === 'paused') return { status: 'paused', executionId: held.id as ExecutionId, readyInterrupts: await readyInterrupts(engine, held) };
+    if (status === 'running' && held.snapshot.context.handedOff) return { status: 'dispatched', executionId: held.id as ExecutionId };
+    return (await outcome(definition, held.id, status, held.snapshot.context))!;
+  };
+
+  /** Run `work` under the execution's lease, waiting up to `waitMs` for another holder to let go. */
+  const underLease = async <T>(id: string, work: () => Promise<T>, waitMs = 5_000): Promise<T> => {
+    const deadline = clock.now() + waitMs;
+    for (;;) {
+      const leased = await engine.withLease(id, work);
+      if (leased !== undefined) return leased.value;
+      if (clock.now() >= deadline) throw busy(id);
+      await clock.sleep(50);
+    }
+  };
+
+  /** Undo a paused composed child first (its completed steps), then the execution itself. */
+  const undoTree = async (id: string, signal: AbortSignal): Promise<void> => {
+    const { host, held } = await engine.load(id);
+    const child = held.snapshot.context.paused?.child;
+    if (child != null) await undoTree(descendantId(id, [child]), signal);
+    await host.drive(held, { type: 'xreactor.operator.undo', at: clock.now() }, signal);
+  };
+
+  const api = {
+    continue: (id: string, request: ContinueRequest, continueOptions: { readonly signal?: AbortSignal } = {}): Promise<ContinueResult> =>
+      underLease(id, async () => {
+        await continueUnderLease(engine, id, request, signalFor(continueOptions.signal), 'caller');
+        const { definition, held } = await engine.load(id);
+        return (await heldOutcome(definition, held)) as ContinueResult;
+      }),
+  };
+
   return {
     async run(reactor, input, runOptions = {}) {
       const host = engine.register(reactor);
       const id = runOptions.executionId ?? generateId();
       const leased = await engine.withLease(id, () => host.start(id, input, signalFor(runOptions.signal)));
       if (leased === undefined) throw busy(id);
-      const held = leased.value;
-      const status = statusOf(held.snapshot.value);
-      if (status === 'running' && held.snapshot.context.handedOff) {
-        return { status: 'dispatched', executionId: id as ExecutionId } as RunReturn<typeof reactor>;
+      return (await heldOutcome(reactor, leased.value)) as RunReturn<typeof reactor>;
+    },
+
+    continue: api.continue,
+
+    async continueByCorrelationId(correlationId, request, continueOptions = {}) {
+      const claimed = await store.readClaim(correlationKey(correlationId));
+      if (claimed === undefined) throw new InvalidStateError(`no paused interrupt has correlation id "${correlationId}" (unknown, or its retention expired)`);
+      const { root, path } = JSON.parse(claimed) as { root: string; path: string[] };
+      return api.continue(root, { step: path, payload: request.payload }, continueOptions);
+    },
+
+    async cancel(id, reason) {
+      // A fenced write, not a lease: if a worker commits first, reload and try again; the
+      // worker's next commit is then refused and its job finds the run cancelled.
+      for (let attempt = 1; ; attempt += 1) {
+        try {
+          await cancelUnderLease(engine, id, reason, stopping.signal);
+          break;
+        } catch (error) {
+          if (!(error instanceof StaleRevisionError) || attempt >= 5) throw error;
+        }
       }
-      return (await outcome(reactor, id, status, held.snapshot.context)) as RunReturn<typeof reactor>;
+      const { definition, held } = await engine.load(id);
+      return (await outcome(definition, id, statusOf(held.snapshot.value), held.snapshot.context)) as CancelledResult;
     },
 
     async awaitResult(id, awaitOptions = {}) {
@@ -166,6 +243,10 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         const context = loaded.snapshot.context as Parameters<typeof buildResult>[2];
         if (SETTLED.includes(status) || status === 'aborted') {
           return (await outcome(engine.definition(context.reactor), id, status, context)) as RunResult<never> | CancelledResult;
+        }
+        if (status === 'paused') {
+          const { definition, held } = await engine.load(id);
+          return (await heldOutcome(definition, held)) as PausedResult;
         }
         const remaining = deadline - clock.now();
         if (remaining <= 0) throw new AwaitTimeoutError(id, timeoutMs, status);
@@ -216,18 +297,17 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     },
 
     async undo(id, undoOptions = {}) {
-      const leased = await engine.withLease(id, async () => {
-        const { definition, host, held } = await engine.load(id);
+      return underLease(id, async () => {
+        const { definition, held } = await engine.load(id);
         const status = statusOf(held.snapshot.value);
         if (status === 'rolling_back') throw new InvalidStateError(`execution ${id} is rolling back already; wait for it to finish`);
-        if (status !== 'completed' && status !== 'halted' && status !== 'aborted') {
-          throw new InvalidStateError(`execution ${id} is ${status}; only completed, halted or aborted executions can be undone`);
+        if (!['completed', 'halted', 'aborted', 'paused'].includes(status)) {
+          throw new InvalidStateError(`execution ${id} is ${status}; only completed, halted, paused or aborted executions can be undone`);
         }
-        await host.drive(held, { type: 'xreactor.operator.undo', at: clock.now() }, signalFor(undoOptions.signal));
-        return (await outcome(definition, id, statusOf(held.snapshot.value), held.snapshot.context)) as CancelledResult;
+        await undoTree(id, signalFor(undoOptions.signal));
+        const after = await engine.load(id);
+        return (await outcome(definition, id, statusOf(after.held.snapshot.value), after.held.snapshot.context)) as CancelledResult;
       });
-      if (leased === undefined) throw busy(id);
-      return leased.value;
     },
 
     sweepOnce(sweepOptions = {}) {

@@ -4,6 +4,7 @@ import type { Consumer, JobHandler, JobSpec } from '../queue/queue.js';
 import type { ExecutionEvent } from '../../machines/execution-types.js';
 import type { Engine, EngineOptions } from './engine.js';
 import { createEngine } from './engine.js';
+import { deliverAtPath } from './interrupts.js';
 
 /** Options of {@link createWorker}. */
 export interface WorkerOptions extends Omit<EngineOptions, 'queue'> {
@@ -60,6 +61,12 @@ export function createJobHandler(engine: Engine): JobHandler {
         throw error;
       }
       const { host, held } = loaded;
+      const path = (job.event as { path?: unknown } | undefined)?.path;
+      if (Array.isArray(path)) {
+        // An interrupt event for a (possibly nested) interrupt of this root run.
+        await deliverAtPath(engine, job.executionId, path as string[], job.event as unknown as ExecutionEvent, signal, 'worker');
+        return;
+      }
       const outbox = held.outbox;
       if (job.event !== undefined && (await host.drive(held, job.event as unknown as ExecutionEvent, signal, 'worker'))) return;
       await host.resume(held, outbox, signal, 'worker');

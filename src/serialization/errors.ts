@@ -8,6 +8,7 @@ import {
   ArgumentResolutionError, CompensationError, DefinitionError, DependencyError, DeprecatedOptionError,
   DeserializationError, ExecutionAbortedError, ExecutionNotFoundError, InputValidationError, InvalidStateError,
   OutputValidationError, StaleRevisionError, StepFailure, UndoError, UnknownReactorError, XreactorError,
+  WorkInterruptedError, AwaitTimeoutError, QueueRequiredError, InterruptTimeoutError,
 } from '../errors/index.js';
 
 /** An error as plain data: what is stored and sent instead of an Error object. */
@@ -250,6 +251,10 @@ function registerBuiltIns(): void {
   registerErrorClass(ExecutionNotFoundError.name, () => new ExecutionNotFoundError(''));
   registerErrorClass(ExecutionAbortedError.name, (s) => new ExecutionAbortedError(s.executionId ?? '', s.reactor ?? ''));
   registerErrorClass(UnknownReactorError.name, () => new UnknownReactorError(''));
+  registerErrorClass(WorkInterruptedError.name, () => new WorkInterruptedError('', ''));
+  registerErrorClass(AwaitTimeoutError.name, () => new AwaitTimeoutError('', 0, ''));
+  registerErrorClass(QueueRequiredError.name, () => new QueueRequiredError(''));
+  registerErrorClass(InterruptTimeoutError.name, (s) => new InterruptTimeoutError('', s.step ?? '', 0));
 }
 
 registerBuiltIns();

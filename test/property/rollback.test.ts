@@ -16,7 +16,7 @@ import {
   halt,
   skip,
 } from '../../src/index.js';
-import type { AnyReactorDefinition, RunResult, Runtime, UndoEntry } from '../../src/index.js';
+import type { AnyReactorDefinition, RunResult, RunReturn, Runtime, UndoEntry } from '../../src/index.js';
 import { createTestClock, recordEvents } from '../../src/testing/index.js';
 import type { EventRecorder, TestClock } from '../../src/testing/index.js';
 
@@ -461,7 +461,10 @@ function failureList(result: { rollbackFailures: readonly { step: string; kind: 
   return result.rollbackFailures.map(({ step, kind, reason }) => ({ step, kind, reason }));
 }
 
-function checkOutcome(result: RunResult<unknown>, expected: Expected): void {
+function checkOutcome(outcomeOfRun: RunReturn<AnyReactorDefinition>, expected: Expected): void {
+  // Inline reactors of these tests never dispatch nor pause.
+  if (outcomeOfRun.status === 'dispatched' || outcomeOfRun.status === 'paused') throw new Error(`unexpected ${outcomeOfRun.status}`);
+  const result: RunResult<unknown> = outcomeOfRun;
   expect(result.status).toBe(expected.status);
   if (result.status === 'failed') {
     const f = expected.failure!;

@@ -355,6 +355,7 @@ describe('toGraph and toMachineConfig', () => {
         {
           name: 'reserve',
           type: 'step',
+          child: null,
           reads: [],
           waitFor: [],
           planIndex: 0,
@@ -368,6 +369,7 @@ describe('toGraph and toMachineConfig', () => {
         {
           name: 'charge',
           type: 'step',
+          child: null,
           reads: [],
           waitFor: [],
           planIndex: 1,
@@ -381,6 +383,7 @@ describe('toGraph and toMachineConfig', () => {
         {
           name: 'receipt',
           type: 'step',
+          child: null,
           reads: ['charge'],
           waitFor: ['reserve'],
           planIndex: 2,

@@ -87,7 +87,7 @@ describe('runtime', () => {
     const r = defineReactor({ name: 'failing' }).step('a', { run: () => Promise.reject(new Error('x')) }).build();
     const runtime = createRuntime({ logger: silent });
     const { executionId } = await runtime.run(r, {});
-    await expect(runtime.undo(executionId)).rejects.toThrow(/is failed; only completed, halted or aborted/);
+    await expect(runtime.undo(executionId)).rejects.toThrow(/is failed; only completed, halted, paused or aborted/);
   });
 
   it('a runtime sharing the store finds executions and undoes them only for reactors it knows', async () => {

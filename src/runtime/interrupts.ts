@@ -1,0 +1,169 @@
+import { randomUUID } from 'node:crypto';
+import type { ExecutionEvent } from '../../machines/execution-types.js';
+import { InputValidationError, InterruptTimeoutError, InvalidStateError } from '../errors/index.js';
+import type { ExecutionId } from '../internal/ids.js';
+import { describeIssues, validateWith } from '../internal/standard-schema.js';
+import { serializeError } from '../serialization/index.js';
+import type { Engine } from './engine.js';
+import type { ExecutionHost, HeldExecution, Place } from './host.js';
+import { statusOf } from './host.js';
+import { CORRELATION_TTL_MS, descendantId } from './lineage.js';
+import type { AnyReactorDefinition } from '../definition/compiled.js';
+
+/** The run is paused at interrupts; continue it with `continue(id, { step, payload })`. */
+export interface PausedResult {
+  readonly status: 'paused';
+  readonly executionId: ExecutionId;
+  /** Interrupts that may be continued: a name, or a path through compose steps (`['approval', 'manager']`). */
+  readonly readyInterrupts: readonly (string | readonly string[])[];
+}
+
+/** Which interrupt to continue, and with what. */
+export interface ContinueRequest {
+  /** The interrupt's name, or its path through compose steps. */
+  readonly step: string | readonly string[];
+  readonly payload: unknown;
+}
+
+interface Loaded {
+  readonly definition: AnyReactorDefinition;
+  readonly host: ExecutionHost;
+  readonly held: HeldExecution;
+}
+
+/** Interrupts ready to be continued in a paused execution, as names or paths. */
+export async function readyInterrupts(engine: Engine, held: HeldExecution): Promise<(string | string[])[]> {
+  const paused = held.snapshot.context.paused;
+  if (paused === null) return [];
+  if (paused.child === null) return paused.ready.map((r) => r.step);
+  const child = await engine.load(descendantId(held.id, [paused.child]));
+  const nested = await readyInterrupts(engine, child.held);
+  return nested.map((p) => [paused.child!, ...(typeof p === 'string' ? [p] : p)]);
+}
+
+function refuseUnlessPaused(id: string, status: string): void {
+  const why: Record<string, string> = {
+    completed: 'it finished (completed); there is nothing to continue',
+    failed: 'it finished (failed); there is nothing to continue',
+    halted: 'it finished (halted); there is nothing to continue',
+    cancelled: 'it was cancelled; resumption is refused after a cancel',
+    aborted: 'it was interrupted (aborted); undo it with undo(id) or start a new run',
+    rolling_back: 'it is rolling back',
+    running: 'it is running, not paused at an interrupt',
+    pending: 'it has not started',
+  };
+  if (status !== 'paused') throw new InvalidStateError(`cannot continue execution ${id}: ${why[status] ?? status}`);
+}
+
+/** Walk from the root through paused compose steps to the execution that owns the interrupt. */
+async function descend(engine: Engine, root: Loaded, composePath: readonly string[], name: string): Promise<Loaded[]> {
+  const chain: Loaded[] = [root];
+  for (const step of composePath) {
+    const current = chain[chain.length - 1]!;
+    if (current.held.snapshot.context.paused?.child !== step) {
+      const pending = await readyInterrupts(engine, chain[0]!.held);
+      throw new InvalidStateError(`cannot continue ${JSON.stringify([...composePath, name])}: "${step}" is not a paused composed child; ready interrupts: ${JSON.stringify(pending)}`);
+    }
+    chain.push(await engine.load(descendantId(current.held.id, [step])));
+  }
+  return chain;
+}
+
+/**
+ * Apply a validated resume (or an interrupt failure) to the execution at the
+ * end of `chain`, then let every parent pick up its child's new state, up to
+ * the root. Runs under the root's lease.
+ */
+async function applyAndPropagate(chain: readonly Loaded[], event: ExecutionEvent, signal: AbortSignal, place: Place): Promise<void> {
+  const target = chain[chain.length - 1]!;
+  await target.host.drive(target.held, event, signal, place);
+  for (let i = chain.length - 2; i >= 0; i -= 1) {
+    const parent = chain[i]!;
+    await parent.host.drive(parent.held, { type: 'xreactor.execution.resume', at: event.at }, signal, place);
+  }
+}
+
+/**
+ * Continue a paused run at one of its interrupts. Refusals are clear errors
+ * (finished, cancelled, aborted, rolling back, unknown or not-ready interrupt,
+ * already resumed); an invalid payload throws InputValidationError and stores
+ * nothing but the attempt count, until `maxAttempts` undoes and fails the run.
+ * Must be called under the root's lease.
+ */
+export async function continueUnderLease(engine: Engine, id: string, request: ContinueRequest, signal: AbortSignal, place: Place): Promise<void> {
+  const path = typeof request.step === 'string' ? [request.step] : [...request.step];
+  const name = path[path.length - 1];
+  if (name === undefined) throw new InvalidStateError('continue needs the interrupt to continue: { step: name } or { step: [composeStep, ..., name] }');
+  const root = await engine.load(id);
+  refuseUnlessPaused(id, statusOf(root.held.snapshot.value));
+  const chain = await descend(engine, root, path.slice(0, -1), name);
+  const target = chain[chain.length - 1]!;
+  const step = target.definition.steps.find((s) => s.name === name);
+  const ready = target.held.snapshot.context.paused?.ready ?? [];
+  const pending = JSON.stringify(await readyInterrupts(engine, root.held));
+  if (step?.kind !== 'interrupt') throw new InvalidStateError(`"${path.join('.')}" is not an interrupt of reactor "${target.definition.name}"; ready interrupts: ${pending}`);
+  const entry = ready.find((r) => r.step === name);
+  if (entry === undefined) {
+    if (target.held.snapshot.context.resumed.includes(name)) throw new InvalidStateError(`cannot resume interrupt "${path.join('.')}": it was already resumed`);
+    throw new InvalidStateError(`interrupt "${path.join('.')}" is not ready (its dependencies have not completed); ready interrupts: ${pending}`);
+  }
+  const { store, clock } = engine;
+  const interrupt = step.interrupt!;
+  const fail = (error: Error): ExecutionEvent => ({ type: 'xreactor.interrupt.fail', at: clock.now(), step: name, error: serializeError(error) });
+  if (entry.timeoutAt !== null && clock.now() > entry.timeoutAt) {
+    await applyAndPropagate(chain, fail(new InterruptTimeoutError(target.held.id, name, interrupt.timeout!.ms)), signal, place);
+    return;
+  }
+  let payload = request.payload;
+  if (interrupt.payload !== undefined) {
+    const checked = await validateWith(interrupt.payload, payload);
+    if (!checked.ok) {
+      const attempts = await store.increment(`attempts:${target.held.id}:${name}`, CORRELATION_TTL_MS);
+      if (attempts >= interrupt.maxAttempts) {
+        const error = new InputValidationError(`interrupt "${name}": payload invalid after ${attempts} attempt(s): ${describeIssues(checked.issues)}`, checked.issues, { step: name });
+        await applyAndPropagate(chain, fail(error), signal, place);
+        return;
+      }
+      throw new InputValidationError(
+        `interrupt "${name}": payload is invalid (${attempts} of ${interrupt.maxAttempts} attempts used): ${describeIssues(checked.issues)}`,
+        checked.issues,
+        { step: name },
+      );
+    }
+    payload = checked.value;
+  }
+  const token = randomUUID();
+  if ((await store.claim(`interrupt:${target.held.id}:${name}`, token, CORRELATION_TTL_MS)) !== token) {
+    throw new InvalidStateError(`cannot resume interrupt "${path.join('.')}": it was already resumed`);
+  }
+  await applyAndPropagate(chain, { type: 'xreactor.interrupt.resume', at: clock.now(), step: name, payload }, signal, place);
+}
+
+/**
+ * Deliver an interrupt event (a resume a worker applies, or an active timeout)
+ * to the interrupt at `path` under the root, then let the parents pick it up.
+ * Ignored when that interrupt is no longer waiting. Must run under the root's lease.
+ */
+export async function deliverAtPath(engine: Engine, rootId: string, path: readonly string[], event: ExecutionEvent, signal: AbortSignal, place: Place): Promise<void> {
+  const root = await engine.load(rootId);
+  if (statusOf(root.held.snapshot.value) !== 'paused') return;
+  let chain: Loaded[];
+  try {
+    chain = await descend(engine, root, path.slice(0, -1), path[path.length - 1] ?? '');
+  } catch (error) {
+    if (error instanceof InvalidStateError) return;
+    throw error;
+  }
+  await applyAndPropagate(chain, event, signal, place);
+}
+
+/** Cancel a run (and its paused composed children): no rollback; resumption is refused afterwards. */
+export async function cancelUnderLease(engine: Engine, id: string, reason: string, signal: AbortSignal): Promise<void> {
+  const loaded = await engine.load(id);
+  const status = statusOf(loaded.held.snapshot.value);
+  if (status === 'rolling_back') throw new InvalidStateError(`cannot cancel execution ${id}: a rollback is in progress`);
+  if (status !== 'paused' && status !== 'running') throw new InvalidStateError(`cannot cancel execution ${id}: it is ${status}; only running or paused runs can be cancelled`);
+  const child = loaded.held.snapshot.context.paused?.child;
+  if (child != null) await cancelUnderLease(engine, descendantId(id, [child]), reason, signal);
+  await loaded.host.drive(loaded.held, { type: 'xreactor.operator.cancel', at: engine.clock.now(), reason }, signal, 'caller');
+}

@@ -1,0 +1,190 @@
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createMemoryStore, createRuntime, defineReactor, fail, InputValidationError, InterruptTimeoutError, InvalidStateError } from '../../src/index.js';
+import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
+import { seedHarness } from '../support/seed-kit.js';
+
+// Seed 001 §2.8 and §3.6 (S-intr-*), without lock events until coordination lands.
+
+type H = ReturnType<typeof seedHarness>;
+const rec = (h: H, name: string, outcome: 'ok' | 'fail' = 'ok') => ({
+  run: () => {
+    h.record('run', name);
+    return outcome === 'fail' ? fail(new Error(`${name} failed`)) : name.toUpperCase();
+  },
+  compensate: () => h.record('compensate', name),
+  undo: () => h.record('undo', name),
+});
+
+const approval = z.object({ approved: z.boolean(), by: z.string() });
+
+function approvalFlow(h: H, c: 'ok' | 'fail' = 'ok', maxAttempts = 1) {
+  return defineReactor({ name: `approval-${c}-${maxAttempts}` })
+    .step('a', rec(h, 'a'))
+    .interrupt('approval', { waitFor: ['a'], payload: approval, maxAttempts })
+    .step('c', { args: ({ result }) => ({ decision: result('approval') }), ...rec(h, 'c', c) })
+    .build();
+}
+
+describe('seed interrupts', () => {
+  it('S-intr-01: a run pauses at the interrupt; after continue, c fails and a (before the pause) is undone', async () => {
+    const h = seedHarness();
+    const reactor = approvalFlow(h, 'fail');
+    const paused = await h.runtime.run(reactor, {});
+    expect(paused).toMatchObject({ status: 'paused', readyInterrupts: ['approval'] });
+    expect(h.events).toEqual(['run:a']);
+    expect((await h.runtime.find(paused.executionId)).status).toBe('paused');
+    const result = await h.runtime.continue(paused.executionId, { step: 'approval', payload: { approved: true, by: 'ann' } });
+    expect(h.events).toEqual(['run:a', 'run:c', 'compensate:c', 'undo:a']);
+    expect(result).toMatchObject({ status: 'failed', step: 'c' });
+  });
+
+  it("the interrupt's result is the validated payload", async () => {
+    const h = seedHarness();
+    const reactor = approvalFlow(h, 'ok');
+    const { executionId } = await h.runtime.run(reactor, {});
+    const result = await h.runtime.continue(executionId, { step: 'approval', payload: { approved: true, by: 'ann' } });
+    expect(result).toMatchObject({ status: 'completed', value: { a: 'A', approval: { approved: true, by: 'ann' }, c: 'C' } });
+    // The interrupt itself is never on the undo stack.
+    expect((await h.runtime.find(executionId)).undoStack.map((e) => e.step)).toEqual(['a', 'c']);
+  });
+
+  it('S-intr-02: an invalid payload at maxAttempts 1 undoes the run and fails it at the interrupt', async () => {
+    const h = seedHarness();
+    const { executionId } = await h.runtime.run(approvalFlow(h), {});
+    const result = await h.runtime.continue(executionId, { step: 'approval', payload: { approved: 'yes' } });
+    expect(h.events).toEqual(['run:a', 'undo:a']);
+    expect(result).toMatchObject({ status: 'failed', step: 'approval' });
+    if (result.status === 'failed') expect(result.error).toBeInstanceOf(InputValidationError);
+  });
+
+  it('invalid payloads before maxAttempts are refused with field errors; nothing is stored but the count', async () => {
+    const h = seedHarness();
+    const { executionId } = await h.runtime.run(approvalFlow(h, 'ok', 3), {});
+    const before = await h.runtime.find(executionId);
+    const refused = await h.runtime.continue(executionId, { step: 'approval', payload: { approved: 1 } }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(InputValidationError);
+    expect((refused as InputValidationError).message).toMatch(/1 of 3 attempts used/);
+    expect((refused as InputValidationError).fieldErrors).toHaveProperty('approved');
+    expect((await h.runtime.find(executionId)).revision).toBe(before.revision);
+    await expect(h.runtime.continue(executionId, { step: 'approval', payload: {} })).rejects.toThrow(/2 of 3 attempts used/);
+    expect(await h.runtime.continue(executionId, { step: 'approval', payload: { approved: false, by: 'bo' } })).toMatchObject({ status: 'completed' });
+  });
+
+  it('S-intr-03: cancel never rolls back; a stays; resumption is refused afterwards', async () => {
+    const h = seedHarness();
+    const { executionId } = await h.runtime.run(approvalFlow(h), {});
+    expect(await h.runtime.cancel(executionId, 'customer left')).toMatchObject({ status: 'cancelled', reason: 'customer left' });
+    expect(h.events).toEqual(['run:a']);
+    expect((await h.runtime.find(executionId)).undoStack.map((e) => e.step)).toEqual(['a']);
+    await expect(h.runtime.continue(executionId, { step: 'approval', payload: { approved: true, by: 'x' } })).rejects.toThrow(
+      /cannot continue execution .*: it was cancelled; resumption is refused after a cancel/,
+    );
+    await expect(h.runtime.cancel(executionId, 'again')).rejects.toBeInstanceOf(InvalidStateError);
+  });
+
+  it('S-intr-04: undo(id) of a completed run undoes b then a and ends cancelled', async () => {
+    const h = seedHarness();
+    const reactor = defineReactor({ name: 'intr04' }).step('a', rec(h, 'a')).step('b', { waitFor: ['a'], ...rec(h, 'b') }).build();
+    const { executionId } = await h.runtime.run(reactor, {});
+    expect(await h.runtime.undo(executionId)).toMatchObject({ status: 'cancelled', reason: 'undo' });
+    expect(h.events).toEqual(['run:a', 'run:b', 'undo:b', 'undo:a']);
+  });
+
+  it('undo(id) of a paused run undoes the steps completed before the pause', async () => {
+    const h = seedHarness();
+    const { executionId } = await h.runtime.run(approvalFlow(h), {});
+    expect(await h.runtime.undo(executionId)).toMatchObject({ status: 'cancelled' });
+    expect(h.events).toEqual(['run:a', 'undo:a']);
+  });
+
+  it('refusals are clear: unknown interrupt, already resumed, finished run', async () => {
+    const h = seedHarness();
+    const { executionId } = await h.runtime.run(approvalFlow(h), {});
+    await expect(h.runtime.continue(executionId, { step: 'nope', payload: {} })).rejects.toThrow(/"nope" is not an interrupt of reactor "approval-ok-1"; ready interrupts: \["approval"\]/);
+    await h.runtime.continue(executionId, { step: 'approval', payload: { approved: true, by: 'a' } });
+    await expect(h.runtime.continue(executionId, { step: 'approval', payload: { approved: true, by: 'a' } })).rejects.toThrow(/it finished \(completed\)/);
+  });
+
+  it('several ready interrupts resume in any order; the run continues once all are resumed', async () => {
+    const h = seedHarness();
+    const reactor = defineReactor({ name: 'two-approvals' })
+      .step('quote', rec(h, 'quote'))
+      .interrupt('manager', { waitFor: ['quote'] })
+      .interrupt('finance', { waitFor: ['quote'] })
+      .step('order', { args: ({ result }) => ({ m: result('manager'), f: result('finance') }), ...rec(h, 'order') })
+      .build();
+    const paused = await h.runtime.run(reactor, {});
+    expect(paused).toMatchObject({ status: 'paused', readyInterrupts: ['manager', 'finance'] });
+    const afterFinance = await h.runtime.continue(paused.executionId, { step: 'finance', payload: 'ok-f' });
+    expect(afterFinance).toMatchObject({ status: 'paused', readyInterrupts: ['manager'] });
+    await expect(h.runtime.continue(paused.executionId, { step: 'finance', payload: 'again' })).rejects.toThrow(/already resumed/);
+    expect(await h.runtime.continue(paused.executionId, { step: 'manager', payload: 'ok-m' })).toMatchObject({
+      status: 'completed',
+      value: { quote: 'QUOTE', manager: 'ok-m', finance: 'ok-f', order: 'ORDER' },
+    });
+    expect(h.events).toEqual(['run:quote', 'run:order']);
+  });
+
+  it('an interrupt inside a composed child pauses the root and is continued by path', async () => {
+    const h = seedHarness();
+    const child = defineReactor({ name: 'signoff' })
+      .step('prepare', rec(h, 'approval.prepare'))
+      .interrupt('managerSignOff', { waitFor: ['prepare'], correlationId: ({ value }) => value('signoff-42') })
+      .step('file', { waitFor: ['managerSignOff'], ...rec(h, 'approval.file') })
+      .build();
+    const reactor = defineReactor({ name: 'nested-approval' })
+      .step('a', rec(h, 'a'))
+      .compose('approval', child, { waitFor: ['a'] })
+      .step('b', { waitFor: ['approval'], ...rec(h, 'b') })
+      .build();
+    const paused = await h.runtime.run(reactor, {});
+    expect(paused).toMatchObject({ status: 'paused', readyInterrupts: [['approval', 'managerSignOff']] });
+    await expect(h.runtime.continue(paused.executionId, { step: 'managerSignOff', payload: 1 })).rejects.toThrow(/not an interrupt of reactor "nested-approval"/);
+    const done = await h.runtime.continueByCorrelationId('signoff-42', { payload: { ok: true } });
+    expect(done).toMatchObject({ status: 'completed', value: { a: 'A', approval: { prepare: 'APPROVAL.PREPARE', managerSignOff: { ok: true }, file: 'APPROVAL.FILE' }, b: 'B' } });
+    expect(h.events).toEqual(['run:a', 'run:approval.prepare', 'run:approval.file', 'run:b']);
+  });
+
+  it('undo(id) of a run paused in a composed child undoes the child steps, then the root steps', async () => {
+    const h = seedHarness();
+    const child = defineReactor({ name: 'signoff-2' }).step('prepare', rec(h, 'approval.prepare')).interrupt('sign', { waitFor: ['prepare'] }).build();
+    const reactor = defineReactor({ name: 'nested-undo' }).step('a', rec(h, 'a')).compose('approval', child, { waitFor: ['a'] }).build();
+    const { executionId } = await h.runtime.run(reactor, {});
+    await h.runtime.undo(executionId);
+    expect(h.events).toEqual(['run:a', 'run:approval.prepare', 'undo:approval.prepare', 'undo:a']);
+  });
+
+  it('lazy timeout: a resume that arrives too late fails the run and undoes it', async () => {
+    const h = seedHarness();
+    const reactor = defineReactor({ name: 'lazy-timeout' })
+      .step('a', rec(h, 'a'))
+      .interrupt('approval', { waitFor: ['a'], timeout: { ms: 60_000 } })
+      .build();
+    const { executionId } = await h.runtime.run(reactor, {});
+    h.clock.advance(60_001);
+    const result = await h.runtime.continue(executionId, { step: 'approval', payload: 1 });
+    expect(result).toMatchObject({ status: 'failed', step: 'approval' });
+    if (result.status === 'failed') expect(result.error).toBeInstanceOf(InterruptTimeoutError);
+    expect(h.events).toEqual(['run:a', 'undo:a']);
+  });
+
+  it('active timeout: a delayed job fails the run when the pause lasts too long', async () => {
+    const clock = createTestClock();
+    const store = createMemoryStore({ clock });
+    const queue = createInProcessQueue({ mode: 'manual', clock });
+    const events: string[] = [];
+    const runtime = createRuntime({ store, queue, clock, logger: pino({ level: 'silent' }), worker: true });
+    const reactor = defineReactor({ name: 'active-timeout' })
+      .step('a', { run: () => void events.push('run:a'), undo: () => void events.push('undo:a') })
+      .interrupt('approval', { waitFor: ['a'], timeout: { ms: 5_000, strategy: 'active' } })
+      .build();
+    const { executionId } = await runtime.run(reactor, {});
+    expect(queue.inspect().map((j) => [j.job.event?.type, j.dueAt])).toEqual([['xreactor.interrupt.fail', 5_000]]);
+    await queue.drain({ includeDelayed: true });
+    expect(events).toEqual(['run:a', 'undo:a']);
+    expect(await runtime.awaitResult(executionId, { timeoutMs: 10 })).toMatchObject({ status: 'failed', step: 'approval' });
+    await runtime.close();
+  });
+});
