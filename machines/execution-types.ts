@@ -2,12 +2,26 @@ import type { RetryPolicy } from '../src/definition/retry.js';
 import type { ErrorData } from '../src/internal/error-data.js';
 
 /** Version of the execution machine; stored with every snapshot. */
-export const EXECUTION_MACHINE_VERSION = 3;
+export const EXECUTION_MACHINE_VERSION = 4;
+
+/** What the machine knows of an interrupt step. */
+export interface InterruptView {
+  /** Interrupts ready together with this one (consecutive in the plan, dependencies all before it), itself first. */
+  readonly group: readonly string[];
+  /** Milliseconds the pause may last, or null. */
+  readonly timeoutMs: number | null;
+}
 
 /** What the execution machine needs to know of a reactor: its steps in execution order. */
 export interface ExecutionPlanView {
   readonly reactor: string;
-  readonly steps: readonly { readonly name: string; readonly retry: RetryPolicy; readonly tracked: boolean }[];
+  readonly steps: readonly {
+    readonly name: string;
+    readonly retry: RetryPolicy;
+    readonly tracked: boolean;
+    /** Present for an interrupt step: the run pauses there until it is continued. */
+    readonly interrupt?: InterruptView;
+  }[];
   /** Plan index at which a background reactor hands the run to a worker; null: never. */
   readonly handoffIndex: number | null;
 }
@@ -51,7 +65,10 @@ export interface TraceEntry {
     | 'undo'
     | 'undo_failure'
     | 'aborted'
-    | 'input_rejected';
+    | 'input_rejected'
+    | 'paused'
+    | 'resumed'
+    | 'cancelled';
   readonly step?: string;
   readonly attempt?: number;
   readonly at: number;
@@ -84,9 +101,23 @@ export interface ExecutionContext {
   readonly inputError: ErrorData | null;
   /** The run was handed to a worker; from then on timers are delayed jobs. */
   readonly handedOff: boolean;
+  /** Interrupts resumed so far (their payloads are their results). */
+  readonly resumed: readonly string[];
+  /** While paused: the interrupts that may be continued, when each times out, or the composed child that paused. */
+  readonly paused: PauseRecord | null;
+  /** Why an operator cancelled the run. */
+  readonly cancelReason: string | null;
   readonly abortReason: string | null;
   readonly createdAt: number;
   readonly updatedAt: number;
+}
+
+/** Where a paused run waits. */
+export interface PauseRecord {
+  readonly ready: readonly { readonly step: string; readonly timeoutAt: number | null }[];
+  /** The compose step whose child paused (its interrupts are addressed by path). */
+  readonly child: string | null;
+  readonly since: number;
 }
 
 /** Input that creates an execution actor. */
@@ -132,7 +163,11 @@ export type ExecutionEvent =
       readonly nested?: readonly RollbackFailure[];
     }
   | { readonly type: 'xreactor.execution.abort'; readonly at: number; readonly reason: string }
-  | { readonly type: 'xreactor.operator.undo'; readonly at: number };
+  | { readonly type: 'xreactor.operator.undo'; readonly at: number }
+  | { readonly type: 'xreactor.operator.cancel'; readonly at: number; readonly reason: string }
+  | { readonly type: 'xreactor.interrupt.resume'; readonly at: number; readonly step: string; readonly payload: unknown }
+  | { readonly type: 'xreactor.interrupt.fail'; readonly at: number; readonly step: string; readonly error: ErrorData }
+  | { readonly type: 'xreactor.child.paused'; readonly at: number; readonly index: number; readonly attempt: number };
 
 /** Store writes a transition asks for; committed atomically with the snapshot. */
 export type ExecutionWrite =
@@ -144,6 +179,7 @@ export type ExecutionWrite =
 /** Effects a transition asks the host to perform after the commit. */
 export type ExecutionEffect =
   | { readonly type: 'xreactor.effect.handOff'; readonly params: { readonly index: number } }
+  | { readonly type: 'xreactor.effect.paused'; readonly params: PauseRecord }
   | { readonly type: 'xreactor.effect.runStep'; readonly params: { readonly index: number; readonly step: string; readonly attempt: number } }
   | { readonly type: 'xreactor.effect.wait'; readonly params: { readonly index: number; readonly step: string; readonly attempt: number; readonly delayMs: number; readonly error: ErrorData } }
   | { readonly type: 'xreactor.effect.compensate'; readonly params: { readonly index: number; readonly step: string; readonly error: ErrorData; readonly args: unknown; readonly epoch: number } }
@@ -154,6 +190,7 @@ export type ExecutionEffect =
 export type ExecutionStatus =
   | 'pending'
   | 'running'
+  | 'paused'
   | 'rolling_back'
   | 'completed'
   | 'failed'

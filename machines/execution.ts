@@ -43,6 +43,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       input: {} as ExecutionInput,
     },
     actions: {
+      'xreactor.effect.paused': hostPerformed<ParamsOf<ExecutionEffect, 'xreactor.effect.paused'>>(),
       'xreactor.effect.handOff': hostPerformed<ParamsOf<ExecutionEffect, 'xreactor.effect.handOff'>>(),
       'xreactor.effect.runStep': hostPerformed<ParamsOf<ExecutionEffect, 'xreactor.effect.runStep'>>(),
       'xreactor.effect.wait': hostPerformed<ParamsOf<ExecutionEffect, 'xreactor.effect.wait'>>(),
@@ -57,6 +58,24 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
         const e = event as EventOf<'xreactor.execution.abort'>;
         return { abortReason: e.reason, updatedAt: e.at };
       }),
+      enterPause: assign(({ context }) => {
+        const group = stepAt(context.cursor).interrupt!.group.filter((name) => !context.resumed.includes(name));
+        const timeoutOf = (name: string) => plan.steps.find((st) => st.name === name)?.interrupt?.timeoutMs ?? null;
+        return {
+          paused: {
+            ready: group.map((step) => {
+              const ms = timeoutOf(step);
+              return { step, timeoutAt: ms === null ? null : context.updatedAt + ms };
+            }),
+            child: null,
+            since: context.updatedAt,
+          },
+        };
+      }),
+      recordCancel: assign(({ event }) => {
+        const e = event as EventOf<'xreactor.operator.cancel'>;
+        return { cancelReason: e.reason, paused: null, updatedAt: e.at };
+      }),
       recordOperatorUndo: assign(({ context, event }) => ({
         rollbackReason: 'operator' as const,
         rollbackEpoch: context.rollbackEpoch + 1,
@@ -65,6 +84,13 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
     },
     guards: {
       hasNextStep: ({ context }) => context.cursor < stepCount,
+      atResumedInterrupt: ({ context }) => context.cursor < stepCount && stepAt(context.cursor).interrupt !== undefined && context.resumed.includes(stepAt(context.cursor).name),
+      atInterrupt: ({ context }) => context.cursor < stepCount && stepAt(context.cursor).interrupt !== undefined,
+      isReadyInterrupt: ({ context, event }) => {
+        const step = (event as EventOf<'xreactor.interrupt.resume'>).step;
+        return context.paused?.ready.some((r) => r.step === step) === true;
+      },
+      isPausedOnChild: ({ context }) => context.paused?.child != null,
       atHandoff: ({ context }) => plan.handoffIndex !== null && !context.handedOff && context.cursor === plan.handoffIndex,
       isCurrentSuccess: ({ context, event }) => isCurrent(context, event as EventOf<'xreactor.step.succeeded'>),
       isCurrentOutcome: ({ context, event }) => isCurrent(context, event as EventOf<'xreactor.step.halted'>),
@@ -100,6 +126,9 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       rollbackEpoch: 0,
       inputError: null,
       handedOff: false,
+      resumed: [],
+      paused: null,
+      cancelReason: null,
       abortReason: null,
       createdAt: input?.at ?? 0,
       updatedAt: input?.at ?? 0,
@@ -121,6 +150,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       running: {
         initial: 'next',
         on: {
+          'xreactor.operator.cancel': { target: 'cancelled', actions: ['recordCancel', { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'cancelled', at: event.at, reason: event.reason }) }] },
           'xreactor.execution.abort': {
             target: 'aborted',
             actions: [
@@ -133,6 +163,9 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
           next: {
             always: [
               { guard: 'atHandoff', target: 'handedOff' },
+              // An interrupt resumed out of order: its payload is recorded; move past it.
+              { guard: 'atResumedInterrupt', target: 'next', reenter: true, actions: assign(({ context }) => ({ cursor: context.cursor + 1 })) },
+              { guard: 'atInterrupt', target: '#execution.paused', actions: 'enterPause' },
               { guard: 'hasNextStep', target: 'executing' },
               { target: '#execution.completed' },
             ],
@@ -180,6 +213,14 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
                   { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'skipped', step: stepAt(event.index).name, attempt: event.attempt, at: event.at }) },
                   assign(({ context, event }) => ({ cursor: context.cursor + 1, attempt: 1, updatedAt: event.at })),
                 ],
+              },
+              'xreactor.child.paused': {
+                guard: 'isCurrentOutcome',
+                target: '#execution.paused',
+                actions: assign(({ context, event }) => ({
+                  paused: { ready: [], child: stepAt(context.cursor).name, since: event.at },
+                  updatedAt: event.at,
+                })),
               },
               'xreactor.step.halted': {
                 guard: 'isCurrentOutcome',
@@ -341,6 +382,52 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
           done: {
             always: [{ guard: 'isOperatorUndo', target: '#execution.cancelled' }, { target: '#execution.failed' }],
           },
+        },
+      },
+      paused: {
+        entry: [
+          { type: 'xreactor.effect.paused', params: ({ context }) => context.paused! },
+          { type: 'xreactor.write.trace', params: ({ context }) => ({ type: 'paused', at: context.updatedAt, step: context.paused!.child ?? context.paused!.ready.map((r) => r.step).join(',') }) },
+        ],
+        on: {
+          'xreactor.interrupt.resume': {
+            guard: 'isReadyInterrupt',
+            target: 'running',
+            actions: [
+              { type: 'xreactor.write.result', params: ({ event }) => ({ step: event.step, value: event.payload }) },
+              { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'resumed', step: event.step, at: event.at }) },
+              assign(({ context, event }) => ({ resumed: [...context.resumed, event.step], paused: null, updatedAt: event.at })),
+            ],
+          },
+          'xreactor.interrupt.fail': {
+            guard: 'isReadyInterrupt',
+            target: 'rolling_back',
+            actions: [
+              { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'failed', step: event.step, at: event.at, error: event.error }) },
+              assign(({ context, event }) => ({
+                failure: {
+                  step: event.step,
+                  index: plan.steps.findIndex((st) => st.name === event.step),
+                  error: event.error,
+                  args: undefined,
+                  compensationPending: false,
+                  compensationFailed: false,
+                },
+                paused: null,
+                rollbackReason: 'failure' as const,
+                rollbackEpoch: context.rollbackEpoch + 1,
+                updatedAt: event.at,
+              })),
+            ],
+          },
+          // A composed child that paused was continued: run the compose step again to pick up its end.
+          'xreactor.execution.resume': {
+            guard: 'isPausedOnChild',
+            target: 'running.executing',
+            actions: assign(({ event }) => ({ paused: null, updatedAt: event.at })),
+          },
+          'xreactor.operator.cancel': { target: 'cancelled', actions: ['recordCancel', { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'cancelled', at: event.at, reason: event.reason }) }] },
+          'xreactor.operator.undo': { target: 'rolling_back', actions: ['recordOperatorUndo', assign({ paused: null })] },
         },
       },
       completed: {

@@ -202,7 +202,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     },
     async claim(key, value, ttlMs) {
       // SET NX GET (Redis >= 7.0): the previous value when another writer was first, else nil.
-      const previous = (await redis.set(keys.claim(key), value, 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX', 'GET')) as string | null;
+      const previous = (await redis.set(keys.claim(key), value, 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX', 'GET'));
       return previous ?? value;
     },
     async readClaim(key) {
