@@ -103,6 +103,8 @@ export interface ExecutionContext {
   readonly handedOff: boolean;
   /** Interrupts resumed so far (their payloads are their results). */
   readonly resumed: readonly string[];
+  /** When each interrupt first became ready (its timeout runs from then). */
+  readonly readyAt: Readonly<Record<string, number>>;
   /** While paused: the interrupts that may be continued, when each times out, or the composed child that paused. */
   readonly paused: PauseRecord | null;
   /** Why an operator cancelled the run. */

@@ -61,11 +61,15 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       enterPause: assign(({ context }) => {
         const group = stepAt(context.cursor).interrupt!.group.filter((name) => !context.resumed.includes(name));
         const timeoutOf = (name: string) => plan.steps.find((st) => st.name === name)?.interrupt?.timeoutMs ?? null;
+        // An interrupt's deadline runs from when it first became ready, not from a later re-pause.
+        const readyAt = { ...context.readyAt };
+        for (const step of group) readyAt[step] ??= context.updatedAt;
         return {
+          readyAt,
           paused: {
             ready: group.map((step) => {
               const ms = timeoutOf(step);
-              return { step, timeoutAt: ms === null ? null : context.updatedAt + ms };
+              return { step, timeoutAt: ms === null ? null : readyAt[step]! + ms };
             }),
             child: null,
             since: context.updatedAt,
@@ -127,6 +131,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       inputError: null,
       handedOff: false,
       resumed: [],
+      readyAt: {},
       paused: null,
       cancelReason: null,
       abortReason: null,

@@ -526,7 +526,9 @@ function replay(plan: ExecutionPlanView, machine: ExecutionMachine, labels: Map<
           expect(readySteps, `${where}: ready is not the unresumed rest of the group`).toEqual(atCursor.interrupt!.group.filter((n) => !c.resumed.includes(n)));
           for (const r of p!.ready) {
             const ms = plan.steps.find((st) => st.name === r.step)!.interrupt!.timeoutMs;
-            expect(r.timeoutAt, `${where}: deadline of "${r.step}"`).toBe(ms === null ? null : p!.since + ms);
+            // A deadline runs from when the interrupt first became ready (a re-pause does not move it).
+            expect(c.readyAt[r.step], `${where}: "${r.step}" has no ready time`).toBeDefined();
+            expect(r.timeoutAt, `${where}: deadline of "${r.step}"`).toBe(ms === null ? null : c.readyAt[r.step]! + ms);
           }
         }
       }
