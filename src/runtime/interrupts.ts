@@ -83,14 +83,22 @@ async function applyAndPropagate(chain: readonly Loaded[], event: ExecutionEvent
   }
 }
 
+/** A checked resume: the event to deliver to the interrupt at `path` under the root. */
+export interface PreparedResume {
+  readonly path: readonly string[];
+  /** `xreactor.interrupt.resume`, or `xreactor.interrupt.fail` (attempts exhausted, timed out). */
+  readonly event: ExecutionEvent;
+}
+
 /**
- * Continue a paused run at one of its interrupts. Refusals are clear errors
+ * Check a resume in the caller, without the lease: refusals are clear errors
  * (finished, cancelled, aborted, rolling back, unknown or not-ready interrupt,
- * already resumed); an invalid payload throws InputValidationError and stores
- * nothing but the attempt count, until `maxAttempts` undoes and fails the run.
- * Must be called under the root's lease.
+ * already resumed); the payload is validated here, and an invalid one throws
+ * InputValidationError storing nothing but the attempt count, until
+ * `maxAttempts` turns it into a failure of the interrupt. A valid payload
+ * claims the interrupt: a second resume of it is refused.
  */
-export async function continueUnderLease(engine: Engine, id: string, request: ContinueRequest, signal: AbortSignal, place: Place): Promise<void> {
+export async function prepareResume(engine: Engine, id: string, request: ContinueRequest): Promise<PreparedResume> {
   const path = typeof request.step === 'string' ? [request.step] : [...request.step];
   const name = path[path.length - 1];
   if (name === undefined) throw new InvalidStateError('continue needs the interrupt to continue: { step: name } or { step: [composeStep, ..., name] }');
@@ -109,20 +117,15 @@ export async function continueUnderLease(engine: Engine, id: string, request: Co
   }
   const { store, clock } = engine;
   const interrupt = step.interrupt!;
-  const fail = (error: Error): ExecutionEvent => ({ type: 'xreactor.interrupt.fail', at: clock.now(), step: name, error: serializeError(error) });
-  if (entry.timeoutAt !== null && clock.now() > entry.timeoutAt) {
-    await applyAndPropagate(chain, fail(new InterruptTimeoutError(target.held.id, name, interrupt.timeout!.ms)), signal, place);
-    return;
-  }
+  const fail = (error: Error): PreparedResume => ({ path, event: { type: 'xreactor.interrupt.fail', at: clock.now(), step: name, error: serializeError(error) } });
+  if (entry.timeoutAt !== null && clock.now() > entry.timeoutAt) return fail(new InterruptTimeoutError(target.held.id, name, interrupt.timeout!.ms));
   let payload = request.payload;
   if (interrupt.payload !== undefined) {
     const checked = await validateWith(interrupt.payload, payload);
     if (!checked.ok) {
       const attempts = await store.increment(`attempts:${target.held.id}:${name}`, CORRELATION_TTL_MS);
       if (attempts >= interrupt.maxAttempts) {
-        const error = new InputValidationError(`interrupt "${name}": payload invalid after ${attempts} attempt(s): ${describeIssues(checked.issues)}`, checked.issues, { step: name });
-        await applyAndPropagate(chain, fail(error), signal, place);
-        return;
+        return fail(new InputValidationError(`interrupt "${name}": payload invalid after ${attempts} attempt(s): ${describeIssues(checked.issues)}`, checked.issues, { step: name }));
       }
       throw new InputValidationError(
         `interrupt "${name}": payload is invalid (${attempts} of ${interrupt.maxAttempts} attempts used): ${describeIssues(checked.issues)}`,
@@ -136,7 +139,7 @@ export async function continueUnderLease(engine: Engine, id: string, request: Co
   if ((await store.claim(`interrupt:${target.held.id}:${name}`, token, CORRELATION_TTL_MS)) !== token) {
     throw new InvalidStateError(`cannot resume interrupt "${path.join('.')}": it was already resumed`);
   }
-  await applyAndPropagate(chain, { type: 'xreactor.interrupt.resume', at: clock.now(), step: name, payload }, signal, place);
+  return { path, event: { type: 'xreactor.interrupt.resume', at: clock.now(), step: name, payload } };
 }
 
 /**

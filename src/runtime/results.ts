@@ -58,6 +58,8 @@ export interface CancelledResult {
 export interface DispatchedResult {
   readonly status: 'dispatched';
   readonly executionId: ExecutionId;
+  /** Why the work went to a worker: a background hand-off, or a run busy in another process (`run_busy`). */
+  readonly reason?: 'background' | 'run_busy';
 }
 
 /** The typed outcome of `run`. */

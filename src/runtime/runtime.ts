@@ -15,7 +15,8 @@ import type { CancelledResult, DispatchedResult, ExecutionView, FailedResult, Ru
 import { buildResult } from './results.js';
 import { createJobHandler } from './worker.js';
 import type { ContinueRequest, PausedResult } from './interrupts.js';
-import { cancelUnderLease, continueUnderLease, readyInterrupts } from './interrupts.js';
+import { cancelUnderLease, deliverAtPath, prepareResume, readyInterrupts } from './interrupts.js';
+import { jobId } from '../queue/job-ids.js';
 import { correlationKey, descendantId } from './lineage.js';
 import type { HeldExecution } from './host.js';
 
@@ -95,9 +96,9 @@ export interface Runtime {
    * @example
    * await runtime.continue(id, { step: 'approval', payload: { approved: true } });
    */
-  continue(id: string, request: ContinueRequest, options?: { readonly signal?: AbortSignal }): Promise<ContinueResult>;
+  continue(id: string, request: ContinueRequest, options?: { readonly signal?: AbortSignal }): Promise<ContinueResult | DispatchedResult>;
   /** Continue the run whose interrupt declared this correlation id. */
-  continueByCorrelationId(correlationId: string, request: { readonly payload: unknown }, options?: { readonly signal?: AbortSignal }): Promise<ContinueResult>;
+  continueByCorrelationId(correlationId: string, request: { readonly payload: unknown }, options?: { readonly signal?: AbortSignal }): Promise<ContinueResult | DispatchedResult>;
   /** Cancel a running or paused run: no rollback; it ends `cancelled` and cannot be resumed. Refused while rolling back. */
   cancel(id: string, reason: string): Promise<CancelledResult>;
   /** Roll back a completed, halted, paused or aborted execution (re-running a cut-off compensate first); it ends `cancelled`. */
@@ -166,7 +167,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
   const heldOutcome = async (definition: AnyReactorDefinition, held: HeldExecution): Promise<ContinueResult | DispatchedResult | CancelledResult> => {
     const status = statusOf(held.snapshot.value);
     if (status === 'paused') return { status: 'paused', executionId: held.id as ExecutionId, readyInterrupts: await readyInterrupts(engine, held) };
-    if (status === 'running' && held.snapshot.context.handedOff) return { status: 'dispatched', executionId: held.id as ExecutionId };
+    if (status === 'running' && held.snapshot.context.handedOff) return { status: 'dispatched', executionId: held.id as ExecutionId, reason: 'background' };
     return (await outcome(definition, held.id, status, held.snapshot.context))!;
   };
 
@@ -190,12 +191,26 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
   };
 
   const api = {
-    continue: (id: string, request: ContinueRequest, continueOptions: { readonly signal?: AbortSignal } = {}): Promise<ContinueResult> =>
-      underLease(id, async () => {
-        await continueUnderLease(engine, id, request, signalFor(continueOptions.signal), 'caller');
+    /**
+     * Check the resume here; apply it now when the run's lease is free, or hand it
+     * to a worker (the run is being advanced by another process: it applies the
+     * resume when it lets go).
+     */
+    continue: async (id: string, request: ContinueRequest, continueOptions: { readonly signal?: AbortSignal } = {}): Promise<ContinueResult | DispatchedResult> => {
+      const prepared = await prepareResume(engine, id, request);
+      const applied = await engine.withLease(id, async () => {
+        await deliverAtPath(engine, id, prepared.path, prepared.event, signalFor(continueOptions.signal), 'caller');
         const { definition, held } = await engine.load(id);
         return (await heldOutcome(definition, held)) as ContinueResult;
-      }),
+      });
+      if (applied !== undefined) return applied.value;
+      const { definition } = await engine.load(id);
+      await queue.enqueue([
+        { id: jobId(id, 'resume', ...prepared.path), kind: 'advance', executionId: id, reactor: definition.name, event: { ...prepared.event, path: prepared.path } },
+      ]);
+      engine.logger.info({ event: 'xreactor.resume.deferred', executionId: id, step: prepared.path, reason: 'run_busy' }, 'resume handed to a worker');
+      return { status: 'dispatched', executionId: id as ExecutionId, reason: 'run_busy' };
+    },
   };
 
   return {

@@ -93,12 +93,16 @@ describe('recovery across processes', () => {
   }, 60_000);
 
   it('a worker killed inside a composed child step resumes without re-running completed child steps', async () => {
-    const first = await spawnWorker(['--sweep-interval-ms', '0']);
+    await spawnWorker(['--sweep-interval-ms', '0']);
     const { executionId } = await runtime.run(fixtures.backgroundCompose, { slowMs: 1_500 });
     const childId = `${executionId}.child`;
     await expect.poll(() => events(childId), { timeout: 20_000, interval: 20 }).toEqual(['run:c1', 'run:c2']);
-    first.child.kill('SIGKILL');
-    await first.exited;
+    // Kill the worker that is running c2 (other tests' workers may be alive too).
+    const victim = Number(await redis.get(`pid:${childId}:c2`));
+    const running = [...workers].find((w) => w.pid === victim);
+    expect(running, `c2 ran in an unknown process ${victim}`).toBeDefined();
+    running!.child.kill('SIGKILL');
+    await running!.exited;
     await spawnWorker(['--sweep-interval-ms', '0']);
     expect(await runtime.awaitResult(executionId, { timeoutMs: 30_000 })).toMatchObject({ status: 'completed', value: { a: 'A', child: { c1: 'C1', c2: 'C2' }, b: 'B' } });
     expect(await events(executionId)).toEqual(['run:a', 'run:b']);

@@ -170,6 +170,25 @@ describe('seed interrupts', () => {
     expect(h.events).toEqual(['run:a', 'undo:a']);
   });
 
+  it('a resume that finds the run busy in another process is handed to a worker (dispatched, run_busy)', async () => {
+    const clock = createTestClock();
+    const store = createMemoryStore({ clock });
+    const queue = createInProcessQueue({ mode: 'manual', clock });
+    const runtime = createRuntime({ store, queue, clock, logger: pino({ level: 'silent' }), worker: true });
+    const h = seedHarness();
+    const reactor = approvalFlow(h);
+    const { executionId } = await runtime.run(reactor, {});
+    expect(await store.acquireLease(executionId, 'another-process', 60_000)).toBe(true);
+    const dispatched = await runtime.continue(executionId, { step: 'approval', payload: { approved: true, by: 'ann' } });
+    expect(dispatched).toEqual({ status: 'dispatched', executionId, reason: 'run_busy' });
+    // The claim is taken in the caller: a second resume is refused at once.
+    await expect(runtime.continue(executionId, { step: 'approval', payload: { approved: true, by: 'bob' } })).rejects.toThrow(/already resumed/);
+    await store.releaseLease(executionId, 'another-process');
+    await queue.drain();
+    expect(await runtime.awaitResult(executionId, { timeoutMs: 10 })).toMatchObject({ status: 'completed', value: { approval: { by: 'ann' } } });
+    await runtime.close();
+  });
+
   it('active timeout: a delayed job fails the run when the pause lasts too long', async () => {
     const clock = createTestClock();
     const store = createMemoryStore({ clock });
