@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime } from '../../src/index.js';
-import type { Runtime } from '../../src/index.js';
+import type { Runtime, Store } from '../../src/index.js';
 import { createBullmqQueue } from '../../src/queue/bullmq-queue.js';
 import { createRedisStore } from '../../src/store/redis-store.js';
 import { startRedis } from '../support/redis-server.js';
@@ -22,6 +22,7 @@ const FAST_RECOVERY = ['--lease-ttl-ms', '1000', '--lock-duration-ms', '1000', '
 let server: RedisServer;
 let redis: Redis;
 let runtime: Runtime;
+let store: Store;
 let fixtures: Fixtures;
 const workers = new Set<WorkerProcess>();
 
@@ -43,7 +44,7 @@ beforeAll(async () => {
   fixtures = await import('./fixtures/reactors.js');
   redis = new Redis(server.url, { maxRetriesPerRequest: null });
   runtime = createRuntime({
-    store: createRedisStore({ redis }),
+    store: (store = createRedisStore({ redis })),
     queue: createBullmqQueue({ connection: redis }),
     reactors: Object.values(fixtures).filter((v) => typeof v === 'object'),
     logger: pino({ level: 'silent' }),
@@ -54,6 +55,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const worker of workers) worker.child.kill('SIGKILL');
   await runtime?.close();
+  await store?.close();
   fixtures?.recorder().disconnect();
   redis?.disconnect();
   await server?.stop();

@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime } from '../../src/index.js';
-import type { Runtime } from '../../src/index.js';
+import type { Runtime, Store } from '../../src/index.js';
 import { createBullmqQueue, createRedisStore } from '../../src/redis.js';
 import { startRedis } from '../support/redis-server.js';
 import type { RedisServer } from '../support/redis-server.js';
@@ -20,6 +20,7 @@ const CONTINUE = fileURLToPath(new URL('./fixtures/continue.ts', import.meta.url
 let server: RedisServer;
 let redis: Redis;
 let runtime: Runtime;
+let store: Store;
 let fixtures: typeof FixtureModule;
 
 async function continueFromAnotherProcess(id: string, by: string): Promise<{ ok: boolean; status?: string; value?: unknown; code?: string; message?: string }> {
@@ -36,7 +37,7 @@ beforeAll(async () => {
   fixtures = await import('./fixtures/reactors.js');
   redis = new Redis(server.url, { maxRetriesPerRequest: null });
   runtime = createRuntime({
-    store: createRedisStore({ redis }),
+    store: (store = createRedisStore({ redis })),
     queue: createBullmqQueue({ connection: redis }),
     worker: false,
     reactors: [fixtures.approvalFlow],
@@ -46,6 +47,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await runtime?.close();
+  await store?.close();
   fixtures?.recorder().disconnect();
   redis?.disconnect();
   await server?.stop();

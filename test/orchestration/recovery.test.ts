@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRuntime } from '../../src/index.js';
-import type { Runtime } from '../../src/index.js';
+import type { Runtime, Store } from '../../src/index.js';
 import { createBullmqQueue, createRedisStore } from '../../src/redis.js';
 import { createKeyBuilder, EXECUTION_FIELDS } from '../../src/store/keys.js';
 import { startRedis } from '../support/redis-server.js';
@@ -23,6 +23,7 @@ const CALLER = fileURLToPath(new URL('./fixtures/caller.ts', import.meta.url));
 let server: RedisServer;
 let redis: Redis;
 let runtime: Runtime;
+let store: Store;
 let fixtures: typeof FixtureModule;
 const workers = new Set<WorkerProcess>();
 
@@ -47,7 +48,7 @@ beforeAll(async () => {
   fixtures = await import('./fixtures/reactors.js');
   redis = new Redis(server.url, { maxRetriesPerRequest: null });
   runtime = createRuntime({
-    store: createRedisStore({ redis }),
+    store: (store = createRedisStore({ redis })),
     queue: createBullmqQueue({ connection: redis }),
     reactors: [fixtures.backgroundAll, fixtures.inlineSlow, fixtures.backgroundCompose],
     logger: pino({ level: 'silent' }),
@@ -57,6 +58,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const worker of workers) worker.child.kill('SIGKILL');
   await runtime?.close();
+  await store?.close();
   fixtures?.recorder().disconnect();
   redis?.disconnect();
   await server?.stop();
