@@ -25,6 +25,9 @@ export interface ContinueRequest {
   readonly payload: unknown;
 }
 
+/** The claim a valid resume of interrupt `name` of execution `executionId` takes. */
+const claimKey = (executionId: string, name: string) => `interrupt:${executionId}:${name}`;
+
 interface Loaded {
   readonly definition: AnyReactorDefinition;
   readonly host: ExecutionHost;
@@ -103,6 +106,10 @@ export async function prepareResume(engine: Engine, id: string, request: Continu
   const name = path[path.length - 1];
   if (name === undefined) throw new InvalidStateError('continue needs the interrupt to continue: { step: name } or { step: [composeStep, ..., name] }');
   const root = await engine.load(id);
+  // A resume that races the winning one may find the run already moving on: the claim says why.
+  if ((await engine.store.readClaim(claimKey(descendantId(id, path.slice(0, -1)), name))) !== undefined) {
+    throw new InvalidStateError(`cannot resume interrupt "${path.join('.')}": it was already resumed`);
+  }
   refuseUnlessPaused(id, statusOf(root.held.snapshot.value));
   const chain = await descend(engine, root, path.slice(0, -1), name);
   const target = chain[chain.length - 1]!;
@@ -136,7 +143,7 @@ export async function prepareResume(engine: Engine, id: string, request: Continu
     payload = checked.value;
   }
   const token = randomUUID();
-  if ((await store.claim(`interrupt:${target.held.id}:${name}`, token, CORRELATION_TTL_MS)) !== token) {
+  if ((await store.claim(claimKey(target.held.id, name), token, CORRELATION_TTL_MS)) !== token) {
     throw new InvalidStateError(`cannot resume interrupt "${path.join('.')}": it was already resumed`);
   }
   return { path, event: { type: 'xreactor.interrupt.resume', at: clock.now(), step: name, payload } };

@@ -104,7 +104,8 @@ describe('seed interrupts', () => {
     const { executionId } = await h.runtime.run(approvalFlow(h), {});
     await expect(h.runtime.continue(executionId, { step: 'nope', payload: {} })).rejects.toThrow(/"nope" is not an interrupt of reactor "approval-ok-1"; ready interrupts: \["approval"\]/);
     await h.runtime.continue(executionId, { step: 'approval', payload: { approved: true, by: 'a' } });
-    await expect(h.runtime.continue(executionId, { step: 'approval', payload: { approved: true, by: 'a' } })).rejects.toThrow(/it finished \(completed\)/);
+    await expect(h.runtime.continue(executionId, { step: 'approval', payload: { approved: true, by: 'a' } })).rejects.toThrow(/it was already resumed/);
+    await expect(h.runtime.continue(executionId, { step: 'other', payload: {} })).rejects.toThrow(/it finished \(completed\)/);
   });
 
   it('several ready interrupts resume in any order; the run continues once all are resumed', async () => {
