@@ -10,7 +10,7 @@ import type { Queue } from '../queue/queue.js';
 import { jobId } from '../queue/job-ids.js';
 import { describeIssues, validateWith } from '../internal/standard-schema.js';
 import type { Hooks } from '../observability/middleware.js';
-import { deserializeError, serializeError } from '../serialization/index.js';
+import { decode, deserializeError, encode, serializeError } from '../serialization/index.js';
 import type { Commit, CommitWrites, OutboxEffect, PersistedSnapshot, Store, UndoEntry } from '../store/store.js';
 import type { Clock } from '../internal/clock.js';
 import type { Attempt, StepScope } from './step-performer.js';
@@ -47,6 +47,12 @@ export interface HeldExecution {
   readonly inputs: unknown;
   /** The outbox of the commit it was loaded at (empty for a new execution). */
   readonly outbox: readonly OutboxEffect[];
+  /**
+   * Encoded results this host committed or read, so a step does not read back
+   * what was just written (decoded afresh each time: a step can never alias
+   * another step's stored result).
+   */
+  readonly results: Map<string, Uint8Array>;
 }
 
 /** The status an execution snapshot is in. */
@@ -144,7 +150,7 @@ export class ExecutionHost {
       input: inputs,
       commit: { snapshot: persist(snapshot), status: statusOf(snapshot.value), writes, outbox: effects },
     });
-    const held: HeldExecution = { id, snapshot, revision, inputs, outbox: [] };
+    const held: HeldExecution = { id, snapshot, revision, inputs, outbox: [], results: new Map() };
     if (event.type === 'xreactor.input.accepted') this.#deps.hooks.emit('reactorStart', { ...this.#base(held), input: inputs });
     await this.drive(held, event, signal, place);
     return held;
@@ -158,7 +164,7 @@ export class ExecutionHost {
       throw new DeserializationError(`execution ${id} was stored by execution machine version ${loaded.snapshot.machineVersion}; this build runs version ${EXECUTION_MACHINE_VERSION}`);
     }
     const snapshot = this.#machine.resolveState({ value: loaded.snapshot.value as never, context: loaded.snapshot.context as ExecutionContext });
-    return { id, snapshot, revision: loaded.revision, inputs: await this.#deps.store.readInput(id), outbox: loaded.outbox };
+    return { id, snapshot, revision: loaded.revision, inputs: await this.#deps.store.readInput(id), outbox: loaded.outbox, results: new Map() };
   }
 
   /**
@@ -182,6 +188,7 @@ export class ExecutionHost {
       const commit: Commit = { snapshot: persist(next), status: statusOf(next.value), writes, outbox: effects };
       held.revision = await this.#deps.store.commit(held.id, held.revision, commit);
       held.snapshot = next;
+      for (const [step, value] of writes.results) held.results.set(step, encode(value));
       await this.#afterCommit(held, event, effects);
       event = await this.#performAll(held, effects, signal, place);
     }
@@ -208,6 +215,20 @@ export class ExecutionHost {
     if (queue === undefined) throw new QueueRequiredError(this.#definition.name);
     this.#deps.hooks.emit('beforeEnqueue', { ...this.#base(held), job: id });
     await queue.enqueue([{ id, kind: 'advance', executionId, reactor: this.#definition.name, event, ...(delayMs === undefined ? {} : { delayMs }) }]);
+  }
+
+  /** The results of `steps`, from what this host committed, else from the store (then remembered). */
+  async #readResults(held: HeldExecution, steps: readonly string[]): Promise<Map<string, unknown>> {
+    const out = new Map<string, unknown>();
+    const missing = steps.filter((step) => !held.results.has(step));
+    if (missing.length > 0) {
+      for (const [step, value] of await this.#deps.store.readResults(held.id, missing)) held.results.set(step, encode(value));
+    }
+    for (const step of steps) {
+      const bytes = held.results.get(step);
+      if (bytes !== undefined) out.set(step, decode(bytes));
+    }
+    return out;
   }
 
   /** Fields every hook event of this execution carries. */
@@ -254,7 +275,7 @@ export class ExecutionHost {
     switch (effect.type) {
       case 'xreactor.effect.runStep': {
         const step = this.#definition.plan[effect.params.index]!;
-        const loadResults = () => (step.reads.length === 0 ? Promise.resolve(new Map<string, unknown>()) : store.readResults(executionId, step.reads));
+        const loadResults = () => this.#readResults(held, step.reads);
         const attempt = effect.params.attempt;
         const progress: Attempt = {
           args: undefined,

@@ -251,7 +251,17 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       const recheckMs = Math.min(5_000, Math.max(1_000, Math.floor(timeoutMs / 10)));
       const deadline = clock.now() + timeoutMs;
       for (;;) {
-        const loaded = await loadOrUnreadable(store, id);
+        // Listen before looking: a run that settles between the look and the wait still wakes us.
+        const stopWaiting = new AbortController();
+        const remainingNow = Math.max(1, deadline - clock.now());
+        const settled = store.waitSettled(id, Math.min(remainingNow, recheckMs), awaitOptions.signal === undefined ? stopWaiting.signal : AbortSignal.any([awaitOptions.signal, stopWaiting.signal]));
+        const loaded = await loadOrUnreadable(store, id).catch((error: unknown) => {
+          stopWaiting.abort();
+          throw error;
+        });
+        if (loaded === undefined || loaded instanceof DeserializationError || SETTLED.includes(statusOf(loaded.snapshot.value)) || ['aborted', 'paused'].includes(statusOf(loaded.snapshot.value))) {
+          stopWaiting.abort();
+        }
         if (loaded === undefined) throw new ExecutionNotFoundError(id);
         if (loaded instanceof DeserializationError) return unreadable(id, loaded);
         const status = statusOf(loaded.snapshot.value);
@@ -263,9 +273,11 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
           const { definition, held } = await engine.load(id);
           return (await heldOutcome(definition, held)) as PausedResult;
         }
-        const remaining = deadline - clock.now();
-        if (remaining <= 0) throw new AwaitTimeoutError(id, timeoutMs, status);
-        await store.waitSettled(id, Math.min(remaining, recheckMs), awaitOptions.signal);
+        if (deadline - clock.now() <= 0) {
+          stopWaiting.abort();
+          throw new AwaitTimeoutError(id, timeoutMs, status);
+        }
+        await settled;
         awaitOptions.signal?.throwIfAborted();
       }
     },

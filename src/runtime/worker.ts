@@ -33,6 +33,9 @@ export interface Worker {
   close(options?: { readonly force?: boolean }): Promise<void>;
 }
 
+/** Pauses between attempts to take a busy lease before the job goes back to the queue. */
+const LEASE_RETRY_MS = [2, 5, 10, 20, 40];
+
 /** Executions one scheduled sweep looks at. */
 const SWEEP_LIMIT = 1_000;
 
@@ -47,7 +50,7 @@ export function createJobHandler(engine: Engine): JobHandler {
       await engine.sweepOnce(SWEEP_LIMIT);
       return;
     }
-    const leased = await engine.withLease(job.executionId, async () => {
+    const work = async () => {
       let loaded: Awaited<ReturnType<Engine['load']>>;
       try {
         loaded = await engine.load(job.executionId);
@@ -70,7 +73,15 @@ export function createJobHandler(engine: Engine): JobHandler {
       const outbox = held.outbox;
       if (job.event !== undefined && (await host.drive(held, job.event as unknown as ExecutionEvent, signal, 'worker'))) return;
       await host.resume(held, outbox, signal, 'worker');
-    });
+    };
+    // The process that enqueued this job (a hand-off) may still be letting go of the lease:
+    // wait a moment before handing the job back to the queue.
+    let leased = await engine.withLease(job.executionId, work);
+    for (const pauseMs of LEASE_RETRY_MS) {
+      if (leased !== undefined || signal.aborted) break;
+      await engine.clock.sleep(pauseMs, signal).catch(() => undefined);
+      leased = await engine.withLease(job.executionId, work);
+    }
     if (leased === undefined) {
       throw new XreactorError('execution_busy', `execution ${job.executionId} is being advanced by another live process; the job is retried later`, {
         retryable: true,

@@ -10,7 +10,7 @@ import {
   UnknownReactorError,
   halt,
 } from '../../src/index.js';
-import { createTestClock } from '../../src/testing/index.js';
+import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -108,15 +108,21 @@ describe('runtime', () => {
   });
 
   it('a failure reading a step dependency fails that step before its body and rolls back', async () => {
+    // A worker that loads the run reads its dependencies from the store (the caller had them in hand).
     const inner = createMemoryStore();
     const store = { ...inner, readResults: () => Promise.reject(new Error('results unreadable')) };
+    const queue = createInProcessQueue({ mode: 'manual' });
     const events: string[] = [];
     const r = defineReactor({ name: 'unreadable' })
       .step('a', { run: () => 1, undo: () => void events.push('undo:a') })
       .step('b', { args: ({ result }) => ({ a: result('a') }), run: () => void events.push('run:b'), compensate: () => void events.push('compensate:b') })
+      .background({ after: 'a' })
       .build();
-    const result = await createRuntime({ logger: silent, store }).run(r, {});
+    const runtime = createRuntime({ logger: silent, store, queue, worker: true });
+    const dispatched = await runtime.run(r, {});
+    await queue.drain();
     expect(events).toEqual(['undo:a']);
-    expect(result).toMatchObject({ status: 'failed', step: 'b', message: 'results unreadable' });
+    expect(await runtime.awaitResult(dispatched.executionId, { timeoutMs: 100 })).toMatchObject({ status: 'failed', step: 'b', message: 'results unreadable' });
+    await runtime.close();
   });
 });

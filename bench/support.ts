@@ -1,0 +1,161 @@
+/**
+ * Helpers shared by the Redis benchmarks (`redis-steps.ts`, `handoff.ts`, `throughput.ts`):
+ * statistics, formatting, the machine banner, a cross-process clock, and child processes
+ * (`xreactor worker` through the real CLI, and a bare BullMQ worker).
+ *
+ * Redis servers come from `test/support/redis-server.ts`: a private `redis-server` on a free
+ * port, without persistence, killed on `stop()` or when this process exits.
+ */
+import { spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+
+export { startRedis } from '../test/support/redis-server.js';
+export type { RedisServer } from '../test/support/redis-server.js';
+export { startWorkerProcess } from '../test/support/worker-process.js';
+export type { WorkerProcess } from '../test/support/worker-process.js';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+
+// ---------------------------------------------------------------------------------------------
+// Statistics and formatting
+
+export function median(values: readonly number[]): number {
+  return percentile(values, 50);
+}
+
+/** Nearest-rank percentile (p in 0..100) of unsorted values; NaN for none. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)));
+  return sorted[rank - 1]!;
+}
+
+export function fmt(value: number, digits = 1): string {
+  if (!Number.isFinite(value)) return String(value);
+  return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
+export function pad(text: string, width: number): string {
+  return text.padStart(width);
+}
+
+export function loadAverage(): string {
+  return os
+    .loadavg()
+    .map((l) => fmt(l, 2))
+    .join(' ');
+}
+
+/** One line describing the machine, for the top of every report. */
+export function machineLine(): string {
+  const cpus = os.cpus();
+  return `node ${process.version}, ${os.platform()} ${os.arch()}, ${cpus.length} vCPU (${cpus[0]?.model.trim() ?? 'unknown'}), ${fmt(os.totalmem() / 2 ** 30, 0)} GiB`;
+}
+
+/** A met / missed line, as the other benchmarks print it. */
+export function targetLine(met: boolean, text: string): string {
+  return `${met ? 'TARGET MET' : 'TARGET MISSED'}: ${text}`;
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+export const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+// ---------------------------------------------------------------------------------------------
+// A clock every process on the machine shares
+
+/**
+ * Milliseconds of CLOCK_MONOTONIC (`process.hrtime`), with sub-microsecond resolution. Unlike
+ * `performance.now()`, whose origin is each process's start, and `Date.now()` (whole
+ * milliseconds, and the wall clock may be stepped), it is the same clock in every process of
+ * the machine: a time taken in a worker process can be subtracted from one taken here.
+ */
+export function monotonicMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child processes
+
+/** A child process started by a benchmark, with its output kept for error messages. */
+export interface BenchChild {
+  readonly child: ChildProcess;
+  readonly ready: Promise<void>;
+  readonly exited: Promise<number | string | null>;
+  output(): string;
+}
+
+/** Start `node --import tsx <file>` from the project root; ready when it prints `readyLine`. */
+export function startTsxProcess(file: string, env: Readonly<Record<string, string>>, readyLine: string): BenchChild {
+  const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  let markReady: () => void = () => undefined;
+  let markFailed: (error: Error) => void = () => undefined;
+  const ready = new Promise<void>((resolve, reject) => {
+    markReady = resolve;
+    markFailed = reject;
+  });
+  const onData = (chunk: Buffer) => {
+    output += chunk.toString();
+    if (output.includes(readyLine)) markReady();
+  };
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
+  const exited = new Promise<number | string | null>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
+  void exited.then((code) => markFailed(new Error(`${file} exited (${String(code)}) before it was ready:\n${output.slice(-2000)}`)));
+  return { child, ready, exited, output: () => output };
+}
+
+/** Wait until a child started by {@link startTsxProcess} or `startWorkerProcess` is ready; throw with its output if it died or took too long. */
+export async function whenReady(worker: { readonly ready: Promise<void>; readonly child: ChildProcess; output(): string }, what: string, timeoutMs = 60_000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} not ready after ${timeoutMs} ms:\n${worker.output().slice(-2000)}`)), timeoutMs);
+  });
+  try {
+    await Promise.race([worker.ready, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+  if (worker.child.exitCode !== null || worker.child.signalCode !== null) {
+    throw new Error(`${what} exited at start:\n${worker.output().slice(-2000)}`);
+  }
+}
+
+/** Stop a child this benchmark started: SIGTERM, then SIGKILL after `graceMs`. */
+export async function stopChild(child: ChildProcess, exited: Promise<unknown>, graceMs = 5_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** Path of a file under bench/, relative to the project root (the cwd of every child). */
+export function benchFile(name: string): string {
+  return `bench/${name}`;
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux); undefined elsewhere. */
+export function cpuSecondsOf(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which is in parentheses and may hold spaces): state is field 3, utime 14, stime 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU seconds (user + system) this process has used so far. */
+export function ownCpuSeconds(): number {
+  const usage = process.cpuUsage();
+  return (usage.user + usage.system) / 1e6;
+}
+
+/** Linux USER_HZ: /proc times are in 1/100 s on every common architecture. */
+const CLOCK_TICKS = 100;
