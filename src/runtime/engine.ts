@@ -136,7 +136,7 @@ export function createEngine(options: EngineOptions): Engine {
       if (loaded === undefined) throw new ExecutionNotFoundError(id);
       const definition = engine.definition((loaded.snapshot.context as { reactor: string }).reactor);
       const host = engine.register(definition);
-      const held = await host.load(id);
+      const held = await host.load(id, loaded);
       if (held === undefined) throw new ExecutionNotFoundError(id);
       return { definition, host, held };
     },

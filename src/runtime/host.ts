@@ -11,7 +11,7 @@ import { jobId } from '../queue/job-ids.js';
 import { describeIssues, validateWith } from '../internal/standard-schema.js';
 import type { Hooks } from '../observability/middleware.js';
 import { decode, deserializeError, encode, serializeError } from '../serialization/index.js';
-import type { Commit, CommitWrites, OutboxEffect, PersistedSnapshot, Store, UndoEntry } from '../store/store.js';
+import type { Commit, CommitWrites, LoadedExecution, OutboxEffect, PersistedSnapshot, Store, UndoEntry } from '../store/store.js';
 import type { Clock } from '../internal/clock.js';
 import type { Attempt, StepScope } from './step-performer.js';
 import { performRollbackHandler, performStep, resolveArguments, stepContext } from './step-performer.js';
@@ -157,8 +157,8 @@ export class ExecutionHost {
   }
 
   /** Load a stored execution into a held actor. */
-  async load(id: string): Promise<HeldExecution | undefined> {
-    const loaded = await this.#deps.store.load(id);
+  async load(id: string, already?: LoadedExecution): Promise<HeldExecution | undefined> {
+    const loaded = already ?? (await this.#deps.store.load(id));
     if (loaded === undefined) return undefined;
     if (loaded.snapshot.machineVersion !== EXECUTION_MACHINE_VERSION) {
       throw new DeserializationError(`execution ${id} was stored by execution machine version ${loaded.snapshot.machineVersion}; this build runs version ${EXECUTION_MACHINE_VERSION}`);
