@@ -54,9 +54,11 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       'xreactor.write.pushUndo': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.pushUndo'>>(),
       'xreactor.write.popUndo': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.popUndo'>>(),
       'xreactor.write.trace': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.trace'>>(),
-      recordAbort: assign(({ event }) => {
+      // An interruption (signal, shutdown) from running or rolling back: no rollback runs.
+      recordAbort: enqueueActions(({ event, enqueue }) => {
         const e = event as EventOf<'xreactor.execution.abort'>;
-        return { abortReason: e.reason, updatedAt: e.at };
+        enqueue.assign({ abortReason: e.reason, updatedAt: e.at });
+        enqueue({ type: 'xreactor.write.trace', params: { type: 'aborted', at: e.at, reason: e.reason } });
       }),
       enterPause: assign(({ context }) => {
         const group = stepAt(context.cursor).interrupt!.group.filter((name) => !context.resumed.includes(name));
@@ -156,13 +158,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
         initial: 'next',
         on: {
           'xreactor.operator.cancel': { target: 'cancelled', actions: ['recordCancel', { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'cancelled', at: event.at, reason: event.reason }) }] },
-          'xreactor.execution.abort': {
-            target: 'aborted',
-            actions: [
-              'recordAbort',
-              { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'aborted', at: event.at, reason: event.reason }) },
-            ],
-          },
+          'xreactor.execution.abort': { target: '#execution.aborted', actions: 'recordAbort' },
         },
         states: {
           next: {
@@ -305,13 +301,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       rolling_back: {
         initial: 'deciding',
         on: {
-          'xreactor.execution.abort': {
-            target: 'aborted',
-            actions: [
-              'recordAbort',
-              { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'aborted', at: event.at, reason: event.reason }) },
-            ],
-          },
+          'xreactor.execution.abort': { target: '#execution.aborted', actions: 'recordAbort' },
         },
         states: {
           deciding: {
