@@ -141,18 +141,31 @@ export class ExecutionHost {
         event = { type: 'xreactor.input.rejected', at: clock.now(), error: serializeError(error) };
       }
     }
-    const { writes, effects } = partition(actions);
+    // The execution is created in the state its input decides: the creation and the
+    // input's verdict are one commit (one round trip fewer per run).
+    const [decided, decisionActions] = transition(this.#machine, snapshot, event);
+    const first = partition(actions);
+    const second = partition(decisionActions);
+    const writes: CommitWrites = {
+      results: [...first.writes.results, ...second.writes.results],
+      pushUndo: [...first.writes.pushUndo, ...second.writes.pushUndo],
+      truncateUndoTo: second.writes.truncateUndoTo ?? first.writes.truncateUndoTo,
+      trace: [...first.writes.trace, ...second.writes.trace],
+    };
+    const effects = [...first.effects, ...second.effects];
     // Only roots are recovered by the sweeper: a composed child is advanced by its parent.
     if (lineage.parentId === null) await store.markActive(id, true);
     const revision = await store.create({
       id,
       reactor,
       input: inputs,
-      commit: { snapshot: persist(snapshot), status: statusOf(snapshot.value), writes, outbox: effects },
+      commit: { snapshot: persist(decided), status: statusOf(decided.value), writes, outbox: effects },
     });
-    const held: HeldExecution = { id, snapshot, revision, inputs, outbox: [], results: new Map() };
+    const held: HeldExecution = { id, snapshot: decided, revision, inputs, outbox: effects, results: new Map() };
     if (event.type === 'xreactor.input.accepted') this.#deps.hooks.emit('reactorStart', { ...this.#base(held), input: inputs });
-    await this.drive(held, event, signal, place);
+    await this.#afterCommit(held, event, effects);
+    const next = await this.#performAll(held, effects, signal, place);
+    if (next !== undefined) await this.drive(held, next, signal, place);
     return held;
   }
 
