@@ -132,11 +132,18 @@ export function createEngine(options: EngineOptions): Engine {
       return definition;
     },
     async load(id) {
-      const loaded = await store.load(id);
+      // The snapshot and the input in parallel: two reads, one round trip of waiting.
+      const [loaded, input] = await Promise.all([
+        store.load(id),
+        store.readInput(id).then(
+          (value) => ({ value }),
+          () => undefined,
+        ),
+      ]);
       if (loaded === undefined) throw new ExecutionNotFoundError(id);
       const definition = engine.definition((loaded.snapshot.context as { reactor: string }).reactor);
       const host = engine.register(definition);
-      const held = await host.load(id, loaded);
+      const held = await host.load(id, loaded, input);
       if (held === undefined) throw new ExecutionNotFoundError(id);
       return { definition, host, held };
     },

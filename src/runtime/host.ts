@@ -170,14 +170,15 @@ export class ExecutionHost {
   }
 
   /** Load a stored execution into a held actor. */
-  async load(id: string, already?: LoadedExecution): Promise<HeldExecution | undefined> {
+  async load(id: string, already?: LoadedExecution, input?: { readonly value: unknown }): Promise<HeldExecution | undefined> {
     const loaded = already ?? (await this.#deps.store.load(id));
     if (loaded === undefined) return undefined;
     if (loaded.snapshot.machineVersion !== EXECUTION_MACHINE_VERSION) {
       throw new DeserializationError(`execution ${id} was stored by execution machine version ${loaded.snapshot.machineVersion}; this build runs version ${EXECUTION_MACHINE_VERSION}`);
     }
     const snapshot = this.#machine.resolveState({ value: loaded.snapshot.value as never, context: loaded.snapshot.context as ExecutionContext });
-    return { id, snapshot, revision: loaded.revision, inputs: await this.#deps.store.readInput(id), outbox: loaded.outbox, results: new Map() };
+    const inputs = input === undefined ? await this.#deps.store.readInput(id) : input.value;
+    return { id, snapshot, revision: loaded.revision, inputs, outbox: loaded.outbox, results: new Map() };
   }
 
   /**
