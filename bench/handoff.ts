@@ -38,6 +38,7 @@ import {
   stopChild,
   targetLine,
   whenReady,
+  runBench,
 } from './support.js';
 import type { BenchChild, RedisServer, WorkerProcess } from './support.js';
 
@@ -438,10 +439,4 @@ async function main(): Promise<void> {
   }
 }
 
-main()
-  .catch((error: unknown) => {
-    console.error('bench failed:', error);
-  })
-  .finally(() => {
-    process.exitCode = 0;
-  });
+runBench(main);

@@ -19,6 +19,7 @@ import type * as ExecutionModule from '../machines/execution.js';
 import type * as Xreactor from '../src/index.js';
 import type { AnyReactorDefinition, Commit, Middleware, Runtime, Store } from '../src/index.js';
 import type * as Serialization from '../src/serialization/index.js';
+import { runBench } from './support.js';
 
 // The library is imported in main(), so that even a broken build is reported and exits 0.
 let xr: typeof Xreactor;
@@ -480,10 +481,4 @@ async function main(): Promise<void> {
   if (sink < 0) console.log(sink);
 }
 
-main()
-  .catch((error: unknown) => {
-    console.error('bench failed:', error);
-  })
-  .finally(() => {
-    process.exitCode = 0;
-  });
+runBench(main);

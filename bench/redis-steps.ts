@@ -20,7 +20,7 @@ import type { AnyReactorDefinition, Commit, Runtime, Store } from '../src/index.
 import type * as RedisAdapters from '../src/redis.js';
 import type * as Keys from '../src/store/keys.js';
 import type * as Scripts from '../src/store/redis-scripts.js';
-import { fmt, loadAverage, machineLine, median, pad, percentile, startRedis, targetLine, turn } from './support.js';
+import { fmt, loadAverage, machineLine, median, pad, percentile, startRedis, targetLine, turn, runBench } from './support.js';
 import type { RedisServer } from './support.js';
 
 let xr: typeof Xreactor;
@@ -344,10 +344,4 @@ async function main(): Promise<void> {
   }
 }
 
-main()
-  .catch((error: unknown) => {
-    console.error('bench failed:', error);
-  })
-  .finally(() => {
-    process.exitCode = 0;
-  });
+runBench(main);

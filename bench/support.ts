@@ -159,3 +159,14 @@ export function ownCpuSeconds(): number {
 
 /** Linux USER_HZ: /proc times are in 1/100 s on every common architecture. */
 const CLOCK_TICKS = 100;
+
+/** Run a benchmark's main: a failure is reported, and the exit code is always 0 (benchmarks report, they do not gate). */
+export function runBench(main: () => Promise<void>): void {
+  main()
+    .catch((error: unknown) => {
+      console.error('bench failed:', error);
+    })
+    .finally(() => {
+      process.exitCode = 0;
+    });
+}

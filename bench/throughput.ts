@@ -36,6 +36,7 @@ import {
   startWorkerProcess,
   stopChild,
   whenReady,
+  runBench,
 } from './support.js';
 import type { BenchChild, RedisServer, WorkerProcess } from './support.js';
 
@@ -304,10 +305,4 @@ async function main(): Promise<void> {
   }
 }
 
-main()
-  .catch((error: unknown) => {
-    console.error('bench failed:', error);
-  })
-  .finally(() => {
-    process.exitCode = 0;
-  });
+runBench(main);

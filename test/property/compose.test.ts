@@ -16,6 +16,7 @@ import { CompensationError, createMemoryStore, createRuntime, defineReactor, fai
 import type { AnyReactorDefinition, RollbackFailure, RunResult, RunReturn, Runtime, Store } from '../../src/index.js';
 import { createTestClock, recordEvents } from '../../src/testing/index.js';
 import type { EventRecorder } from '../../src/testing/index.js';
+import { referenceWaves } from './support/reference-plan.js';
 
 const RUNS = { numRuns: 200 };
 const MIN_STEPS = 2;
@@ -280,19 +281,7 @@ class Trace {
 
 /** R1: repeated waves of the steps whose dependencies are all done, in definition order. */
 function referencePlan(r: ReactorSpec): StepSpec[] {
-  const byName = new Map(r.steps.map((s) => [s.name, s]));
-  const defined = r.defOrder.map((n) => byName.get(n)!);
-  const done = new Set<string>();
-  const plan: StepSpec[] = [];
-  while (plan.length < defined.length) {
-    const wave = defined.filter((s) => !done.has(s.name) && [...s.reads, ...s.waitFor].every((d) => done.has(d)));
-    if (wave.length === 0) throw new Error('generated scenario has a cycle');
-    for (const s of wave) {
-      done.add(s.name);
-      plan.push(s);
-    }
-  }
-  return plan;
+  return referenceWaves(r.steps, r.defOrder);
 }
 
 function referenceReactor(r: ReactorSpec, t: Trace): RefOutcome {

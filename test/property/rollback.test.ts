@@ -19,6 +19,7 @@ import {
 import type { AnyReactorDefinition, RunResult, RunReturn, Runtime, UndoEntry } from '../../src/index.js';
 import { createTestClock, recordEvents } from '../../src/testing/index.js';
 import type { EventRecorder, TestClock } from '../../src/testing/index.js';
+import { referenceWaves } from './support/reference-plan.js';
 
 const RUNS = { numRuns: 300 };
 const MAX_STEPS = 12;
@@ -226,19 +227,7 @@ interface Expected {
 
 /** R1: repeated waves of the steps whose dependencies are all done, in definition order. */
 function referencePlan(sc: Scenario): StepSpec[] {
-  const byName = new Map(sc.steps.map((s) => [s.name, s]));
-  const defined = sc.defOrder.map((n) => byName.get(n)!);
-  const done = new Set<string>();
-  const plan: StepSpec[] = [];
-  while (plan.length < defined.length) {
-    const wave = defined.filter((s) => !done.has(s.name) && [...s.reads, ...s.waitFor].every((d) => done.has(d)));
-    if (wave.length === 0) throw new Error('generated scenario has a cycle');
-    for (const s of wave) {
-      done.add(s.name);
-      plan.push(s);
-    }
-  }
-  return plan;
+  return referenceWaves(sc.steps, sc.defOrder);
 }
 
 const specOf = (sc: Scenario, name: string): StepSpec => sc.steps.find((s) => s.name === name)!;
