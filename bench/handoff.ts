@@ -76,7 +76,7 @@ interface Sample {
   /** xreactor: the caller's `queue.enqueue` called / resolved. */
   enqueueCalled?: number;
   enqueueDone?: number;
-  /** xreactor, in-process worker: the job handler's first store call (acquireLease). */
+  /** xreactor, in-process worker: the job handler's first store call (acquireAndLoad). */
   handlerStart?: number;
 }
 
@@ -137,7 +137,7 @@ function timedQueue(inner: Queue, notes: { called?: number; done?: number }): Qu
 
 /**
  * A store that times every call into `times` (method → ms per call) while `times.on` is set, and
- * notes per execution when its first `acquireLease` was called (a job handler's first act).
+ * notes per execution when its first `acquireAndLoad` (or `acquireLease`) was called (a job handler's first act).
  */
 function timedStore(inner: Store, times: CallTimes, firstLease?: Map<string, number>): Store {
   return new Proxy(inner, {
@@ -146,7 +146,7 @@ function timedStore(inner: Store, times: CallTimes, firstLease?: Map<string, num
       if (typeof value !== 'function' || typeof property !== 'string') return value;
       return (...args: unknown[]) => {
         const start = monotonicMs();
-        if (property === 'acquireLease' && firstLease !== undefined && !firstLease.has(args[0] as string)) firstLease.set(args[0] as string, start);
+        if ((property === 'acquireAndLoad' || property === 'acquireLease') && firstLease !== undefined && !firstLease.has(args[0] as string)) firstLease.set(args[0] as string, start);
         const out = (value as (...a: unknown[]) => unknown).apply(target, args);
         if (!times.on || !(out instanceof Promise)) return out;
         return out.finally(() => times.current.push({ name: property, start, ms: monotonicMs() - start }));

@@ -152,13 +152,14 @@ export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
     async enqueue(jobs) {
       if (closed) throw new XreactorError('queue_closed', `cannot enqueue: queue "${name}" is closed`);
       if (jobs.length === 0) return;
-      await bullQueue.addBulk(
-        jobs.map((spec) => ({
-          name: spec.kind,
-          data: toJobData(spec),
-          opts: { jobId: jobIdOf(spec), ...(spec.delayMs ? { delay: spec.delayMs } : {}) },
-        })),
-      );
+      const bulk = jobs.map((spec) => ({
+        name: spec.kind,
+        data: toJobData(spec),
+        opts: { jobId: jobIdOf(spec), ...(spec.delayMs ? { delay: spec.delayMs } : {}) },
+      }));
+      // One job (a hand-off, a timer): a plain add is one script call; addBulk wraps its calls in MULTI/EXEC.
+      if (bulk.length === 1) await bullQueue.add(bulk[0]!.name, bulk[0]!.data, bulk[0]!.opts);
+      else await bullQueue.addBulk(bulk);
     },
 
     async schedule(schedulerId, everyMs, job) {

@@ -14,6 +14,7 @@ import type { Clock } from '../internal/clock.js';
 import { systemClock } from '../internal/clock.js';
 import { ExecutionHost, statusOf } from './host.js';
 import type { HeldExecution } from './host.js';
+import { HeldLease } from './lease.js';
 
 /** Options shared by runtimes and workers. */
 export interface EngineOptions {
@@ -52,11 +53,19 @@ export interface Engine {
   definition(reactor: string): AnyReactorDefinition;
   /** Load an execution with the host of its reactor. */
   load(id: string): Promise<{ definition: AnyReactorDefinition; host: ExecutionHost; held: HeldExecution }>;
+  /** A lease on execution `id` for this process, not taken yet (see {@link HeldLease}). */
+  lease(id: string): HeldLease;
+  /**
+   * Take the execution's lease and load it, in one store call. Returns undefined when another
+   * live owner holds the lease (nothing taken). The held execution carries the lease.
+   * @throws ExecutionNotFoundError, DeserializationError (the lease is not kept), UnknownReactorError
+   */
+  loadLeased(lease: HeldLease): Promise<{ definition: AnyReactorDefinition; host: ExecutionHost; held: HeldExecution } | undefined>;
   /**
    * Run `work` holding the execution's liveness lease, renewed while it runs.
    * Returns undefined (without running `work`) when another live owner holds it.
    */
-  withLease<T>(id: string, work: () => Promise<T>): Promise<{ value: T } | undefined>;
+  withLease<T>(id: string, work: (lease: HeldLease) => Promise<T>): Promise<{ value: T } | undefined>;
   /**
    * Re-enqueue up to `limit` executions that are running or rolling back with
    * no live lease (their process died). Aborted runs are never resumed.
@@ -147,21 +156,34 @@ export function createEngine(options: EngineOptions): Engine {
       if (held === undefined) throw new ExecutionNotFoundError(id);
       return { definition, host, held };
     },
-    async withLease(id, work) {
-      if (!(await store.acquireLease(id, owner, leaseTtlMs))) return undefined;
-      const stopRenewing = clock.every(Math.max(1, Math.floor(leaseTtlMs / 3)), () => {
-        store.acquireLease(id, owner, leaseTtlMs).then(
-          (renewed) => {
-            if (!renewed) logger.error({ event: 'xreactor.lease.lost', executionId: id, owner }, 'lease taken by another owner');
-          },
-          (error: unknown) => logger.warn({ event: 'xreactor.lease.renew_failed', executionId: id, err: error }, 'lease renewal failed'),
-        );
-      });
+    lease(id) {
+      return new HeldLease({ store, clock, logger }, id, { owner, ttlMs: leaseTtlMs });
+    },
+    async loadLeased(lease) {
+      const found = await store.acquireAndLoad(lease.id, lease.request);
+      if (found.status === 'busy') return undefined;
+      if (found.status === 'missing') throw new ExecutionNotFoundError(lease.id);
+      lease.taken();
       try {
-        return { value: await work() };
+        const definition = engine.definition((found.execution.snapshot.context as { reactor: string }).reactor);
+        const host = engine.register(definition);
+        const held = await host.load(lease.id, found.execution, { value: found.input });
+        if (held === undefined) throw new ExecutionNotFoundError(lease.id);
+        held.lease = lease;
+        return { definition, host, held };
+      } catch (error) {
+        await lease.end();
+        throw error;
+      }
+    },
+    async withLease(id, work) {
+      const lease = engine.lease(id);
+      if (!(await store.acquireLease(id, owner, leaseTtlMs))) return undefined;
+      lease.taken();
+      try {
+        return { value: await work(lease) };
       } finally {
-        stopRenewing();
-        await store.releaseLease(id, owner);
+        await lease.end();
       }
     },
   };

@@ -1,5 +1,4 @@
 import type { Logger } from 'pino';
-import { initialTransition, transition } from 'xstate';
 import type { ExecutionMachine } from '../../machines/execution.js';
 import { EXECUTION_MACHINE_VERSION } from '../../machines/execution.js';
 import type { ExecutionContext, ExecutionEffect, ExecutionEvent, ExecutionStatus, ExecutionWrite, PauseRecord, TraceEntry } from '../../machines/execution-types.js';
@@ -16,10 +15,13 @@ import type { Clock } from '../internal/clock.js';
 import type { Attempt, StepScope } from './step-performer.js';
 import { performRollbackHandler, performStep, resolveArguments, stepContext } from './step-performer.js';
 import { buildResult } from './results.js';
+import { createMachineStepper } from './machine-stepper.js';
+import type { HeldLease } from './lease.js';
+import type { ExecutionSnapshot, MachineStepper } from './machine-stepper.js';
 import type { ComposeDeps } from './compose.js';
 import { runCompose, undoCompose } from './compose.js';
 
-type Snapshot = ReturnType<typeof initialTransition<ExecutionMachine>>[0];
+type Snapshot = ExecutionSnapshot;
 
 /** Services a host uses. */
 export interface HostDeps {
@@ -53,6 +55,18 @@ export interface HeldExecution {
    * another step's stored result).
    */
   readonly results: Map<string, Uint8Array>;
+  /** This process's lease on the execution, when it holds one (a root it advances); a composed child runs under its root's. */
+  lease: HeldLease | undefined;
+}
+
+/** Whether a transition's effects take the run out of this process: a hand-off, or its end. */
+function leavesProcess(effects: readonly ExecutionEffect[]): boolean {
+  return effects.some((e) => e.type === 'xreactor.effect.handOff' || e.type === 'xreactor.effect.finished');
+}
+
+/** Whether a transition's effects settle the run (its waiters are told in the same commit). */
+function settles(effects: readonly ExecutionEffect[]): boolean {
+  return effects.some((e) => e.type === 'xreactor.effect.finished');
 }
 
 /** The status an execution snapshot is in. */
@@ -92,6 +106,23 @@ function partition(actions: readonly { type: string; params?: unknown }[]): { wr
   return { writes: { results, pushUndo, truncateUndoTo, trace }, effects };
 }
 
+const waitersBySignal = new WeakMap<AbortSignal, Set<() => void>>();
+
+/** The callbacks to run when `signal` fires, behind one listener on it. */
+function abortWaiters(signal: AbortSignal): Set<() => void> {
+  let waiting = waitersBySignal.get(signal);
+  if (waiting === undefined) {
+    const set = new Set<() => void>();
+    waiting = set;
+    waitersBySignal.set(signal, set);
+    signal.addEventListener('abort', () => {
+      for (const wake of [...set]) wake();
+      set.clear();
+    }, { once: true });
+  }
+  return waiting;
+}
+
 /**
  * The host loop for one reactor: event → pure transition → one fenced commit
  * of snapshot, writes and outbox → perform the effects → their outcome is the
@@ -100,6 +131,7 @@ function partition(actions: readonly { type: string; params?: unknown }[]): { wr
 export class ExecutionHost {
   readonly #definition: AnyReactorDefinition;
   readonly #machine: ExecutionMachine;
+  readonly #stepper: MachineStepper;
   readonly #deps: HostDeps;
   readonly #byName: ReadonlyMap<string, CompiledStep>;
 
@@ -108,6 +140,7 @@ export class ExecutionHost {
   constructor(definition: AnyReactorDefinition, machine: ExecutionMachine, deps: HostDeps) {
     this.#definition = definition;
     this.#machine = machine;
+    this.#stepper = createMachineStepper(machine);
     this.#deps = deps;
     this.#composeDeps = { store: deps.store, clock: deps.clock, hostFor: deps.hostFor };
     this.#byName = new Map(definition.steps.map((s) => [s.name, s]));
@@ -123,10 +156,11 @@ export class ExecutionHost {
     signal: AbortSignal,
     lineage: { readonly parentId: string | null; readonly path: readonly string[] } = { parentId: null, path: [] },
     place: Place = 'caller',
+    lease?: HeldLease,
   ): Promise<HeldExecution> {
     const { store, clock } = this.#deps;
     const reactor = this.#definition.name;
-    const [snapshot, actions] = initialTransition(this.#machine, { executionId: id, reactor, at: clock.now(), ...lineage });
+    const [snapshot, actions] = this.#stepper.initial({ executionId: id, reactor, at: clock.now(), ...lineage });
     let event: ExecutionEvent;
     let inputs: unknown = rawInput;
     if (this.#definition.input === undefined) {
@@ -143,7 +177,7 @@ export class ExecutionHost {
     }
     // The execution is created in the state its input decides: the creation and the
     // input's verdict are one commit (one round trip fewer per run).
-    const [decided, decisionActions] = transition(this.#machine, snapshot, event);
+    const [decided, decisionActions] = this.#stepper.next(snapshot, event);
     const first = partition(actions);
     const second = partition(decisionActions);
     const writes: CommitWrites = {
@@ -153,15 +187,18 @@ export class ExecutionHost {
       trace: [...first.writes.trace, ...second.writes.trace],
     };
     const effects = [...first.effects, ...second.effects];
-    // Only roots are recovered by the sweeper: a composed child is advanced by its parent.
-    if (lineage.parentId === null) await store.markActive(id, true);
-    const revision = await store.create({
-      id,
-      reactor,
-      input: inputs,
-      commit: { snapshot: persist(decided), status: statusOf(decided.value), writes, outbox: effects },
-    });
-    const held: HeldExecution = { id, snapshot: decided, revision, inputs, outbox: effects, results: new Map() };
+    // The lease is taken by the create itself, unless the run leaves this process at once.
+    const takeLease = lease !== undefined && !leavesProcess(effects);
+    const create = store.create(
+      { id, reactor, input: inputs, commit: { snapshot: persist(decided), status: statusOf(decided.value), writes, outbox: effects } },
+      { ...(takeLease ? { lease: lease.request } : {}), announce: settles(effects) },
+    );
+    // Only roots are recovered by the sweeper: a composed child is advanced by its parent. The
+    // index entry is written alongside the create (one round trip of waiting): an entry whose
+    // execution was never created is dropped by the sweeper.
+    const [revision] = await Promise.all([create, lineage.parentId === null ? store.markActive(id, true) : undefined]);
+    if (takeLease) lease.taken();
+    const held: HeldExecution = { id, snapshot: decided, revision, inputs, outbox: effects, results: new Map(), lease: takeLease ? lease : undefined };
     if (event.type === 'xreactor.input.accepted') this.#deps.hooks.emit('reactorStart', { ...this.#base(held), input: inputs });
     await this.#afterCommit(held, event, effects);
     const next = await this.#performAll(held, effects, signal, place);
@@ -178,7 +215,7 @@ export class ExecutionHost {
     }
     const snapshot = this.#machine.resolveState({ value: loaded.snapshot.value as never, context: loaded.snapshot.context as ExecutionContext });
     const inputs = input === undefined ? await this.#deps.store.readInput(id) : input.value;
-    return { id, snapshot, revision: loaded.revision, inputs, outbox: loaded.outbox, results: new Map() };
+    return { id, snapshot, revision: loaded.revision, inputs, outbox: loaded.outbox, results: new Map(), lease: undefined };
   }
 
   /**
@@ -191,7 +228,7 @@ export class ExecutionHost {
     let accepted = false;
     while (event !== undefined) {
       if (event.type === 'xreactor.execution.abort' && place === 'worker') throw new WorkInterruptedError(held.id, event.reason);
-      const [next, actions] = transition(this.#machine, held.snapshot, event);
+      const [next, actions] = this.#stepper.next(held.snapshot, event);
       // XState returns the very same snapshot when no transition applies (stale or duplicate delivery).
       if (next === held.snapshot) {
         this.#deps.logger.debug({ event: 'xreactor.event.ignored', executionId: held.id, type: event.type }, 'event not accepted in this state');
@@ -200,7 +237,17 @@ export class ExecutionHost {
       if (event === first) accepted = true;
       const { writes, effects } = partition(actions);
       const commit: Commit = { snapshot: persist(next), status: statusOf(next.value), writes, outbox: effects };
-      held.revision = await this.#deps.store.commit(held.id, held.revision, commit);
+      // A commit that takes the run out of this process releases the lease and tells the run's
+      // waiters, in the same atomic step.
+      const lease = held.lease?.held === true && leavesProcess(effects) ? held.lease : undefined;
+      const announce = settles(effects);
+      held.revision = await this.#deps.store.commit(
+        held.id,
+        held.revision,
+        commit,
+        lease === undefined && !announce ? undefined : { ...(lease === undefined ? {} : { releaseLease: lease.letGo() }), announce },
+      );
+      lease?.released();
       held.snapshot = next;
       for (const [step, value] of writes.results) held.results.set(step, encode(value));
       await this.#afterCommit(held, event, effects);
@@ -245,6 +292,13 @@ export class ExecutionHost {
     return out;
   }
 
+  /** Reads results of a held execution: what this host committed or read already, else from the store. */
+  resultsOf(held: HeldExecution): Pick<Store, 'readResults'> {
+    return {
+      readResults: (id, steps) => (id === held.id && steps !== undefined ? this.#readResults(held, steps) : this.#deps.store.readResults(id, steps)),
+    };
+  }
+
   /** Fields every hook event of this execution carries. */
   #base(held: HeldExecution) {
     return { reactor: this.#definition.name, executionId: held.id, path: held.snapshot.context.path };
@@ -266,18 +320,19 @@ export class ExecutionHost {
   }
 
   /** Resolve with the operation's value, or with the abort event when the signal fires first. */
-  async #unlessAborted<T>(signal: AbortSignal, work: () => Promise<T>): Promise<T | { aborted: ExecutionEvent }> {
-    if (signal.aborted) return { aborted: this.#abortEvent(signal) };
-    let onAbort: (() => void) | undefined;
-    const aborted = new Promise<{ aborted: ExecutionEvent }>((resolve) => {
-      onAbort = () => resolve({ aborted: this.#abortEvent(signal) });
-      signal.addEventListener('abort', onAbort, { once: true });
+  #unlessAborted<T>(signal: AbortSignal, work: () => Promise<T>): Promise<T | { aborted: ExecutionEvent }> {
+    if (signal.aborted) return Promise.resolve({ aborted: this.#abortEvent(signal) });
+    // One listener per signal for every operation raced against it (adding and removing an
+    // AbortSignal listener per step costs more than the rest of this race).
+    const waiting = abortWaiters(signal);
+    return new Promise((resolve, reject) => {
+      const onAbort = () => resolve({ aborted: this.#abortEvent(signal) });
+      waiting.add(onAbort);
+      // `work` is an async function: it reports failures as rejections, never by throwing.
+      work()
+        .finally(() => waiting.delete(onAbort))
+        .then(resolve, reject);
     });
-    try {
-      return await Promise.race([work(), aborted]);
-    } finally {
-      signal.removeEventListener('abort', onAbort!);
-    }
   }
 
   async #perform(held: HeldExecution, effect: ExecutionEffect, signal: AbortSignal, place: Place): Promise<ExecutionEvent | undefined> {
@@ -294,11 +349,11 @@ export class ExecutionHost {
         const progress: Attempt = {
           args: undefined,
           started: false,
-          onStart: (args) => hooks.emit('stepStart', { ...this.#hook(held, step.name), attempt, args }),
+          onStart: hooks.has('stepStart') ? (args) => hooks.emit('stepStart', { ...this.#hook(held, step.name), attempt, args }) : undefined,
         };
         const event =
           step.kind === 'compose'
-            ? await runCompose(this.#composeDeps, held, step, attempt, signal, place, loadResults, progress.onStart!)
+            ? await runCompose(this.#composeDeps, held, step, attempt, signal, place, loadResults, progress.onStart ?? (() => undefined))
             : settle(await this.#unlessAborted(signal, () => performStep(step, attempt, scope, loadResults, () => clock.now(), progress)));
         this.#emitStepOutcome(held, step, event);
         return event;
@@ -366,8 +421,8 @@ export class ExecutionHost {
         return event;
       }
       case 'xreactor.effect.finished':
+        // Its waiters were told by the commit that finished it.
         await store.markActive(executionId, false);
-        await store.publishSettled(executionId);
         return undefined;
     }
   }
@@ -406,6 +461,7 @@ export class ExecutionHost {
 
   #emitStepOutcome(held: HeldExecution, step: CompiledStep, event: ExecutionEvent): void {
     const { hooks } = this.#deps;
+    if (!hooks.has('stepComplete')) return;
     const base = this.#hook(held, step.name);
     switch (event.type) {
       case 'xreactor.step.succeeded':
@@ -432,7 +488,7 @@ export class ExecutionHost {
     const finished = effects.find((e) => e.type === 'xreactor.effect.finished');
     if (finished === undefined || !(hooks.has('reactorComplete') || hooks.has('reactorFail'))) return;
     const status = finished.params.status;
-    const result = await buildResult(this.#definition, status, held.snapshot.context, this.#deps.store);
+    const result = await buildResult(this.#definition, status, held.snapshot.context, this.resultsOf(held));
     const base = this.#base(held);
     if (result?.status === 'failed') hooks.emit('reactorFail', { ...base, error: result.error });
     else if (result?.status === 'completed') hooks.emit('reactorComplete', { ...base, status: 'completed', value: result.value });

@@ -94,7 +94,7 @@ export async function buildResult(
   definition: AnyReactorDefinition | undefined,
   status: ExecutionStatus,
   context: ExecutionContext,
-  store: Store,
+  store: Pick<Store, 'readResults'>,
 ): Promise<RunResult<unknown> | CancelledResult | undefined> {
   const executionId = context.executionId as ExecutionId;
   switch (status) {

@@ -158,9 +158,15 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
   const signalFor = (signal: AbortSignal | undefined) => (signal === undefined ? stopping.signal : AbortSignal.any([signal, stopping.signal]));
   const busy = (id: string) => new XreactorError('execution_busy', `execution ${id} is being advanced by another live process; try again when it settles`);
 
-  const outcome = async (definition: AnyReactorDefinition | undefined, id: string, status: ExecutionStatus, context: Parameters<typeof buildResult>[2]) => {
+  const outcome = async (
+    definition: AnyReactorDefinition | undefined,
+    id: string,
+    status: ExecutionStatus,
+    context: Parameters<typeof buildResult>[2],
+    results: Parameters<typeof buildResult>[3] = store,
+  ) => {
     if (status === 'aborted') throw new ExecutionAbortedError(id, context.reactor);
-    return buildResult(definition, status, context, store);
+    return buildResult(definition, status, context, results);
   };
 
   /** The outcome of a held execution: paused, dispatched, or its result. */
@@ -168,7 +174,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     const status = statusOf(held.snapshot.value);
     if (status === 'paused') return { status: 'paused', executionId: held.id as ExecutionId, readyInterrupts: await readyInterrupts(engine, held) };
     if (status === 'running' && held.snapshot.context.handedOff) return { status: 'dispatched', executionId: held.id as ExecutionId, reason: 'background' };
-    return (await outcome(definition, held.id, status, held.snapshot.context))!;
+    return (await outcome(definition, held.id, status, held.snapshot.context, engine.register(definition).resultsOf(held)))!;
   };
 
   /** Run `work` under the execution's lease, waiting up to `waitMs` for another holder to let go. */
@@ -217,9 +223,17 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     async run(reactor, input, runOptions = {}) {
       const host = engine.register(reactor);
       const id = runOptions.executionId ?? generateId();
-      const leased = await engine.withLease(id, () => host.start(id, input, signalFor(runOptions.signal)));
-      if (leased === undefined) throw busy(id);
-      return (await heldOutcome(reactor, leased.value)) as RunReturn<typeof reactor>;
+      // The create takes the lease; the commit that hands the run off or ends it releases it.
+      const lease = engine.lease(id);
+      try {
+        const held = await host.start(id, input, signalFor(runOptions.signal), undefined, 'caller', lease);
+        return (await heldOutcome(reactor, held)) as RunReturn<typeof reactor>;
+      } catch (error) {
+        if (error instanceof XreactorError && error.code === 'execution_busy') throw busy(id);
+        throw error;
+      } finally {
+        await lease.end();
+      }
     },
 
     continue: api.continue,

@@ -50,10 +50,19 @@ export function createJobHandler(engine: Engine): JobHandler {
       await engine.sweepOnce(SWEEP_LIMIT);
       return;
     }
-    const work = async () => {
-      let loaded: Awaited<ReturnType<Engine['load']>>;
+    // The lease and the execution come in one store call. The process that enqueued this job
+    // (a hand-off) releases the lease in the commit that hands the run off, so the lease is
+    // normally free; when it is not, wait a moment before handing the job back to the queue.
+    const lease = engine.lease(job.executionId);
+    try {
+      let loaded: Awaited<ReturnType<Engine['loadLeased']>>;
       try {
-        loaded = await engine.load(job.executionId);
+        loaded = await engine.loadLeased(lease);
+        for (const pauseMs of LEASE_RETRY_MS) {
+          if (loaded !== undefined || signal.aborted) break;
+          await engine.clock.sleep(pauseMs, signal).catch(() => undefined);
+          loaded = await engine.loadLeased(lease);
+        }
       } catch (error) {
         if (error instanceof DeserializationError || error instanceof UnknownReactorError) {
           // Unreadable or unknown: retrying cannot help. Report it and keep the worker running.
@@ -62,6 +71,11 @@ export function createJobHandler(engine: Engine): JobHandler {
           return;
         }
         throw error;
+      }
+      if (loaded === undefined) {
+        throw new XreactorError('execution_busy', `execution ${job.executionId} is being advanced by another live process; the job is retried later`, {
+          retryable: true,
+        });
       }
       const { host, held } = loaded;
       const path = (job.event as { path?: unknown } | undefined)?.path;
@@ -73,19 +87,8 @@ export function createJobHandler(engine: Engine): JobHandler {
       const outbox = held.outbox;
       if (job.event !== undefined && (await host.drive(held, job.event as unknown as ExecutionEvent, signal, 'worker'))) return;
       await host.resume(held, outbox, signal, 'worker');
-    };
-    // The process that enqueued this job (a hand-off) may still be letting go of the lease:
-    // wait a moment before handing the job back to the queue.
-    let leased = await engine.withLease(job.executionId, work);
-    for (const pauseMs of LEASE_RETRY_MS) {
-      if (leased !== undefined || signal.aborted) break;
-      await engine.clock.sleep(pauseMs, signal).catch(() => undefined);
-      leased = await engine.withLease(job.executionId, work);
-    }
-    if (leased === undefined) {
-      throw new XreactorError('execution_busy', `execution ${job.executionId} is being advanced by another live process; the job is retried later`, {
-        retryable: true,
-      });
+    } finally {
+      await lease.end();
     }
   };
 }

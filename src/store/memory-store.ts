@@ -4,7 +4,8 @@ import { ExecutionNotFoundError, StaleRevisionError, XreactorError } from '../er
 import { decode, decodeEnvelope, encode, encodeEnvelope } from '../serialization/index.js';
 import type { Clock } from '../internal/clock.js';
 import { systemClock } from '../internal/clock.js';
-import type { Commit, CreateExecution, LoadedExecution, OutboxEffect, PersistedSnapshot, Store, UndoEntry } from './store.js';
+import { executionBusyError } from './store.js';
+import type { Commit, CreateExecution, CreateOptions, LeasedLoad, LoadedExecution, OutboxEffect, PersistedSnapshot, Store, UndoEntry } from './store.js';
 
 interface Row {
   revision: number;
@@ -62,6 +63,26 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     return lease;
   };
 
+  /** Take (or renew, for the same owner) the lease; false when another owner holds it. */
+  const takeLease = (id: string, owner: string, ttlMs: number): boolean => {
+    const lease = liveLease(id);
+    if (lease !== undefined && lease.owner !== owner) return false;
+    leases.set(id, { owner, expiresAt: clock.now() + ttlMs });
+    return true;
+  };
+  const releaseLease = (id: string, owner: string): void => {
+    if (leases.get(id)?.owner === owner) leases.delete(id);
+  };
+  const publishSettled = (id: string): void => {
+    for (const wake of waiters.get(id) ?? []) wake();
+  };
+  const decodeRow = (r: Row): LoadedExecution => {
+    const { machineVersion, payload } = decodeEnvelope(r.snapshot, { kind: SNAPSHOT_KIND, machineVersions: versions });
+    const { value, context } = payload as { value: unknown; context: unknown };
+    const outbox = decode(r.outbox) as OutboxEffect[];
+    return { snapshot: { machineVersion, value, context }, revision: r.revision, outbox };
+  };
+
   const row = (id: string): Row => {
     const found = rows.get(id);
     if (found === undefined) throw new ExecutionNotFoundError(id);
@@ -82,10 +103,12 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
   };
 
   return {
-    async create(execution: CreateExecution) {
+    async create(execution: CreateExecution, options?: CreateOptions) {
       if (rows.has(execution.id)) {
         throw new XreactorError('execution_exists', `execution ${execution.id} already exists; execution ids must be unique`);
       }
+      const lease = options?.lease;
+      if (lease !== undefined && !takeLease(execution.id, lease.owner, lease.ttlMs)) throw executionBusyError(execution.id);
       const r: Row = {
         revision: 0,
         snapshot: new Uint8Array(),
@@ -97,21 +120,31 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       };
       apply(r, execution.commit);
       rows.set(execution.id, r);
+      if (options?.announce === true) publishSettled(execution.id);
       return r.revision;
     },
     async load(id) {
       const r = rows.get(id);
-      if (r === undefined) return undefined;
-      const { machineVersion, payload } = decodeEnvelope(r.snapshot, { kind: SNAPSHOT_KIND, machineVersions: versions });
-      const { value, context } = payload as { value: unknown; context: unknown };
-      const outbox = decode(r.outbox) as OutboxEffect[];
-      return { snapshot: { machineVersion, value, context }, revision: r.revision, outbox } satisfies LoadedExecution;
+      return r === undefined ? undefined : decodeRow(r);
     },
-    async commit(id, expectedRevision, commit) {
+    async commit(id, expectedRevision, commit, options) {
       const r = row(id);
       if (r.revision !== expectedRevision) throw new StaleRevisionError(id, expectedRevision, r.revision);
       apply(r, commit);
+      if (options?.releaseLease !== undefined) releaseLease(id, options.releaseLease);
+      if (options?.announce === true) publishSettled(id);
       return r.revision;
+    },
+    async acquireAndLoad(id, lease): Promise<LeasedLoad> {
+      const r = rows.get(id);
+      if (r === undefined) return { status: 'missing' };
+      if (!takeLease(id, lease.owner, lease.ttlMs)) return { status: 'busy' };
+      try {
+        return { status: 'leased', execution: decodeRow(r), input: decode(r.input) };
+      } catch (error) {
+        releaseLease(id, lease.owner);
+        throw error;
+      }
     },
     async readInput(id) {
       return decode(row(id).input);
@@ -136,13 +169,10 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       return row(id).trace.map((bytes) => decode(bytes) as TraceEntry);
     },
     async acquireLease(id, owner, ttlMs) {
-      const lease = liveLease(id);
-      if (lease !== undefined && lease.owner !== owner) return false;
-      leases.set(id, { owner, expiresAt: clock.now() + ttlMs });
-      return true;
+      return takeLease(id, owner, ttlMs);
     },
     async releaseLease(id, owner) {
-      if (leases.get(id)?.owner === owner) leases.delete(id);
+      releaseLease(id, owner);
     },
     async hasLease(id) {
       return liveLease(id) !== undefined;
@@ -155,7 +185,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       return [...active].slice(0, limit);
     },
     async publishSettled(id) {
-      for (const wake of waiters.get(id) ?? []) wake();
+      publishSettled(id);
     },
     waitSettled(id, timeoutMs, signal) {
       return new Promise<boolean>((resolve) => {

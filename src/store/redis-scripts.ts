@@ -11,7 +11,8 @@ import type { Cluster, Redis } from 'ioredis';
 import { DefinitionError, ExecutionNotFoundError, StaleRevisionError, XreactorError } from '../errors/index.js';
 import { encode, encodeEnvelope } from '../serialization/index.js';
 import type { ExecutionKeys } from './keys.js';
-import type { Commit, CreateExecution, PersistedSnapshot } from './store.js';
+import { executionBusyError } from './store.js';
+import type { Commit, CreateExecution, LeaseRequest, PersistedSnapshot } from './store.js';
 
 /** Envelope kind of a stored execution snapshot (the memory store uses the same). */
 export const SNAPSHOT_KIND = 'execution';
@@ -24,9 +25,10 @@ export interface ScriptCall {
 
 /** The scripts, by operation, with the file holding each and its number of keys. */
 export const SCRIPTS = {
-  createExecution: { file: 'createExecution-4.lua', numberOfKeys: 4 },
-  commitExecution: { file: 'commitExecution-4.lua', numberOfKeys: 4 },
+  createExecution: { file: 'createExecution-5.lua', numberOfKeys: 5 },
+  commitExecution: { file: 'commitExecution-5.lua', numberOfKeys: 5 },
   acquireLease: { file: 'acquireLease-1.lua', numberOfKeys: 1 },
+  acquireAndLoad: { file: 'acquireAndLoad-2.lua', numberOfKeys: 2 },
   releaseLease: { file: 'releaseLease-1.lua', numberOfKeys: 1 },
   markActive: { file: 'markActive-1.lua', numberOfKeys: 1 },
 } as const;
@@ -45,11 +47,15 @@ export function loadLuaScript(file: string): string {
   return source.replace(INCLUDE, (_line, name: string) => readFileSync(new URL(`./lua/includes/${name}.lua`, import.meta.url), 'utf8'));
 }
 
-/** Runs the store's scripts on one client. */
-export type ScriptRunner = (name: ScriptName, call: ScriptCall) => Promise<unknown>;
+/**
+ * Runs the store's scripts on one client. Bulk replies come back as strings, or as Buffers when
+ * `binary` is true (for scripts that return stored bytes).
+ */
+export type ScriptRunner = (name: ScriptName, call: ScriptCall, binary?: boolean) => Promise<unknown>;
 
 /**
- * Registers every script on `redis` (as `xreactor_<name>` commands) and returns a runner.
+ * Registers every script on `redis` (as `xreactor_<name>` commands, with ioredis's
+ * `xreactor_<name>Buffer` twins for binary replies) and returns a runner.
  * Registering again on the same client is harmless: the scripts are the same.
  */
 export function defineScripts(redis: Redis | Cluster): ScriptRunner {
@@ -57,11 +63,11 @@ export function defineScripts(redis: Redis | Cluster): ScriptRunner {
   for (const [name, script] of Object.entries(SCRIPTS)) {
     redis.defineCommand(`xreactor_${name}`, { lua: loadLuaScript(script.file), numberOfKeys: script.numberOfKeys });
   }
-  return (name, call) => {
+  return (name, call, binary = false) => {
     if (call.keys.length !== SCRIPTS[name].numberOfKeys) {
       throw new XreactorError('script_keys_invalid', `script ${SCRIPTS[name].file} takes ${SCRIPTS[name].numberOfKeys} keys, not ${call.keys.length}`);
     }
-    return commands[`xreactor_${name}`]!.call(redis, ...call.keys, ...call.argv);
+    return commands[`xreactor_${name}${binary ? 'Buffer' : ''}`]!.call(redis, ...call.keys, ...call.argv);
   };
 }
 
@@ -81,9 +87,9 @@ export function encodeSnapshot(snapshot: PersistedSnapshot): Uint8Array {
   return encodeEnvelope(SNAPSHOT_KIND, snapshot.machineVersion, { value: snapshot.value, context: snapshot.context });
 }
 
-const executionKeys = (keys: ExecutionKeys) => [keys.execution, keys.results, keys.undo, keys.trace];
+const executionKeys = (keys: ExecutionKeys) => [keys.execution, keys.results, keys.undo, keys.trace, keys.lease];
 
-/** The commit tail both `createExecution-4` and `commitExecution-4` read (layout in `lua/includes/applyCommit.lua`). */
+/** The commit tail both `createExecution-5` and `commitExecution-5` read (layout in `lua/includes/applyCommit.lua`). */
 function commitTail(commit: Commit): (string | Buffer)[] {
   const w = commit.writes;
   if (w.truncateUndoTo !== undefined && !(Number.isSafeInteger(w.truncateUndoTo) && w.truncateUndoTo >= 0)) {
@@ -109,17 +115,67 @@ function commitTail(commit: Commit): (string | Buffer)[] {
   return argv;
 }
 
-/** Arguments of `createExecution-4.lua`. */
-export function createArgs(keys: ExecutionKeys, execution: CreateExecution, contextTtlMs: number): ScriptCall {
+/** What `createExecution-5.lua` does besides creating (the script side of `CreateOptions`). */
+export interface CreateScriptOptions {
+  /** Take the lease for this owner, refusing the create when another owner holds it. */
+  readonly lease?: LeaseRequest;
+  /** Publish the execution id on its settled channel after the create. */
+  readonly announce?: boolean;
+}
+
+/** Arguments of `createExecution-5.lua`. Every key of the execution gets `contextTtlMs`. */
+export function createArgs(keys: ExecutionKeys, execution: CreateExecution, contextTtlMs: number, options: CreateScriptOptions = {}): ScriptCall {
+  const lease = options.lease;
   return {
     keys: executionKeys(keys),
-    argv: [ttlArg(contextTtlMs), execution.reactor, toBuffer(encode(execution.input)), ...commitTail(execution.commit)],
+    argv: [
+      ttlArg(contextTtlMs),
+      execution.reactor,
+      toBuffer(encode(execution.input)),
+      lease === undefined ? '0' : '1',
+      lease?.owner ?? '',
+      lease === undefined ? '' : ttlArg(lease.ttlMs),
+      options.announce === true ? keys.settled : '',
+      options.announce === true ? execution.id : '',
+      ...commitTail(execution.commit),
+    ],
   };
 }
 
-/** Arguments of `commitExecution-4.lua`. */
-export function commitArgs(keys: ExecutionKeys, expectedRevision: number, commit: Commit, contextTtlMs: number): ScriptCall {
-  return { keys: executionKeys(keys), argv: [String(expectedRevision), ttlArg(contextTtlMs), ...commitTail(commit)] };
+/** What `commitExecution-5.lua` does besides committing (the script side of `CommitOptions`). */
+export interface CommitScriptOptions {
+  /**
+   * Re-stamp the retention on every key of the execution; when false, only the keys the commit
+   * creates get it.
+   * @defaultValue true
+   */
+  readonly restamp?: boolean;
+  /** Release the lease if this owner holds it. */
+  readonly releaseLease?: string;
+  /** Publish this execution id on the settled channel (`keys.settled`) after the commit. */
+  readonly announceId?: string;
+}
+
+/** Arguments of `commitExecution-5.lua`. */
+export function commitArgs(keys: ExecutionKeys, expectedRevision: number, commit: Commit, contextTtlMs: number, options: CommitScriptOptions = {}): ScriptCall {
+  return {
+    keys: executionKeys(keys),
+    argv: [
+      String(expectedRevision),
+      ttlArg(contextTtlMs),
+      options.restamp === false ? '0' : '1',
+      options.releaseLease === undefined ? '0' : '1',
+      options.releaseLease ?? '',
+      options.announceId === undefined ? '' : keys.settled,
+      options.announceId ?? '',
+      ...commitTail(commit),
+    ],
+  };
+}
+
+/** Arguments of `acquireAndLoad-2.lua`. */
+export function acquireAndLoadArgs(keys: ExecutionKeys, lease: LeaseRequest): ScriptCall {
+  return { keys: [keys.execution, keys.lease], argv: [lease.owner, ttlArg(lease.ttlMs)] };
 }
 
 /** Arguments of `acquireLease-1.lua`. */
@@ -137,7 +193,7 @@ export function markActiveArgs(activeKey: string, id: string): ScriptCall {
   return { keys: [activeKey], argv: [id] };
 }
 
-const REPLY = { ok: 0, conflict: 1, missing: 2, undoGap: 3 } as const;
+const REPLY = { ok: 0, conflict: 1, missing: 2, undoGap: 3, busy: 4 } as const;
 
 function replyCode(reply: unknown, script: string): [code: number, first: number, second: number] {
   if (!Array.isArray(reply) || reply.length === 0) {
@@ -155,27 +211,69 @@ function undoGapError(id: string, position: number, length: number): XreactorErr
 }
 
 /**
- * Reads the reply of `commitExecution-4.lua`: the new revision.
+ * Reads the reply of `commitExecution-5.lua`: the new revision.
  * @throws StaleRevisionError when another writer advanced the execution; ExecutionNotFoundError
  * when it does not exist; XreactorError `undo_position_invalid` for an undo push past the end.
  */
 export function readCommitReply(id: string, expectedRevision: number, reply: unknown): number {
-  const [code, first, second] = replyCode(reply, 'commitExecution-4.lua');
+  const [code, first, second] = replyCode(reply, SCRIPTS.commitExecution.file);
   if (code === REPLY.ok) return first;
   if (code === REPLY.conflict) throw new StaleRevisionError(id, expectedRevision, first);
   if (code === REPLY.missing) throw new ExecutionNotFoundError(id);
   if (code === REPLY.undoGap) throw undoGapError(id, first, second);
-  throw new XreactorError('script_reply_invalid', `commitExecution-4.lua replied with unknown code ${code}`);
+  throw new XreactorError('script_reply_invalid', `${SCRIPTS.commitExecution.file} replied with unknown code ${code}`);
 }
 
 /**
- * Reads the reply of `createExecution-4.lua`: the revision (1).
- * @throws XreactorError `execution_exists` when the id exists; `undo_position_invalid` for an undo push past the end.
+ * Reads the reply of `createExecution-5.lua`: the revision (1).
+ * @throws XreactorError `execution_exists` when the id exists; `execution_busy` when another
+ * owner holds the lease the create was to take; `undo_position_invalid` for an undo push past the end.
  */
 export function readCreateReply(id: string, reply: unknown): number {
-  const [code, first, second] = replyCode(reply, 'createExecution-4.lua');
+  const [code, first, second] = replyCode(reply, SCRIPTS.createExecution.file);
   if (code === REPLY.ok) return first;
   if (code === REPLY.conflict) throw new XreactorError('execution_exists', `execution ${id} already exists; execution ids must be unique`);
+  if (code === REPLY.busy) throw executionBusyError(id);
   if (code === REPLY.undoGap) throw undoGapError(id, first, second);
-  throw new XreactorError('script_reply_invalid', `createExecution-4.lua replied with unknown code ${code}`);
+  throw new XreactorError('script_reply_invalid', `${SCRIPTS.createExecution.file} replied with unknown code ${code}`);
+}
+
+/** The reply of `acquireAndLoad-2.lua`, read: the stored fields are still bytes (the store decodes and checks them). */
+export type AcquireAndLoadReply =
+  | {
+      readonly status: 'leased';
+      readonly revision: Buffer | null;
+      readonly snapshot: Buffer | null;
+      readonly outbox: Buffer | null;
+      readonly input: Buffer | null;
+    }
+  | { readonly status: 'busy' }
+  | { readonly status: 'missing' };
+
+/** A field of a script reply as bytes: Buffers as they are, strings and numbers (a reply read as text) encoded. */
+const bytesOrNull = (value: unknown, script: string): Buffer | null => {
+  if (value == null) return null;
+  if (Buffer.isBuffer(value)) return value;
+  if (typeof value === 'string' || typeof value === 'number') return Buffer.from(String(value));
+  throw new XreactorError('script_reply_invalid', `${script} replied a field that is not bytes (${typeof value}): is another program's script loaded under its name?`);
+};
+
+/**
+ * Reads the reply of `acquireAndLoad-2.lua` (run with binary replies): the lease was taken with
+ * the stored fields, or another owner holds it, or the execution does not exist.
+ * @throws XreactorError `script_reply_invalid` for a reply that is not one of those.
+ */
+export function readAcquireAndLoadReply(reply: unknown): AcquireAndLoadReply {
+  const file = SCRIPTS.acquireAndLoad.file;
+  if (!Array.isArray(reply) || reply.length === 0) {
+    throw new XreactorError('script_reply_invalid', `${file} replied ${JSON.stringify(reply)}, not a reply code: is another program's script loaded under its name?`);
+  }
+  const code = Number(reply[0]);
+  if (code === REPLY.ok) {
+    const field = (index: number) => bytesOrNull(reply[index], file);
+    return { status: 'leased', revision: field(1), snapshot: field(2), outbox: field(3), input: field(4) };
+  }
+  if (code === REPLY.conflict) return { status: 'busy' };
+  if (code === REPLY.missing) return { status: 'missing' };
+  throw new XreactorError('script_reply_invalid', `${file} replied with unknown code ${String(reply[0])}`);
 }

@@ -7,18 +7,20 @@ import { systemClock } from '../internal/clock.js';
 import { decode, decodeEnvelope } from '../serialization/index.js';
 import { createKeyBuilder, EXECUTION_FIELDS } from './keys.js';
 import {
+  acquireAndLoadArgs,
   acquireLeaseArgs,
   commitArgs,
   createArgs,
   defineScripts,
   markActiveArgs,
+  readAcquireAndLoadReply,
   readCommitReply,
   readCreateReply,
   releaseLeaseArgs,
   SNAPSHOT_KIND,
 } from './redis-scripts.js';
 import { createSettledHub } from './redis-settled.js';
-import type { LoadedExecution, OutboxEffect, Store, UndoEntry } from './store.js';
+import type { LeasedLoad, LoadedExecution, OutboxEffect, Store, UndoEntry } from './store.js';
 
 /** Retention of an execution's keys after its last write: 24 hours, as `context_ttl` in ruby_reactor. */
 export const DEFAULT_CONTEXT_TTL_MS = 86_400_000;
@@ -33,7 +35,13 @@ export interface RedisStoreOptions {
    */
   readonly prefix?: string;
   /**
-   * Retention of an execution's keys, re-stamped on every commit.
+   * Retention of an execution's keys. `create` stamps it on every key of the execution, and a
+   * commit on every key it creates. A commit re-stamps every key of the execution only when this
+   * store has not done so for that execution within the refresh window,
+   * {@link retentionRefreshMs}: max(1000 ms, contextTtlMs / 100), at most half of contextTtlMs.
+   * So every key always has a TTL, and an execution's keys live at least
+   * contextTtlMs − refresh window after its last commit. (The store remembers its last full stamp
+   * of the {@link RESTAMP_MEMORY} executions it stamped most recently.)
    * @defaultValue 86_400_000 (24 h)
    */
   readonly contextTtlMs?: number;
@@ -49,10 +57,51 @@ export interface RedisStoreOptions {
    */
   readonly subscriber?: () => Redis | Cluster;
   /**
-   * Time source for `waitSettled` timeouts.
+   * Time source for `waitSettled` timeouts and for the retention refresh window (when this store
+   * last re-stamped an execution's keys).
    * @defaultValue the system clock
    */
   readonly clock?: Clock;
+}
+
+/** How many executions a Redis store remembers its last retention re-stamp of (the oldest record is forgotten first). */
+export const RESTAMP_MEMORY = 10_000;
+
+/**
+ * The retention refresh window of `contextTtlMs`: a commit re-stamps every key of the execution
+ * when the store last did so longer ago than this. max(1000 ms, contextTtlMs / 100), and never more
+ * than half of contextTtlMs (so a very short retention still outlives the window).
+ */
+export function retentionRefreshMs(contextTtlMs: number): number {
+  return Math.min(Math.max(1000, contextTtlMs / 100), contextTtlMs / 2);
+}
+
+/**
+ * When this process last stamped the retention on every key of an execution, by id: at most
+ * `capacity` ids, forgetting the one stamped longest ago. A forgotten id is simply re-stamped on
+ * its next commit.
+ */
+interface StampRecords {
+  /** Whether a commit at `now` must re-stamp every key of `id` (no record, or the record is `windowMs` old or older). */
+  due(id: string, now: number): boolean;
+  /** Record a full stamp of `id`, sent at `at` (before the script ran, so the keys expire no earlier than `at` + TTL). */
+  note(id: string, at: number): void;
+}
+
+function createStampRecords(windowMs: number, capacity: number): StampRecords {
+  const stamped = new Map<string, number>();
+  return {
+    due(id, now) {
+      const at = stamped.get(id);
+      return at === undefined || now - at >= windowMs;
+    },
+    note(id, at) {
+      // Re-inserting moves the id to the end of the Map's insertion order: the first key is the oldest stamp.
+      stamped.delete(id);
+      stamped.set(id, at);
+      if (stamped.size > capacity) stamped.delete(stamped.keys().next().value!);
+    },
+  };
 }
 
 /** {@link RedisStoreOptions} with every default filled. */
@@ -81,8 +130,9 @@ export function compileRedisStoreOptions(options: RedisStoreOptions): CompiledRe
 /**
  * The Redis store. Every execution lives under the hash tag of its id, so its multi-key scripts
  * run in one slot of a Redis Cluster; `docs/redis-keys.md` lists the keys. Each create and commit
- * is one script call (one round trip), fenced by revision, and re-stamps the retention of every
- * key of the execution.
+ * is one script call (one round trip), fenced by revision; it may take or release the lease and
+ * publish the settled notification in the same script. Retention: see
+ * {@link RedisStoreOptions.contextTtlMs}.
  *
  * @example
  * ```ts
@@ -99,13 +149,15 @@ export function createRedisStore(options: RedisStoreOptions): Store {
   const settled = createSettledHub(config.subscriber, config.clock);
   const expectation = { kind: SNAPSHOT_KIND, machineVersions: config.machineVersions };
   const F = EXECUTION_FIELDS;
+  const stamps = createStampRecords(retentionRefreshMs(config.contextTtlMs), RESTAMP_MEMORY);
 
   /** Runs a read; a key of another type (another program's data under our key) becomes a DeserializationError. */
   const read = async <T>(id: string, command: Promise<T>): Promise<T> => {
     try {
       return await command;
     } catch (error) {
-      if (error instanceof Error && error.message.startsWith('WRONGTYPE')) {
+      // A script's error carries the command's (`WRONGTYPE ... script: ...`), so look inside the message.
+      if (error instanceof Error && /\bWRONGTYPE\b/.test(error.message)) {
         throw new DeserializationError(`execution ${id} could not be read: a key under prefix "${config.prefix}" holds another type of value (foreign data); discard it`, { cause: error });
       }
       throw error;
@@ -116,26 +168,58 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     if ((await exists) === 0) throw new ExecutionNotFoundError(id);
   };
   const exists = (id: string) => redis.exists(keys.executionKeys(id).execution);
+  /** The checks and decoding of `load`, on the fields of the execution hash (not all absent). */
+  const loaded = (id: string, rev: Buffer | null | undefined, snapshot: Buffer | null | undefined, outbox: Buffer | null | undefined): LoadedExecution => {
+    const revision = Number(rev?.toString());
+    if (!Number.isSafeInteger(revision) || snapshot == null || outbox == null) {
+      throw new DeserializationError(`execution ${id} is incomplete or foreign (revision ${rev == null ? 'missing' : JSON.stringify(rev.toString())}, snapshot ${snapshot == null ? 'missing' : 'present'}): discard it`);
+    }
+    const { machineVersion, payload } = decodeEnvelope(snapshot, expectation);
+    const { value, context } = payload as { value: unknown; context: unknown };
+    return { snapshot: { machineVersion, value, context }, revision, outbox: decode(outbox) as OutboxEffect[] };
+  };
 
   return {
-    async create(execution) {
-      const reply = await run('createExecution', createArgs(keys.executionKeys(execution.id), execution, config.contextTtlMs));
-      return readCreateReply(execution.id, reply);
+    async create(execution, options) {
+      const k = keys.executionKeys(execution.id);
+      // As publishSettled: a waiter in this process whose SUBSCRIBE is pending must not miss the announcement.
+      if (options?.announce === true) await settled.subscribed(k.settled);
+      const at = config.clock.now();
+      const reply = await run('createExecution', createArgs(k, execution, config.contextTtlMs, options));
+      const revision = readCreateReply(execution.id, reply);
+      stamps.note(execution.id, at);
+      return revision;
     },
     async load(id) {
       const [rev, snapshot, outbox] = await read(id, redis.hmgetBuffer(keys.executionKeys(id).execution, F.revision, F.snapshot, F.outbox));
       if (rev == null && snapshot == null && outbox == null) return undefined;
-      const revision = Number(rev?.toString());
-      if (!Number.isSafeInteger(revision) || snapshot == null || outbox == null) {
-        throw new DeserializationError(`execution ${id} is incomplete or foreign (revision ${rev == null ? 'missing' : JSON.stringify(rev.toString())}, snapshot ${snapshot == null ? 'missing' : 'present'}): discard it`);
-      }
-      const { machineVersion, payload } = decodeEnvelope(snapshot, expectation);
-      const { value, context } = payload as { value: unknown; context: unknown };
-      return { snapshot: { machineVersion, value, context }, revision, outbox: decode(outbox) as OutboxEffect[] } satisfies LoadedExecution;
+      return loaded(id, rev, snapshot, outbox);
     },
-    async commit(id, expectedRevision, commit) {
-      const reply = await run('commitExecution', commitArgs(keys.executionKeys(id), expectedRevision, commit, config.contextTtlMs));
-      return readCommitReply(id, expectedRevision, reply);
+    async commit(id, expectedRevision, commit, options) {
+      const k = keys.executionKeys(id);
+      const announce = options?.announce === true;
+      if (announce) await settled.subscribed(k.settled);
+      const at = config.clock.now();
+      const restamp = stamps.due(id, at);
+      const call = commitArgs(k, expectedRevision, commit, config.contextTtlMs, { restamp, releaseLease: options?.releaseLease, announceId: announce ? id : undefined });
+      const revision = readCommitReply(id, expectedRevision, await run('commitExecution', call));
+      if (restamp) stamps.note(id, at);
+      return revision;
+    },
+    async acquireAndLoad(id, lease): Promise<LeasedLoad> {
+      const k = keys.executionKeys(id);
+      const found = readAcquireAndLoadReply(await read(id, run('acquireAndLoad', acquireAndLoadArgs(k, lease), true)));
+      if (found.status !== 'leased') return found;
+      try {
+        const execution = loaded(id, found.revision, found.snapshot, found.outbox);
+        if (found.input == null) throw new DeserializationError(`execution ${id} is incomplete or foreign (input missing): discard it`);
+        return { status: 'leased', execution, input: decode(found.input) };
+      } catch (error) {
+        // Hand the lease back before reporting the unreadable data. Should the release fail, the
+        // lease expires after its TTL; the DeserializationError is what the caller needs to see.
+        await run('releaseLease', releaseLeaseArgs(k, lease.owner)).catch(() => undefined);
+        throw error;
+      }
     },
     async readInput(id) {
       const bytes = await read(id, redis.hgetBuffer(keys.executionKeys(id).execution, F.input));

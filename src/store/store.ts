@@ -1,4 +1,5 @@
 import type { ExecutionStatus, TraceEntry } from '../../machines/execution-types.js';
+import { XreactorError } from '../errors/index.js';
 
 /** A persisted execution actor: machine version, state value and context. */
 export interface PersistedSnapshot {
@@ -57,18 +58,73 @@ export interface CreateExecution {
   readonly commit: Commit;
 }
 
+/** A liveness lease to take: its owner and how long it lasts without renewal. */
+export interface LeaseRequest {
+  readonly owner: string;
+  readonly ttlMs: number;
+}
+
+/** What a commit does besides writing, in the same atomic step. */
+export interface CommitOptions {
+  /** Release the execution's lease if this owner holds it (no-op when free or held by another owner). */
+  readonly releaseLease?: string;
+  /** After applying the commit, publish the settled notification exactly as `publishSettled(id)` does (a `waitSettled(id)` waiter wakes). */
+  readonly announce?: boolean;
+}
+
+/** Options of `create`. */
+export interface CreateOptions {
+  /**
+   * Take the execution's lease for this owner in the same atomic step. If ANOTHER owner holds the
+   * lease, nothing is written and create throws XreactorError with code 'execution_busy' (message
+   * names the id and says another live process holds it). An existing id still throws
+   * 'execution_exists' (checked first).
+   */
+  readonly lease?: LeaseRequest;
+  /** As CommitOptions.announce. */
+  readonly announce?: boolean;
+}
+
+/** What `acquireAndLoad` found. */
+export type LeasedLoad =
+  | { readonly status: 'leased'; readonly execution: LoadedExecution; readonly input: unknown }
+  | { readonly status: 'busy' } // another owner holds the lease; nothing taken
+  | { readonly status: 'missing' }; // no such execution; no lease taken
+
+/**
+ * The error `create` with a `lease` throws when another owner holds the execution's lease
+ * (code `execution_busy`, retryable: the holder's lease ends when it finishes or dies).
+ * Every adapter throws this one, so the message is the same everywhere.
+ */
+export function executionBusyError(id: string): XreactorError {
+  return new XreactorError(
+    'execution_busy',
+    `execution ${id} was not created: another live process holds its lease; nothing was written. Try again once that process releases the lease or its lease expires`,
+    { retryable: true },
+  );
+}
+
 /**
  * The storage port. Every commit is atomic and fenced: it applies only if the
  * stored revision equals `expectedRevision`, else it throws
  * `StaleRevisionError` and changes nothing.
  */
 export interface Store {
-  /** Create an execution at revision 1. Throws if the id exists. */
-  create(execution: CreateExecution): Promise<number>;
+  /**
+   * Create an execution at revision 1. Throws XreactorError `execution_exists` if the id exists.
+   * With `options.lease`, takes the lease in the same atomic step (throws `execution_busy`, writing
+   * nothing, when another owner holds it); with `options.announce`, publishes the settled
+   * notification after the write. A refused create neither takes the lease nor announces.
+   */
+  create(execution: CreateExecution, options?: CreateOptions): Promise<number>;
   /** Load the current snapshot and revision, or undefined when unknown. */
   load(id: string): Promise<LoadedExecution | undefined>;
-  /** Commit the next snapshot with its writes; returns the new revision. */
-  commit(id: string, expectedRevision: number, commit: Commit): Promise<number>;
+  /**
+   * Commit the next snapshot with its writes; returns the new revision. `options` release the
+   * lease and announce the settle in the same atomic step; a refused commit (stale, unknown id,
+   * invalid undo position) does neither.
+   */
+  commit(id: string, expectedRevision: number, commit: Commit, options?: CommitOptions): Promise<number>;
   /** The execution's validated input. */
   readInput(id: string): Promise<unknown>;
   /** Results of the named steps (absent steps are omitted). Without names: every recorded result. */
@@ -86,6 +142,12 @@ export interface Store {
    * stops renewing, and the lease expires.
    */
   acquireLease(id: string, owner: string, ttlMs: number): Promise<boolean>;
+  /**
+   * Take (or renew, for the same owner) the lease and read the snapshot, outbox and input, in one
+   * atomic step (one round trip on Redis). Unreadable stored data: the lease just taken is
+   * released, then DeserializationError is thrown (same checks/messages as load).
+   */
+  acquireAndLoad(id: string, lease: LeaseRequest): Promise<LeasedLoad>;
   /** Release the lease if `owner` holds it. */
   releaseLease(id: string, owner: string): Promise<void>;
   /** Whether any owner holds the execution's lease. */

@@ -1,6 +1,8 @@
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EXECUTION_MACHINE_VERSION } from '../../src/index.js';
+import { DeserializationError, EXECUTION_MACHINE_VERSION } from '../../src/index.js';
+import type { Commit } from '../../src/index.js';
+import { createKeyBuilder, EXECUTION_FIELDS } from '../../src/store/keys.js';
 import { createRedisStore } from '../../src/store/redis-store.js';
 import { startRedisCluster } from '../support/redis-server.js';
 import type { RedisClusterServer } from '../support/redis-server.js';
@@ -54,6 +56,26 @@ describe('redis cluster store', () => {
         expect(holding[0]!.filter((key) => key.startsWith(`${prefix}:{${id}}:`))).toHaveLength(4);
       }
       for (const id of ids) expect(await store.readInput(id)).toEqual({ id });
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('takes and releases the lease inside the execution\'s slot: acquireAndLoad over a foreign snapshot throws and leaves no lease', async () => {
+    const { redis, store, prefix, cleanup } = open();
+    try {
+      const first: Commit = {
+        snapshot: { machineVersion: EXECUTION_MACHINE_VERSION, value: 'p', context: {} },
+        status: 'running',
+        writes: { results: [['a', 1]], pushUndo: [], truncateUndoTo: undefined, trace: [{ type: 'run', step: 'a', at: 1 }] },
+        outbox: [],
+      };
+      await store.create({ id: 'foreign', reactor: 'r', input: {}, commit: first }, { lease: { owner: 'host-a', ttlMs: 60_000 } });
+      const k = createKeyBuilder(prefix).executionKeys('foreign');
+      for (const key of [k.execution, k.results, k.trace]) expect(await redis.pttl(key)).toBeGreaterThan(0);
+      await redis.hset(k.execution, EXECUTION_FIELDS.snapshot, Buffer.from('{"json":"from another program"}'));
+      await expect(store.acquireAndLoad('foreign', { owner: 'host-a', ttlMs: 60_000 })).rejects.toBeInstanceOf(DeserializationError);
+      expect(await store.hasLease('foreign')).toBe(false);
     } finally {
       await cleanup();
     }

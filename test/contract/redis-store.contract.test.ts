@@ -1,9 +1,11 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeserializationError, EXECUTION_MACHINE_VERSION, XreactorError } from '../../src/index.js';
+import { DeserializationError, EXECUTION_MACHINE_VERSION, StaleRevisionError, XreactorError } from '../../src/index.js';
 import type { Commit, Store } from '../../src/index.js';
 import { createKeyBuilder, EXECUTION_FIELDS } from '../../src/store/keys.js';
-import { createRedisStore } from '../../src/store/redis-store.js';
+import { createRedisStore, retentionRefreshMs } from '../../src/store/redis-store.js';
+import { createTestClock } from '../../src/testing/test-clock.js';
+import type { TestClock } from '../../src/testing/test-clock.js';
 import { encode } from '../../src/serialization/index.js';
 import { startRedis } from '../support/redis-server.js';
 import type { RedisServer } from '../support/redis-server.js';
@@ -20,9 +22,9 @@ afterAll(async () => {
   await server?.stop();
 });
 
-const open = (prefix = freshPrefix(), contextTtlMs?: number) => {
+const open = (prefix = freshPrefix(), contextTtlMs?: number, clock?: TestClock) => {
   const redis = new Redis(server.url);
-  const store = createRedisStore({ redis, prefix, ...(contextTtlMs === undefined ? {} : { contextTtlMs }) });
+  const store = createRedisStore({ redis, prefix, ...(contextTtlMs === undefined ? {} : { contextTtlMs }), ...(clock === undefined ? {} : { clock }) });
   return { redis, store, prefix, cleanup: async () => {
     await store.close();
     await redis.quit();
@@ -87,8 +89,9 @@ describe('redis store: stored data', () => {
     expect(await store.readUndoStack('gap')).toHaveLength(1);
   });
 
-  it('re-stamps the retention of every key of the execution on create and commit', async () => {
-    const short = open(freshPrefix(), 60_000);
+  it('re-stamps the retention of every key of the execution on create and on a commit after the refresh window', async () => {
+    const clock = createTestClock(1_000_000);
+    const short = open(freshPrefix(), 60_000, clock);
     try {
       await short.store.create({ id: 'ttl', reactor: 'r', input: {}, commit: first() });
       const k = createKeyBuilder(short.prefix).executionKeys('ttl');
@@ -98,11 +101,166 @@ describe('redis store: stored data', () => {
         expect(ttl).toBeLessThanOrEqual(60_000);
       }
       await short.redis.pexpire(k.results, 1_000_000_000);
+      clock.advance(retentionRefreshMs(60_000));
       await short.store.commit('ttl', 1, { ...first(), writes: { results: [], pushUndo: [], truncateUndoTo: undefined, trace: [] } });
       expect(await short.redis.pttl(k.results)).toBeLessThanOrEqual(60_000);
     } finally {
       await short.cleanup();
     }
+  });
+
+  describe('retention (TTL) stamping', () => {
+    const empty = (): Commit => ({ ...first(), writes: { results: [], pushUndo: [], truncateUndoTo: undefined, trace: [] } });
+    const step = (i: number, extra: Partial<Commit['writes']> = {}): Commit => ({
+      ...first(),
+      writes: { results: [[`s${i}`, i]], pushUndo: [{ position: i, step: `s${i}`, args: null, result: i }], truncateUndoTo: undefined, trace: [{ type: 'run', step: `s${i}`, at: i }], ...extra },
+    });
+    const ttlOf = (r: Redis, keys: readonly string[]) => Promise.all(keys.map((key) => r.pttl(key)));
+
+    it('gives a TTL to each key a later commit creates: every key of the execution always has one', async () => {
+      const clock = createTestClock(1_000_000);
+      const short = open(freshPrefix(), 60_000, clock);
+      try {
+        await short.store.create({ id: 'later', reactor: 'r', input: {}, commit: empty() });
+        const k = createKeyBuilder(short.prefix).executionKeys('later');
+        expect(await short.redis.exists(k.results, k.undo, k.trace)).toBe(0);
+        // Lower the execution hash's TTL: a commit that re-stamped everything would raise it again.
+        await short.redis.pexpire(k.execution, 20_000);
+        await short.store.commit('later', 1, { ...empty(), writes: { ...empty().writes, results: [['a', 1]] } });
+        await short.store.commit('later', 2, { ...empty(), writes: { ...empty().writes, pushUndo: [{ position: 0, step: 'a', args: null, result: 1 }] } });
+        await short.store.commit('later', 3, { ...empty(), writes: { ...empty().writes, trace: [{ type: 'run', step: 'a', at: 1 }, { type: 'run', step: 'b', at: 2 }] } });
+        const [exec, results, undo, trace] = await ttlOf(short.redis, [k.execution, k.results, k.undo, k.trace]);
+        expect(exec).toBeGreaterThan(0);
+        expect(exec).toBeLessThanOrEqual(20_000);
+        for (const ttl of [results, undo, trace]) {
+          expect(ttl).toBeGreaterThan(50_000);
+          expect(ttl).toBeLessThanOrEqual(60_000);
+        }
+        // An undo stack truncated to nothing is deleted; the push that creates it again stamps it.
+        await short.redis.pexpire(k.undo, 20_000);
+        await short.store.commit('later', 4, { ...empty(), writes: { ...empty().writes, truncateUndoTo: 0, pushUndo: [{ position: 0, step: 'b', args: null, result: 2 }] } });
+        expect(await short.redis.pttl(k.undo)).toBeGreaterThan(50_000);
+        expect(await short.store.readUndoStack('later')).toEqual([{ step: 'b', args: null, result: 2 }]);
+      } finally {
+        await short.cleanup();
+      }
+    });
+
+    it('does not re-stamp within the refresh window, and re-stamps every key after it', async () => {
+      const clock = createTestClock(1_000_000);
+      const short = open(freshPrefix(), 60_000, clock);
+      try {
+        await short.store.create({ id: 'window', reactor: 'r', input: {}, commit: first() });
+        const k = createKeyBuilder(short.prefix).executionKeys('window');
+        const all = [k.execution, k.results, k.undo, k.trace];
+        for (const key of all) await short.redis.pexpire(key, 20_000);
+        // Existing keys only: a new result field, a push on the existing stack, a trace entry.
+        clock.advance(retentionRefreshMs(60_000) - 1);
+        await short.store.commit('window', 1, step(1));
+        for (const ttl of await ttlOf(short.redis, all)) {
+          expect(ttl).toBeGreaterThan(0);
+          expect(ttl).toBeLessThanOrEqual(20_000);
+        }
+        clock.advance(1);
+        await short.store.commit('window', 2, step(2));
+        for (const ttl of await ttlOf(short.redis, all)) {
+          expect(ttl).toBeGreaterThan(50_000);
+          expect(ttl).toBeLessThanOrEqual(60_000);
+        }
+        // The window starts again at that stamp.
+        for (const key of all) await short.redis.pexpire(key, 20_000);
+        clock.advance(retentionRefreshMs(60_000) / 2);
+        await short.store.commit('window', 3, step(3));
+        for (const ttl of await ttlOf(short.redis, all)) expect(ttl).toBeLessThanOrEqual(20_000);
+        expect(await short.store.readResults('window')).toEqual(new Map([['a', 1], ['s1', 1], ['s2', 2], ['s3', 3]]));
+      } finally {
+        await short.cleanup();
+      }
+    });
+
+    it('re-stamps on the first commit of a store that never stamped the execution (another process)', async () => {
+      const clock = createTestClock(1_000_000);
+      const short = open(freshPrefix(), 60_000, clock);
+      const other = open(short.prefix, 60_000, createTestClock(1_000_000));
+      try {
+        await short.store.create({ id: 'handed', reactor: 'r', input: {}, commit: first() });
+        const k = createKeyBuilder(short.prefix).executionKeys('handed');
+        for (const key of [k.execution, k.results, k.undo, k.trace]) await short.redis.pexpire(key, 20_000);
+        await other.store.commit('handed', 1, step(1));
+        for (const ttl of await ttlOf(short.redis, [k.execution, k.results, k.undo, k.trace])) expect(ttl).toBeGreaterThan(50_000);
+      } finally {
+        await other.cleanup();
+        await short.cleanup();
+      }
+    });
+
+    it('a refused commit does not count as a stamp', async () => {
+      const clock = createTestClock(1_000_000);
+      const short = open(freshPrefix(), 60_000, clock);
+      const other = open(short.prefix, 60_000, clock);
+      try {
+        await short.store.create({ id: 'refused', reactor: 'r', input: {}, commit: first() });
+        const k = createKeyBuilder(short.prefix).executionKeys('refused');
+        await expect(other.store.commit('refused', 7, step(1))).rejects.toBeInstanceOf(StaleRevisionError);
+        await short.redis.pexpire(k.execution, 20_000);
+        await other.store.commit('refused', 1, step(1));
+        expect(await short.redis.pttl(k.execution)).toBeGreaterThan(50_000);
+      } finally {
+        await other.cleanup();
+        await short.cleanup();
+      }
+    });
+  });
+
+  describe('acquireAndLoad on unreadable data', () => {
+    const lease = { owner: 'host-a', ttlMs: 60_000 };
+
+    it('reports a foreign snapshot as a DeserializationError and releases the lease it took', async () => {
+      await store.create({ id: 'aal-foreign', reactor: 'r', input: {}, commit: first() });
+      await redis.hset(keysOf('aal-foreign').execution, EXECUTION_FIELDS.snapshot, Buffer.from('{"json":"from another program"}'));
+      await expect(store.acquireAndLoad('aal-foreign', lease)).rejects.toBeInstanceOf(DeserializationError);
+      expect(await store.hasLease('aal-foreign')).toBe(false);
+      await redis.hset(keysOf('aal-foreign').execution, EXECUTION_FIELDS.snapshot, Buffer.from(encode({ not: 'an envelope' })));
+      await expect(store.acquireAndLoad('aal-foreign', lease)).rejects.toThrow(/not an xreactor envelope/);
+      expect(await store.hasLease('aal-foreign')).toBe(false);
+    });
+
+    it('reports a truncated snapshot as a DeserializationError and releases the lease it took', async () => {
+      await store.create({ id: 'aal-truncated', reactor: 'r', input: {}, commit: first() });
+      const bytes = await redis.hgetBuffer(keysOf('aal-truncated').execution, EXECUTION_FIELDS.snapshot);
+      await redis.hset(keysOf('aal-truncated').execution, EXECUTION_FIELDS.snapshot, bytes!.subarray(0, bytes!.length - 3));
+      await expect(store.acquireAndLoad('aal-truncated', lease)).rejects.toBeInstanceOf(DeserializationError);
+      expect(await store.hasLease('aal-truncated')).toBe(false);
+    });
+
+    it('reports a renewal over unreadable data the same way: the lease is released', async () => {
+      await store.create({ id: 'aal-renew', reactor: 'r', input: {}, commit: first() }, { lease });
+      await redis.hset(keysOf('aal-renew').execution, EXECUTION_FIELDS.snapshot, Buffer.from('junk'));
+      await expect(store.acquireAndLoad('aal-renew', lease)).rejects.toBeInstanceOf(DeserializationError);
+      expect(await store.hasLease('aal-renew')).toBe(false);
+    });
+
+    it('reports an incomplete execution hash and a key of another type as a DeserializationError, taking no lease', async () => {
+      await redis.hset(keysOf('aal-partial').execution, EXECUTION_FIELDS.revision, '3');
+      await expect(store.acquireAndLoad('aal-partial', lease)).rejects.toThrow(/incomplete or foreign/);
+      expect(await store.hasLease('aal-partial')).toBe(false);
+      await store.create({ id: 'aal-noinput', reactor: 'r', input: {}, commit: first() });
+      await redis.hdel(keysOf('aal-noinput').execution, EXECUTION_FIELDS.input);
+      await expect(store.acquireAndLoad('aal-noinput', lease)).rejects.toThrow(/input missing/);
+      expect(await store.hasLease('aal-noinput')).toBe(false);
+      await redis.set(keysOf('aal-stringy').execution, 'written by someone else');
+      await expect(store.acquireAndLoad('aal-stringy', lease)).rejects.toBeInstanceOf(DeserializationError);
+      expect(await store.hasLease('aal-stringy')).toBe(false);
+    });
+  });
+
+  it('refuses an undo push that would leave a gap without releasing the lease or announcing', async () => {
+    await store.create({ id: 'gap-lease', reactor: 'r', input: {}, commit: first() }, { lease: { owner: 'host-a', ttlMs: 60_000 } });
+    const gap: Commit = { ...first(), writes: { results: [], pushUndo: [{ position: 5, step: 'b', args: null, result: 2 }], truncateUndoTo: undefined, trace: [] } };
+    const waiting = store.waitSettled('gap-lease', 300);
+    await expect(store.commit('gap-lease', 1, gap, { releaseLease: 'host-a', announce: true })).rejects.toMatchObject({ code: 'undo_position_invalid' });
+    expect(await waiting).toBe(false);
+    expect(await store.hasLease('gap-lease')).toBe(true);
   });
 
   it('keeps every key of an execution under the hash tag of its id', async () => {

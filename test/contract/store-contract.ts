@@ -263,6 +263,135 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
       });
     });
 
+    describe('lease and announcement in the same step as create and commit', () => {
+      const lease = (owner: string) => ({ owner, ttlMs: 60_000 });
+      const busy = { code: 'execution_busy' };
+
+      it('create with a lease takes it for that owner', async () => {
+        const store = await fresh();
+        expect(await store.create({ id: 'e1', reactor: 'r', input: { a: 1 }, commit: commit('pending') }, { lease: lease('host-a') })).toBe(1);
+        expect(await store.hasLease('e1')).toBe(true);
+        expect(await store.acquireLease('e1', 'host-b', 60_000)).toBe(false);
+        expect(await store.acquireLease('e1', 'host-a', 60_000)).toBe(true);
+        expect(await store.readInput('e1')).toEqual({ a: 1 });
+      });
+
+      it('create with a lease another owner holds throws execution_busy and writes nothing', async () => {
+        const store = await fresh();
+        expect(await store.acquireLease('e1', 'host-b', 60_000)).toBe(true);
+        const refused = store.create({ id: 'e1', reactor: 'r', input: { a: 1 }, commit: commit('pending', { results: [['a', 1]] }) }, { lease: lease('host-a'), announce: true });
+        await expect(refused).rejects.toBeInstanceOf(XreactorError);
+        await expect(refused).rejects.toMatchObject(busy);
+        await expect(refused).rejects.toThrow(/execution e1 .*another live process holds/);
+        expect(await store.load('e1')).toBeUndefined();
+        await expect(store.readInput('e1')).rejects.toBeInstanceOf(ExecutionNotFoundError);
+        expect(await store.acquireLease('e1', 'host-a', 60_000)).toBe(false);
+        expect(await store.acquireLease('e1', 'host-b', 60_000)).toBe(true);
+        // The holder itself may create with its lease (a renewal).
+        expect(await store.create({ id: 'e1', reactor: 'r', input: { a: 2 }, commit: commit('pending') }, { lease: lease('host-b') })).toBe(1);
+        expect(await store.readInput('e1')).toEqual({ a: 2 });
+      });
+
+      it('create of an existing id with a lease throws execution_exists, checked before the lease', async () => {
+        const store = await created();
+        const again = store.create({ id: 'e1', reactor: 'r', input: {}, commit: commit('other') }, { lease: lease('host-a') });
+        await expect(again).rejects.toMatchObject({ code: 'execution_exists' });
+        expect(await store.hasLease('e1')).toBe(false);
+        expect(await store.acquireLease('e1', 'host-b', 60_000)).toBe(true);
+        await expect(store.create({ id: 'e1', reactor: 'r', input: {}, commit: commit('other') }, { lease: lease('host-a') })).rejects.toMatchObject({ code: 'execution_exists' });
+        expect(await store.acquireLease('e1', 'host-a', 60_000)).toBe(false);
+        expect((await store.load('e1'))?.snapshot.value).toBe('pending');
+      });
+
+      it('commit with releaseLease frees the lease of its holder and leaves another owner\'s', async () => {
+        const store = await created();
+        expect(await store.acquireLease('e1', 'host-a', 60_000)).toBe(true);
+        expect(await store.commit('e1', 1, commit('running'), { releaseLease: 'host-b' })).toBe(2);
+        expect(await store.hasLease('e1')).toBe(true);
+        expect(await store.acquireLease('e1', 'host-b', 60_000)).toBe(false);
+        expect(await store.commit('e1', 2, commit('completed', { results: [['a', 1]] }), { releaseLease: 'host-a' })).toBe(3);
+        expect(await store.hasLease('e1')).toBe(false);
+        expect(await store.readResults('e1')).toEqual(new Map([['a', 1]]));
+        // Releasing a free lease is a no-op.
+        expect(await store.commit('e1', 3, commit('completed'), { releaseLease: 'host-a' })).toBe(4);
+        expect(await store.hasLease('e1')).toBe(false);
+      });
+
+      it('a stale commit neither releases the lease nor announces', async () => {
+        const store = await created();
+        expect(await store.acquireLease('e1', 'host-a', 60_000)).toBe(true);
+        const waiting = store.waitSettled('e1', 300);
+        const stale = store.commit('e1', 5, commit('completed'), { releaseLease: 'host-a', announce: true });
+        await expect(stale).rejects.toBeInstanceOf(StaleRevisionError);
+        expect(await waiting).toBe(false);
+        expect(await store.hasLease('e1')).toBe(true);
+        expect(await store.acquireLease('e1', 'host-b', 60_000)).toBe(false);
+        expect((await store.load('e1'))?.revision).toBe(1);
+      });
+
+      it('commit with announce wakes a waitSettled waiter; without it no one is woken', async () => {
+        const store = await created();
+        const quiet = store.waitSettled('e1', 300);
+        expect(await store.commit('e1', 1, commit('running'))).toBe(2);
+        expect(await store.commit('e1', 2, commit('running'), { releaseLease: 'nobody' })).toBe(3);
+        expect(await quiet).toBe(false);
+        const waiting = store.waitSettled('e1', 10_000);
+        const other = store.waitSettled('e2', 300);
+        expect(await store.commit('e1', 3, commit('completed'), { announce: true })).toBe(4);
+        expect(await Promise.all([waiting, other])).toEqual([true, false]);
+        expect((await store.load('e1'))?.snapshot.value).toBe('completed');
+      });
+
+      it('create with announce wakes a waitSettled waiter; without it no one is woken', async () => {
+        const store = await fresh();
+        const quiet = store.waitSettled('e1', 300);
+        await store.create({ id: 'e1', reactor: 'r', input: {}, commit: commit('pending') }, { lease: lease('host-a') });
+        expect(await quiet).toBe(false);
+        const waiting = store.waitSettled('e2', 10_000);
+        expect(await store.create({ id: 'e2', reactor: 'r', input: {}, commit: commit('completed') }, { announce: true })).toBe(1);
+        expect(await waiting).toBe(true);
+      });
+    });
+
+    describe('acquireAndLoad', () => {
+      const lease = (owner: string) => ({ owner, ttlMs: 60_000 });
+
+      it('takes the lease and reads what load and readInput read', async () => {
+        const store = await created();
+        await store.commit('e1', 1, commit('running', {}, [{ type: 'enqueue', params: { at: new Date(5) } }]));
+        const found = await store.acquireAndLoad('e1', lease('host-a'));
+        expect(found).toEqual({ status: 'leased', execution: await store.load('e1'), input: await store.readInput('e1') });
+        expect(found.status === 'leased' && found.execution.revision).toBe(2);
+        expect(await store.hasLease('e1')).toBe(true);
+        expect(await store.acquireLease('e1', 'host-b', 60_000)).toBe(false);
+      });
+
+      it('renews for the same owner, and reports busy to another owner, taking nothing', async () => {
+        const store = await created();
+        expect((await store.acquireAndLoad('e1', lease('host-a'))).status).toBe('leased');
+        expect(await store.acquireAndLoad('e1', lease('host-a'))).toMatchObject({ status: 'leased', input: { order: 7 } });
+        expect(await store.acquireAndLoad('e1', lease('host-b'))).toEqual({ status: 'busy' });
+        expect(await store.acquireLease('e1', 'host-a', 60_000)).toBe(true);
+        await store.releaseLease('e1', 'host-a');
+        expect(await store.acquireAndLoad('e1', lease('host-b'))).toMatchObject({ status: 'leased' });
+      });
+
+      it('reports an unknown id as missing, taking no lease', async () => {
+        const store = await fresh();
+        expect(await store.acquireAndLoad('nope', lease('host-a'))).toEqual({ status: 'missing' });
+        expect(await store.hasLease('nope')).toBe(false);
+      });
+
+      it('releases the lease it took when the snapshot cannot be read, then throws DeserializationError', async () => {
+        const store = await fresh();
+        await store.create({ id: 'e1', reactor: 'r', input: {}, commit: { ...commit('pending'), snapshot: { machineVersion: 99, value: 'x', context: {} } } });
+        const found = store.acquireAndLoad('e1', lease('host-a'));
+        await expect(found).rejects.toBeInstanceOf(DeserializationError);
+        await expect(store.acquireAndLoad('e1', lease('host-a'))).rejects.toThrow(/machine version 99/);
+        expect(await store.hasLease('e1')).toBe(false);
+      });
+    });
+
     describe('active index', () => {
       it('lists active executions oldest first, up to the limit, keeping the first mark\'s place', async () => {
         const store = await fresh();

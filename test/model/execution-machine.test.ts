@@ -20,6 +20,7 @@ import type {
   ExecutionWrite,
 } from '../../machines/execution.js';
 import { createExecutionMachine } from '../../machines/execution.js';
+import { createMachineStepper } from '../../src/runtime/machine-stepper.js';
 
 type Snapshot = ReturnType<typeof initialTransition<ExecutionMachine>>[0];
 type Action = ExecutionEffect | ExecutionWrite;
@@ -401,8 +402,12 @@ function replay(plan: ExecutionPlanView, machine: ExecutionMachine, labels: Map<
   const trackedCount = plan.steps.filter((s) => s.tracked).length;
   const interrupts = plan.steps.filter((s) => s.interrupt !== undefined).map((s) => s.name);
 
+  const stepper = createMachineStepper(machine);
   for (const path of paths) {
     const [initial, initialActions] = initialTransition(machine, INPUT);
+    const [steppedInitial, steppedInitialActions] = stepper.initial(INPUT);
+    expect(snapshotData(steppedInitial)).toEqual(snapshotData(initial));
+    expect(normalize(steppedInitialActions)).toEqual(normalize(initialActions));
     expect(initial.value).toBe('pending');
     expect(initialActions).toEqual([]);
     let snapshot = initial;
@@ -422,6 +427,11 @@ function replay(plan: ExecutionPlanView, machine: ExecutionMachine, labels: Map<
       const [next, rawActions] = transition(machine, before, event);
       const actions = normalize(rawActions);
       transitionsReplayed++;
+
+      // The host's stepper (one actor scope per machine) agrees with xstate's transition().
+      const [stepped, steppedActions] = stepper.next(before, event);
+      expect(snapshotData(stepped), `${where}: the host's stepper disagrees with transition()`).toEqual(snapshotData(next));
+      expect(normalize(steppedActions), `${where}: the host's stepper's actions disagree with transition()`).toEqual(actions);
 
       // Generated events are current: each one is accepted.
       expect(next, `${where}: generated event ${JSON.stringify(event)} was ignored`).not.toBe(before);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryStore, DeserializationError, EXECUTION_MACHINE_VERSION, StaleRevisionError } from '../../src/index.js';
+import { createTestClock } from '../../src/testing/test-clock.js';
 import type { Commit } from '../../src/index.js';
 
 const commit = (value: string, extra: Partial<Commit['writes']> = {}): Commit => ({
@@ -68,5 +69,40 @@ describe('memory store', () => {
     await store.create({ id: 'e1', reactor: 'r', input: {}, commit: { ...commit('pending'), snapshot: { machineVersion: 7, value: 'x', context: {} } } });
     await expect(store.load('e1')).rejects.toBeInstanceOf(DeserializationError);
     await expect(store.load('e1')).rejects.toThrow(/7/);
+  });
+
+  it('lets create and acquireAndLoad take a lease whose other owner let it expire', async () => {
+    const clock = createTestClock();
+    const store = createMemoryStore({ clock });
+    expect(await store.acquireLease('e1', 'host-b', 1_000)).toBe(true);
+    await expect(store.create({ id: 'e1', reactor: 'r', input: {}, commit: commit('pending') }, { lease: { owner: 'host-a', ttlMs: 1_000 } })).rejects.toMatchObject({ code: 'execution_busy' });
+    clock.advance(1_000);
+    expect(await store.create({ id: 'e1', reactor: 'r', input: {}, commit: commit('pending') }, { lease: { owner: 'host-a', ttlMs: 1_000 } })).toBe(1);
+    expect(await store.acquireAndLoad('e1', { owner: 'host-b', ttlMs: 1_000 })).toEqual({ status: 'busy' });
+    clock.advance(999);
+    expect(await store.acquireAndLoad('e1', { owner: 'host-b', ttlMs: 1_000 })).toEqual({ status: 'busy' });
+    clock.advance(1);
+    expect(await store.acquireAndLoad('e1', { owner: 'host-b', ttlMs: 1_000 })).toMatchObject({ status: 'leased', execution: { revision: 1 } });
+    expect(await store.acquireLease('e1', 'host-a', 1_000)).toBe(false);
+  });
+
+  it('renews the lease for the full TTL on acquireAndLoad by the same owner', async () => {
+    const clock = createTestClock();
+    const store = createMemoryStore({ clock });
+    await store.create({ id: 'e1', reactor: 'r', input: {}, commit: commit('pending') }, { lease: { owner: 'host-a', ttlMs: 1_000 } });
+    clock.advance(900);
+    expect((await store.acquireAndLoad('e1', { owner: 'host-a', ttlMs: 1_000 })).status).toBe('leased');
+    clock.advance(900);
+    expect(await store.hasLease('e1')).toBe(true);
+    clock.advance(100);
+    expect(await store.hasLease('e1')).toBe(false);
+  });
+
+  it('announces a commit only after applying it: a waiter woken by it loads the new revision', async () => {
+    const store = createMemoryStore();
+    await store.create({ id: 'e1', reactor: 'r', input: {}, commit: commit('pending') });
+    const seen = store.waitSettled('e1', 10_000).then(async () => (await store.load('e1'))?.revision);
+    await store.commit('e1', 1, commit('completed'), { announce: true });
+    expect(await seen).toBe(2);
   });
 });

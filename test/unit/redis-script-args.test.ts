@@ -4,11 +4,13 @@ import { DefinitionError, ExecutionNotFoundError, StaleRevisionError, XreactorEr
 import type { Commit } from '../../src/index.js';
 import { createKeyBuilder } from '../../src/store/keys.js';
 import {
+  acquireAndLoadArgs,
   acquireLeaseArgs,
   commitArgs,
   createArgs,
   loadLuaScript,
   markActiveArgs,
+  readAcquireAndLoadReply,
   readCommitReply,
   readCreateReply,
   releaseLeaseArgs,
@@ -16,6 +18,7 @@ import {
   SNAPSHOT_KIND,
   ttlArg,
 } from '../../src/store/redis-scripts.js';
+import { retentionRefreshMs } from '../../src/store/redis-store.js';
 import { decode, decodeEnvelope } from '../../src/serialization/index.js';
 
 const keys = createKeyBuilder('app').executionKeys('e1');
@@ -63,11 +66,13 @@ describe('key builder', () => {
 });
 
 describe('commitArgs', () => {
-  it('lays out the fence, the TTL and the commit as commitExecution-4.lua reads them', () => {
+  it('lays out the fence, the TTL, the options and the commit as commitExecution-5.lua reads them', () => {
     const call = commitArgs(keys, 7, commit, 86_400_000);
-    expect(call.keys).toEqual([keys.execution, keys.results, keys.undo, keys.trace]);
-    const [expected, ttl, status, snapshot, outbox, truncate, nResults, nUndo, nTrace, ...rest] = call.argv;
+    expect(call.keys).toEqual([keys.execution, keys.results, keys.undo, keys.trace, keys.lease]);
+    const [expected, ttl, restamp, release, owner, channel, message, status, snapshot, outbox, truncate, nResults, nUndo, nTrace, ...rest] = call.argv;
     expect([expected, ttl, status, truncate, nResults, nUndo, nTrace]).toEqual(['7', '86400000', 'running', '-1', '2', '1', '1']);
+    // No options: re-stamp every key (the safe default), leave the lease alone, announce nothing.
+    expect([restamp, release, owner, channel, message]).toEqual(['1', '0', '', '', '']);
     expect(decodeEnvelope(bytes(snapshot), { kind: SNAPSHOT_KIND, machineVersions: [3] })).toEqual({
       kind: SNAPSHOT_KIND,
       machineVersion: 3,
@@ -86,7 +91,17 @@ describe('commitArgs', () => {
 
   it('passes a truncation as the number of entries kept', () => {
     const call = commitArgs(keys, 1, { ...commit, writes: { ...commit.writes, truncateUndoTo: 0 } }, 1000);
-    expect(call.argv[5]).toBe('0');
+    expect(call.argv[10]).toBe('0');
+  });
+
+  it('passes the re-stamp flag, the lease to release and the announcement', () => {
+    const plain = commitArgs(keys, 3, commit, 1000, { restamp: false });
+    expect(plain.argv.slice(2, 7)).toEqual(['0', '0', '', '', '']);
+    const full = commitArgs(keys, 3, commit, 1000, { restamp: true, releaseLease: 'host-1', announceId: 'e1' });
+    expect(full.argv.slice(2, 7)).toEqual(['1', '1', 'host-1', keys.settled, 'e1']);
+    // An empty owner is still a release: the flag, not the owner, says whether to release.
+    expect(commitArgs(keys, 3, commit, 1000, { releaseLease: '' }).argv.slice(3, 5)).toEqual(['1', '']);
+    expect(full.argv.slice(7)).toEqual(plain.argv.slice(7));
   });
 
   it('refuses undo positions and truncations that are not non-negative integers', () => {
@@ -98,12 +113,26 @@ describe('commitArgs', () => {
 });
 
 describe('createArgs', () => {
-  it('puts the TTL, reactor and input before the first commit', () => {
+  it('puts the TTL, reactor, input, lease and announcement before the first commit', () => {
     const call = createArgs(keys, { id: 'e1', reactor: 'checkout', input: { at: new Date(9) }, commit }, 5000);
-    expect(call.keys).toEqual([keys.execution, keys.results, keys.undo, keys.trace]);
+    expect(call.keys).toEqual([keys.execution, keys.results, keys.undo, keys.trace, keys.lease]);
     expect(call.argv.slice(0, 2)).toEqual(['5000', 'checkout']);
     expect(decode(bytes(call.argv[2]))).toEqual({ at: new Date(9) });
-    expect(call.argv.slice(3)).toEqual(commitArgs(keys, 0, commit, 5000).argv.slice(2));
+    expect(call.argv.slice(3, 8)).toEqual(['0', '', '', '', '']);
+    expect(call.argv.slice(8)).toEqual(commitArgs(keys, 0, commit, 5000).argv.slice(7));
+  });
+
+  it('passes the lease to take, in whole milliseconds, and the announcement', () => {
+    const call = createArgs(keys, { id: 'e1', reactor: 'checkout', input: null, commit }, 5000, { lease: { owner: 'host-1', ttlMs: 2.5 }, announce: true });
+    expect(call.argv.slice(3, 8)).toEqual(['1', 'host-1', '3', keys.settled, 'e1']);
+    expect(call.argv.slice(8)).toEqual(commitArgs(keys, 0, commit, 5000).argv.slice(7));
+  });
+});
+
+describe('acquireAndLoadArgs', () => {
+  it('names the execution hash and the lease, the owner and the TTL in whole milliseconds', () => {
+    expect(acquireAndLoadArgs(keys, { owner: 'host-1', ttlMs: 30_000 })).toEqual({ keys: [keys.execution, keys.lease], argv: ['host-1', '30000'] });
+    expect(acquireAndLoadArgs(keys, { owner: 'host-1', ttlMs: 0.2 }).argv[1]).toBe('1');
   });
 });
 
@@ -122,6 +151,17 @@ describe('lease and active-index args', () => {
   });
 });
 
+describe('retention refresh window', () => {
+  it('is max(1000 ms, contextTtlMs / 100), at most half the retention', () => {
+    expect(retentionRefreshMs(86_400_000)).toBe(864_000);
+    expect(retentionRefreshMs(60_000)).toBe(1_000);
+    expect(retentionRefreshMs(100_000)).toBe(1_000);
+    expect(retentionRefreshMs(1_000_000)).toBe(10_000);
+    expect(retentionRefreshMs(1_500)).toBe(750);
+    expect(retentionRefreshMs(10)).toBe(5);
+  });
+});
+
 describe('script replies', () => {
   it('reads a commit reply as the new revision, or the error it stands for', () => {
     expect(readCommitReply('e1', 3, [0, 4])).toBe(4);
@@ -137,6 +177,28 @@ describe('script replies', () => {
     expect(readCreateReply('e1', [0, 1])).toBe(1);
     expect(() => readCreateReply('e1', [1, 4])).toThrow(expect.objectContaining({ code: 'execution_exists' }) as Error);
     expect(() => readCreateReply('e1', [3, '1', 0])).toThrow(/gap/);
+  });
+
+  it('reads a create refused for a lease another owner holds as execution_busy, naming the id', () => {
+    expect(() => readCreateReply('e1', [4, 0])).toThrow(expect.objectContaining({ code: 'execution_busy', retryable: true }) as Error);
+    expect(() => readCreateReply('e1', [4, 0])).toThrow(/execution e1 .*another live process holds its lease/);
+    expect(() => readCreateReply('e1', [9])).toThrow(/createExecution-5\.lua replied with unknown code 9/);
+  });
+
+  it('reads an acquireAndLoad reply: leased with the stored bytes, busy, or missing', () => {
+    const rev = Buffer.from('3');
+    const snapshot = Buffer.from([1, 2]);
+    const outbox = Buffer.from([3]);
+    const input = Buffer.from([4]);
+    expect(readAcquireAndLoadReply([0, rev, snapshot, outbox, input])).toEqual({ status: 'leased', revision: rev, snapshot, outbox, input });
+    expect(readAcquireAndLoadReply([0, rev, null, outbox])).toEqual({ status: 'leased', revision: rev, snapshot: null, outbox, input: null });
+    expect(readAcquireAndLoadReply([0, '3', null, null, null])).toEqual({ status: 'leased', revision: Buffer.from('3'), snapshot: null, outbox: null, input: null });
+    expect(readAcquireAndLoadReply([1])).toEqual({ status: 'busy' });
+    expect(readAcquireAndLoadReply([2])).toEqual({ status: 'missing' });
+    expect(() => readAcquireAndLoadReply('OK')).toThrow(/acquireAndLoad-2\.lua replied "OK", not a reply code/);
+    expect(() => readAcquireAndLoadReply([])).toThrow(/not a reply code/);
+    expect(() => readAcquireAndLoadReply([7])).toThrow(/unknown code 7/);
+    expect(() => readAcquireAndLoadReply([0, rev, { not: 'bytes' }, outbox, input])).toThrow(/not bytes/);
   });
 });
 

@@ -1,5 +1,5 @@
 --[[
-  Included by createExecution-4.lua and commitExecution-4.lua (`--- @include "applyCommit"`):
+  Included by createExecution-5.lua and commitExecution-5.lua (`--- @include "applyCommit"`):
   reads a commit laid out in ARGV from index `base`, checks it, and applies it.
 
   Commit layout in ARGV, from `base`:
@@ -44,24 +44,38 @@ local function checkUndo(c, len)
 end
 
 -- Writes results, undo truncation and pushes, trace, then snapshot, status, outbox and
--- `revision`, and refreshes the TTL of every key of the execution. `len` is the undo stack's
--- current length (only read when the commit pushes undo entries). Returns `revision`.
-local function applyCommit(execKey, resultsKey, undoKey, traceKey, c, ttlMs, revision, len)
+-- `revision`. `len` is the undo stack's current length (only read when the commit pushes undo
+-- entries). Returns `revision`.
+--
+-- Retention: with `restamp`, every key of the execution gets `ttlMs` (PEXPIRE; a no-op on a key
+-- that does not exist). Without it, only the keys this commit creates get `ttlMs`, so every key
+-- always carries a TTL:
+--   results hash  created iff the fields HSET added equal HLEN afterwards (it held none before);
+--   undo list     created iff an RPUSH returned 1 (an empty list does not exist; a truncation
+--                 to 0 deletes it, and the next push creates it again);
+--   trace list    created iff the first RPUSH returned 1.
+-- (One command per value: measured, batching the values into one command through unpack()
+-- cost more than it saved for the usual commit of one result and one trace entry.)
+-- The execution hash exists before every commit (its revision is the fence).
+local function applyCommit(execKey, resultsKey, undoKey, traceKey, c, ttlMs, restamp, revision, len)
   local i = c.first
+  local added = 0
   for _ = 1, c.nResults do
-    redis.call('HSET', resultsKey, ARGV[i], ARGV[i + 1])
+    added = added + redis.call('HSET', resultsKey, ARGV[i], ARGV[i + 1])
     i = i + 2
   end
+  local resultsCreated = not restamp and added > 0 and redis.call('HLEN', resultsKey) == added
   if c.truncate == 0 then
     redis.call('DEL', undoKey)
   elseif c.truncate > 0 then
     redis.call('LTRIM', undoKey, 0, c.truncate - 1)
   end
   if c.truncate >= 0 and c.truncate < len then len = c.truncate end
+  local undoCreated, traceCreated = false, false
   for _ = 1, c.nUndo do
     local pos = tonumber(ARGV[i])
     if pos == len then
-      redis.call('RPUSH', undoKey, ARGV[i + 1])
+      if redis.call('RPUSH', undoKey, ARGV[i + 1]) == 1 then undoCreated = true end
       len = len + 1
     else
       redis.call('LSET', undoKey, pos, ARGV[i + 1])
@@ -69,13 +83,19 @@ local function applyCommit(execKey, resultsKey, undoKey, traceKey, c, ttlMs, rev
     i = i + 2
   end
   for _ = 1, c.nTrace do
-    redis.call('RPUSH', traceKey, ARGV[i])
+    if redis.call('RPUSH', traceKey, ARGV[i]) == 1 then traceCreated = true end
     i = i + 1
   end
   redis.call('HSET', execKey, 'rev', revision, 'status', c.status, 'snapshot', c.snapshot, 'outbox', c.outbox)
-  redis.call('PEXPIRE', execKey, ttlMs)
-  redis.call('PEXPIRE', resultsKey, ttlMs)
-  redis.call('PEXPIRE', undoKey, ttlMs)
-  redis.call('PEXPIRE', traceKey, ttlMs)
+  if restamp then
+    redis.call('PEXPIRE', execKey, ttlMs)
+    redis.call('PEXPIRE', resultsKey, ttlMs)
+    redis.call('PEXPIRE', undoKey, ttlMs)
+    redis.call('PEXPIRE', traceKey, ttlMs)
+  else
+    if resultsCreated then redis.call('PEXPIRE', resultsKey, ttlMs) end
+    if undoCreated then redis.call('PEXPIRE', undoKey, ttlMs) end
+    if traceCreated then redis.call('PEXPIRE', traceKey, ttlMs) end
+  end
   return revision
 end

@@ -1,0 +1,49 @@
+--[[
+  createExecution-5.lua: creates an execution at revision 1 with its input and first commit,
+  unless the id exists; optionally takes its lease and publishes its settled notification in the
+  same atomic step. Leftovers of an expired execution under the same id are cleared. Every key
+  gets the retention TTL.
+
+  KEYS[1]  execution hash   {rev, status, reactor, snapshot, outbox, input}
+  KEYS[2]  results hash     step -> encoded result
+  KEYS[3]  undo list        encoded undo entries, oldest first
+  KEYS[4]  trace list       encoded trace entries, oldest first
+  KEYS[5]  lease string     the owner, with the lease TTL
+
+  ARGV[1]  retention (TTL) of every key of the execution, ms
+  ARGV[2]  reactor name
+  ARGV[3]  encoded input
+  ARGV[4]  '1': take (or renew) the lease for ARGV[5]; refuse if another owner holds it; '0': leave it alone
+  ARGV[5]  lease owner (read when ARGV[4] is '1')
+  ARGV[6]  lease TTL, ms (read when ARGV[4] is '1')
+  ARGV[7]  settled channel to PUBLISH ARGV[8] on after the create; '' = no announcement
+  ARGV[8]  the execution id (the message published)
+  ARGV[9..] the first commit (layout in includes/applyCommit.lua, base 9)
+
+  Returns
+    {0, 1}                  created at revision 1
+    {1, revision}           the id exists (at that revision); nothing written
+    {3, position, length}   an undo push would leave a gap (position > stack length); nothing written
+    {4, 0}                  another owner holds the lease; nothing written
+]]
+--- @include "applyCommit"
+
+local existing = redis.call('HGET', KEYS[1], 'rev')
+if existing then return {1, tonumber(existing)} end
+
+local takeLease = ARGV[4] == '1'
+if takeLease then
+  local holder = redis.call('GET', KEYS[5])
+  if holder and holder ~= ARGV[5] then return {4, 0} end
+end
+
+local commit = readCommit(9)
+local badPosition, length = checkUndo(commit, 0)
+if badPosition then return {3, badPosition, length} end
+
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])
+redis.call('HSET', KEYS[1], 'reactor', ARGV[2], 'input', ARGV[3])
+local revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, ARGV[1], true, 1, 0)
+if takeLease then redis.call('SET', KEYS[5], ARGV[5], 'PX', ARGV[6]) end
+if ARGV[7] ~= '' then redis.call('PUBLISH', ARGV[7], ARGV[8]) end
+return {0, revision}
