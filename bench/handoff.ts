@@ -76,6 +76,8 @@ interface Sample {
   /** xreactor: the caller's `queue.enqueue` called / resolved. */
   enqueueCalled?: number;
   enqueueDone?: number;
+  /** xreactor: the caller's first store call (the create) started. */
+  createCalled?: number;
   /** xreactor, in-process worker: the job handler's first store call (acquireAndLoad). */
   handlerStart?: number;
 }
@@ -307,6 +309,7 @@ async function main(): Promise<void> {
         const id = dispatched.executionId;
         executionIds.push(id);
         const start = await marks.wait(id, 'first');
+        const createCalled = callerTimes.current.find((call) => call.name === 'create')?.start;
         closeSample(callerTimes, t0, start);
         closeSample(workerTimes, t0, start);
         await marks.wait(id, 'done');
@@ -317,6 +320,7 @@ async function main(): Promise<void> {
           ...(notes.called === undefined ? {} : { enqueueCalled: notes.called - t0 }),
           ...(notes.done === undefined ? {} : { enqueueDone: notes.done - t0 }),
           ...(lease === undefined ? {} : { handlerStart: lease - t0 }),
+          ...(createCalled === undefined ? {} : { createCalled: createCalled - t0 }),
         };
       }
       const jobId = `bare-${(serial += 1)}`;
@@ -365,7 +369,8 @@ async function main(): Promise<void> {
     console.log('xreactor hand-off, where the time goes (median ms from run() called):');
     for (const kind of ['xr-local', 'xr-remote'] as const) {
       const parts = [
-        `enqueue (addBulk) called ${fmt(median(of(kind, 'enqueueCalled')), 2)}`,
+        ...(kind === 'xr-local' ? [`create called ${fmt(median(of(kind, 'createCalled')), 2)}`] : []),
+        `enqueue (add) called ${fmt(median(of(kind, 'enqueueCalled')), 2)}`,
         `enqueue resolved ${fmt(median(of(kind, 'enqueueDone')), 2)}`,
         `run() resolved ${fmt(median(of(kind, 'returned')), 2)}`,
         ...(kind === 'xr-local' ? [`worker's job handler starts ${fmt(median(of(kind, 'handlerStart')), 2)}`] : []),
@@ -379,7 +384,7 @@ async function main(): Promise<void> {
       median(local.filter((s) => s[key] !== undefined && (from === undefined || s[from] !== undefined)).map((s) => s[key]! - (from === undefined ? 0 : s[from]!)));
     console.log(
       `  same process, per sample: caller before enqueue ${fmt(pairs('enqueueCalled'), 2)}, enqueue → BullMQ delivers to the handler ` +
-        `${fmt(pairs('handlerStart', 'enqueueDone'), 2)} (after addBulk resolved), handler → first step ${fmt(median(local.filter((s) => s.handlerStart !== undefined).map((s) => s.start - s.handlerStart!)), 2)}`,
+        `${fmt(pairs('handlerStart', 'enqueueDone'), 2)} (after add resolved), handler → first step ${fmt(median(local.filter((s) => s.handlerStart !== undefined).map((s) => s.start - s.handlerStart!)), 2)}`,
     );
     const callList = (times: CallTimes) =>
       [...times.calls.entries()].map(([name, list]) => `${name} ×${fmt(list.length / SAMPLES, 0)} ${fmt(median(list), 2)}`).join(', ');

@@ -313,7 +313,7 @@ async function main(): Promise<void> {
         for (let i = 0; i < 1000; i++) await evalsha();
       });
       console.log('');
-      console.log('one step commit (commitExecution-4.lua), taken apart:');
+      console.log('one step commit (commitExecution-5.lua), taken apart:');
       console.log(`  arguments built and encoded (commitArgs, client CPU)  ${pad(fmt(median(encodeRuns)), 6)} µs   (${call.argv.length} ARGV, ${bytes} B)`);
       console.log(
         `  Redis time per EVALSHA while a 1,000-step run commits ${pad(fmt(server1000.usPerCall), 6)} µs   (INFO commandstats, ${server1000.calls} EVALSHA: commits, lease, create)`,
@@ -321,7 +321,7 @@ async function main(): Promise<void> {
       console.log(`  Redis time per EVALSHA of the trivial script          ${pad(fmt(serverTrivial.usPerCall), 6)} µs`);
       console.log(
         `  what it writes: ${commit.writes.results.length} result, ${commit.writes.pushUndo.length} undo entry, ${commit.writes.trace.length} trace entry, ` +
-          `snapshot, outbox [${commit.outbox.map((e) => e.type).join(', ')}], and PEXPIRE of the 4 keys of the execution`,
+          `snapshot, outbox [${commit.outbox.map((e) => e.type).join(', ')}] (retention re-stamped only when due)`,
       );
     }
 

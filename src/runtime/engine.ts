@@ -56,11 +56,13 @@ export interface Engine {
   /** A lease on execution `id` for this process, not taken yet (see {@link HeldLease}). */
   lease(id: string): HeldLease;
   /**
-   * Take the execution's lease and load it, in one store call. Returns undefined when another
-   * live owner holds the lease (nothing taken). The held execution carries the lease.
-   * @throws ExecutionNotFoundError, DeserializationError (the lease is not kept), UnknownReactorError
+   * Take the execution's lease and load it, in one store call. `busy`: another live owner holds
+   * the lease; `missing`: no such execution (yet: a hand-off job can reach a worker before the
+   * commit that asked for it lands). Nothing is taken in either case. The held execution
+   * carries the lease.
+   * @throws DeserializationError (the lease is not kept), UnknownReactorError
    */
-  loadLeased(lease: HeldLease): Promise<{ definition: AnyReactorDefinition; host: ExecutionHost; held: HeldExecution } | undefined>;
+  loadLeased(lease: HeldLease): Promise<{ definition: AnyReactorDefinition; host: ExecutionHost; held: HeldExecution } | 'busy' | 'missing'>;
   /**
    * Run `work` holding the execution's liveness lease, renewed while it runs.
    * Returns undefined (without running `work`) when another live owner holds it.
@@ -161,8 +163,7 @@ export function createEngine(options: EngineOptions): Engine {
     },
     async loadLeased(lease) {
       const found = await store.acquireAndLoad(lease.id, lease.request);
-      if (found.status === 'busy') return undefined;
-      if (found.status === 'missing') throw new ExecutionNotFoundError(lease.id);
+      if (found.status !== 'leased') return found.status;
       lease.taken();
       try {
         const definition = engine.definition((found.execution.snapshot.context as { reactor: string }).reactor);

@@ -57,6 +57,8 @@ export interface HeldExecution {
   readonly results: Map<string, Uint8Array>;
   /** This process's lease on the execution, when it holds one (a root it advances); a composed child runs under its root's. */
   lease: HeldLease | undefined;
+  /** The hand-off job, sent alongside the commit that asked for it (awaited when the effect is performed). */
+  handOffSent?: Promise<void> | undefined;
 }
 
 /** Whether a transition's effects take the run out of this process: a hand-off, or its end. */
@@ -189,6 +191,7 @@ export class ExecutionHost {
     const effects = [...first.effects, ...second.effects];
     // The lease is taken by the create itself, unless the run leaves this process at once.
     const takeLease = lease !== undefined && !leavesProcess(effects);
+    const held: HeldExecution = { id, snapshot: decided, revision: 0, inputs, outbox: effects, results: new Map(), lease: takeLease ? lease : undefined };
     const create = store.create(
       { id, reactor, input: inputs, commit: { snapshot: persist(decided), status: statusOf(decided.value), writes, outbox: effects } },
       { ...(takeLease ? { lease: lease.request } : {}), announce: settles(effects) },
@@ -196,9 +199,10 @@ export class ExecutionHost {
     // Only roots are recovered by the sweeper: a composed child is advanced by its parent. The
     // index entry is written alongside the create (one round trip of waiting): an entry whose
     // execution was never created is dropped by the sweeper.
-    const [revision] = await Promise.all([create, lineage.parentId === null ? store.markActive(id, true) : undefined]);
+    const indexed = lineage.parentId === null ? store.markActive(id, true) : undefined;
+    this.#sendHandOffEarly(held, effects);
+    [held.revision] = await Promise.all([create, indexed]);
     if (takeLease) lease.taken();
-    const held: HeldExecution = { id, snapshot: decided, revision, inputs, outbox: effects, results: new Map(), lease: takeLease ? lease : undefined };
     if (event.type === 'xreactor.input.accepted') this.#deps.hooks.emit('reactorStart', { ...this.#base(held), input: inputs });
     await this.#afterCommit(held, event, effects);
     const next = await this.#performAll(held, effects, signal, place);
@@ -241,12 +245,14 @@ export class ExecutionHost {
       // waiters, in the same atomic step.
       const lease = held.lease?.held === true && leavesProcess(effects) ? held.lease : undefined;
       const announce = settles(effects);
-      held.revision = await this.#deps.store.commit(
+      const committing = this.#deps.store.commit(
         held.id,
         held.revision,
         commit,
         lease === undefined && !announce ? undefined : { ...(lease === undefined ? {} : { releaseLease: lease.letGo() }), announce },
       );
+      this.#sendHandOffEarly(held, effects);
+      held.revision = await committing;
       lease?.released();
       held.snapshot = next;
       for (const [step, value] of writes.results) held.results.set(step, encode(value));
@@ -276,6 +282,25 @@ export class ExecutionHost {
     if (queue === undefined) throw new QueueRequiredError(this.#definition.name);
     this.#deps.hooks.emit('beforeEnqueue', { ...this.#base(held), job: id });
     await queue.enqueue([{ id, kind: 'advance', executionId, reactor: this.#definition.name, event, ...(delayMs === undefined ? {} : { delayMs }) }]);
+  }
+
+  #sendHandOff(held: HeldExecution): Promise<void> {
+    return this.#enqueue(held, jobId(held.id, 'handoff'), { type: 'xreactor.execution.resume', at: this.#deps.clock.now() });
+  }
+
+  /**
+   * A hand-off's job is sent right after the commit that asks for it, without waiting for that
+   * commit to land: the job only wakes a worker, which finds the run as the store has it (and
+   * waits a moment when the run is not there yet or still leased). This takes a round trip off
+   * the hand-off. If the commit is refused, the job wakes a worker for nothing: its resume event
+   * is not accepted in any other state, and the job id is the one the hand-off would use.
+   */
+  #sendHandOffEarly(held: HeldExecution, effects: readonly ExecutionEffect[]): void {
+    if (!effects.some((e) => e.type === 'xreactor.effect.handOff')) return;
+    const sent = this.#sendHandOff(held);
+    // Observed when the effect is performed; a refused commit leaves it unobserved.
+    sent.catch(() => undefined);
+    held.handOffSent = sent;
   }
 
   /** The results of `steps`, from what this host committed, else from the store (then remembered). */
@@ -361,7 +386,9 @@ export class ExecutionHost {
       case 'xreactor.effect.paused':
         return this.#paused(held, effect.params, place);
       case 'xreactor.effect.handOff': {
-        await this.#enqueue(held, jobId(executionId, 'handoff'), { type: 'xreactor.execution.resume', at: clock.now() });
+        const sent = held.handOffSent;
+        held.handOffSent = undefined;
+        await (sent ?? this.#sendHandOff(held));
         return undefined;
       }
       case 'xreactor.effect.wait': {
@@ -421,8 +448,11 @@ export class ExecutionHost {
         return event;
       }
       case 'xreactor.effect.finished':
-        // Its waiters were told by the commit that finished it.
-        await store.markActive(executionId, false);
+        // Its waiters were told by the commit that finished it. Leaving the recovery index is
+        // not waited for: a settled execution still listed is dropped by the next sweep.
+        store.markActive(executionId, false).catch((error: unknown) => {
+          this.#deps.logger.warn({ event: 'xreactor.index.remove_failed', executionId, err: error }, 'could not remove a settled execution from the recovery index');
+        });
         return undefined;
     }
   }

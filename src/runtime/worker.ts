@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { DeserializationError, UnknownReactorError, XreactorError } from '../errors/index.js';
+import { DeserializationError, ExecutionNotFoundError, UnknownReactorError, XreactorError } from '../errors/index.js';
 import type { Consumer, JobHandler, JobSpec } from '../queue/queue.js';
 import type { ExecutionEvent } from '../../machines/execution-types.js';
 import type { Engine, EngineOptions } from './engine.js';
@@ -51,15 +51,17 @@ export function createJobHandler(engine: Engine): JobHandler {
       return;
     }
     // The lease and the execution come in one store call. The process that enqueued this job
-    // (a hand-off) releases the lease in the commit that hands the run off, so the lease is
-    // normally free; when it is not, wait a moment before handing the job back to the queue.
+    // (a hand-off) sends it alongside the commit that hands the run off and releases the lease,
+    // so the job can arrive a moment before that commit lands: the execution is then missing
+    // (a new run) or still leased by the caller. Wait a moment before handing the job back to
+    // the queue.
     const lease = engine.lease(job.executionId);
     try {
       let loaded: Awaited<ReturnType<Engine['loadLeased']>>;
       try {
         loaded = await engine.loadLeased(lease);
         for (const pauseMs of LEASE_RETRY_MS) {
-          if (loaded !== undefined || signal.aborted) break;
+          if (typeof loaded !== 'string' || signal.aborted) break;
           await engine.clock.sleep(pauseMs, signal).catch(() => undefined);
           loaded = await engine.loadLeased(lease);
         }
@@ -72,7 +74,8 @@ export function createJobHandler(engine: Engine): JobHandler {
         }
         throw error;
       }
-      if (loaded === undefined) {
+      if (loaded === 'missing') throw new ExecutionNotFoundError(job.executionId);
+      if (loaded === 'busy') {
         throw new XreactorError('execution_busy', `execution ${job.executionId} is being advanced by another live process; the job is retried later`, {
           retryable: true,
         });

@@ -128,4 +128,65 @@ describe('liveness leases', () => {
     expect(await runtime.awaitResult('run-4')).toMatchObject({ status: 'completed' });
     await runtime.close();
   });
+
+  it('a hand-off job that reaches a worker before the creating commit lands waits for it, then runs the run', async () => {
+    const inner = createMemoryStore();
+    let releaseCreate: () => void = () => undefined;
+    const createGate = new Promise<void>((resolve) => (releaseCreate = resolve));
+    const seen: string[] = [];
+    // The create is held back until the worker has looked once and found nothing.
+    const store = new Proxy(inner, {
+      get(target, property, receiver) {
+        const value: unknown = Reflect.get(target, property, receiver);
+        if (property === 'create') return async (...args: Parameters<Store['create']>) => {
+          await createGate;
+          return target.create(...args);
+        };
+        if (property === 'acquireAndLoad') return async (...args: Parameters<Store['acquireAndLoad']>) => {
+          const found = await target.acquireAndLoad(...args);
+          seen.push(found.status);
+          releaseCreate();
+          return found;
+        };
+        return value;
+      },
+    });
+    const queue = createInProcessQueue({ mode: 'manual' });
+    const all = defineReactor({ name: 'early_job' }).step('a', { run: () => 'done' }).background({ all: true }).returns('a').build();
+    const runtime = createRuntime({ logger: silent, store, queue, worker: true, generateId: () => 'run-5' });
+    const running = runtime.run(all, {});
+    // The job is sent alongside the create, before the create lands.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(queue.pending().map((j) => j.executionId)).toEqual(['run-5']);
+    expect(await inner.load('run-5')).toBeUndefined();
+    await queue.drain();
+    expect(await running).toMatchObject({ status: 'dispatched' });
+    expect(seen[0]).toBe('missing');
+    expect(seen.at(-1)).toBe('leased');
+    expect(await runtime.awaitResult('run-5')).toMatchObject({ status: 'completed', value: 'done' });
+    await runtime.close();
+  });
+
+  it('a hand-off job sent for a create that is refused wakes a worker for nothing', async () => {
+    const { store } = recordingStore();
+    const queue = createInProcessQueue({ mode: 'manual' });
+    const all = defineReactor({ name: 'refused_job' }).step('a', { run: () => 'done' }).background({ all: true }).returns('a').build();
+    const enqueued: string[] = [];
+    const runtime = createRuntime({ logger: silent, store, queue, worker: true, middleware: [{ beforeEnqueue: (e) => void enqueued.push(e.job) }] });
+    expect(await runtime.run(all, {}, { executionId: 'run-6' })).toMatchObject({ status: 'dispatched' });
+    await queue.drain();
+    const before = await runtime.find('run-6');
+    expect(before).toMatchObject({ status: 'completed' });
+    // The same id again: the create is refused, and its hand-off job was already sent.
+    await expect(runtime.run(all, {}, { executionId: 'run-6' })).rejects.toMatchObject({ code: 'execution_exists' });
+    expect(enqueued).toHaveLength(2);
+    expect(enqueued[1]).toBe(enqueued[0]);
+    // Same job id as the first run's hand-off: the queue does not take it twice; whatever is
+    // delivered leaves the run as it was.
+    await queue.drain();
+    const after = await runtime.find('run-6');
+    expect(after).toEqual(before);
+    await runtime.close();
+  });
 });
+
