@@ -214,7 +214,8 @@ async function main(): Promise<void> {
     const version = /redis_version:(\S+)/.exec(await client.info('server'))?.[1] ?? '?';
     console.log(`redis-server ${version} on 127.0.0.1:${server.port} (private, no persistence), ioredis client, one connection`);
 
-    const counting = new CountingStore(adapters.createRedisStore({ redis: client }));
+    const bareStore = adapters.createRedisStore({ redis: client });
+    const counting = new CountingStore(bareStore);
     storeToClose = counting.store;
     const reactors = new Map(SIZES.map((n) => [n, linearReactor(n)]));
     const runtimeOf = new Map(
@@ -229,9 +230,25 @@ async function main(): Promise<void> {
     const evalsha = () => client.evalsha(trivialSha, 1, 'bench:trivial');
     const ping = () => client.ping();
 
+    // The floor of a step on Redis: its commit alone, called on the store with no host around it
+    // (the commit a run makes mid-way, replayed on a fresh execution with its undo push moved to
+    // the end of the stack). NaN until a run has produced such a commit (warm-up rounds only).
+    let bareExecutions = 0;
+    const bareCommit = async (): Promise<number> => {
+      const model = counting.lastCommit;
+      if (model === undefined) return Number.NaN;
+      const id = `bench-bare-commit-${(bareExecutions += 1)}`;
+      let revision = await bareStore.create({ id, reactor: 'bench', input: {}, commit: { ...model, writes: { ...model.writes, pushUndo: [] } } });
+      const commits = Array.from({ length: BASELINE_OPS }, (_, i) => ({ ...model, writes: { ...model.writes, pushUndo: model.writes.pushUndo.map((e) => ({ ...e, position: i })) } }));
+      const start = performance.now();
+      for (const commit of commits) revision = await bareStore.commit(id, revision, commit);
+      return ((performance.now() - start) * 1000) / BASELINE_OPS;
+    };
+
     const kinds: { name: string; sample: () => Promise<number | StepSample> }[] = [
       { name: 'evalsha', sample: () => sampleCalls(evalsha) },
       { name: 'ping', sample: () => sampleCalls(ping) },
+      { name: 'bareCommit', sample: bareCommit },
       ...SIZES.map((n) => ({ name: `steps${n}`, sample: () => sampleReactor(runtimeOf.get(n)!, counting, reactors.get(n)!, n) })),
     ];
     const samples = new Map<string, (number | StepSample)[]>(kinds.map((k) => [k.name, []]));
@@ -253,6 +270,10 @@ async function main(): Promise<void> {
     console.log('baselines (median µs per awaited call, min–max over rounds):');
     console.log(`  EVALSHA of a trivial script (return 1)   ${pad(fmt(evalshaUs), 7)} µs   (${range(numbers('evalsha'))})`);
     console.log(`  (reference) PING                         ${pad(fmt(pingUs), 7)} µs   (${range(numbers('ping'))})`);
+    const bareUs = median(numbers('bareCommit').filter((v) => !Number.isNaN(v)));
+    console.log(
+      `  (floor) a step's commit alone, no host   ${pad(fmt(bareUs), 7)} µs   (${range(numbers('bareCommit').filter((v) => !Number.isNaN(v)))}) = ${fmt(bareUs / evalshaUs, 2)}× EVALSHA`,
+    );
     console.log('');
     console.log(' steps | per-step µs | min–max µs      | ÷ EVALSHA | commits/step | store calls/step');
     console.log('-------|-------------|-----------------|-----------|--------------|-----------------');

@@ -35,7 +35,12 @@ export interface Middleware {
   readonly undoStart?: (event: StepHook & { readonly result: unknown }) => unknown;
   readonly undoComplete?: (event: StepHook) => unknown;
   readonly undoFail?: (event: StepHook & { readonly error: Error }) => unknown;
-  /** Before a job is enqueued for this execution (background hand-off, resume, retry, fan-out). */
+  /**
+   * Before a job is enqueued for this execution (background hand-off, resume, retry, fan-out).
+   * A hand-off job is sent alongside the commit that asks for it: for a run handed off at its
+   * start (`background: { all: true }`) this hook fires before `reactorStart`, and it fires
+   * even when that creating commit is then refused (an id that exists).
+   */
   readonly beforeEnqueue?: (event: HookBase & { readonly job: string }) => unknown;
 }
 

@@ -197,10 +197,11 @@ export class ExecutionHost {
       { ...(takeLease ? { lease: lease.request } : {}), announce: settles(effects) },
     );
     // Only roots are recovered by the sweeper: a composed child is advanced by its parent. The
-    // index entry is written alongside the create (one round trip of waiting): an entry whose
+    // index entry is written alongside the create (one round trip of waiting; after a hand-off
+    // job, which is on the way to the first step and the index entry is not): an entry whose
     // execution was never created is dropped by the sweeper.
-    const indexed = lineage.parentId === null ? store.markActive(id, true) : undefined;
     this.#sendHandOffEarly(held, effects);
+    const indexed = lineage.parentId === null ? store.markActive(id, true) : undefined;
     [held.revision] = await Promise.all([create, indexed]);
     if (takeLease) lease.taken();
     if (event.type === 'xreactor.input.accepted') this.#deps.hooks.emit('reactorStart', { ...this.#base(held), input: inputs });
