@@ -287,6 +287,9 @@ async function main(): Promise<void> {
           `${pad(fmt(median(rows.map((r) => r.commitsPerStep)), 3), 12)} | ${pad(fmt(median(rows.map((r) => r.storeCallsPerStep)), 3), 15)}`,
       );
     }
+    console.log(
+      `per-step cost ÷ a step's commit alone (what the host adds around the commit): ${SIZES.map((n) => `${fmt(perStep.get(n)! / bareUs, 2)}× at ${n}`).join(', ')}`,
+    );
     const flatness = perStep.get(1000)! / perStep.get(10)!;
     console.log('');
     console.log(`flatness (per-step cost at 1,000 steps ÷ at 10 steps): ${fmt(flatness, 2)}`);

@@ -192,15 +192,14 @@ export class ExecutionHost {
     // The lease is taken by the create itself, unless the run leaves this process at once.
     const takeLease = lease !== undefined && !leavesProcess(effects);
     const held: HeldExecution = { id, snapshot: decided, revision: 0, inputs, outbox: effects, results: new Map(), lease: takeLease ? lease : undefined };
+    this.#sendHandOffEarly(held, effects);
     const create = store.create(
       { id, reactor, input: inputs, commit: { snapshot: persist(decided), status: statusOf(decided.value), writes, outbox: effects } },
       { ...(takeLease ? { lease: lease.request } : {}), announce: settles(effects) },
     );
     // Only roots are recovered by the sweeper: a composed child is advanced by its parent. The
-    // index entry is written alongside the create (one round trip of waiting; after a hand-off
-    // job, which is on the way to the first step and the index entry is not): an entry whose
+    // index entry is written alongside the create (one round trip of waiting): an entry whose
     // execution was never created is dropped by the sweeper.
-    this.#sendHandOffEarly(held, effects);
     const indexed = lineage.parentId === null ? store.markActive(id, true) : undefined;
     [held.revision] = await Promise.all([create, indexed]);
     if (takeLease) lease.taken();
@@ -246,14 +245,9 @@ export class ExecutionHost {
       // waiters, in the same atomic step.
       const lease = held.lease?.held === true && leavesProcess(effects) ? held.lease : undefined;
       const announce = settles(effects);
-      const committing = this.#deps.store.commit(
-        held.id,
-        held.revision,
-        commit,
-        lease === undefined && !announce ? undefined : { ...(lease === undefined ? {} : { releaseLease: lease.letGo() }), announce },
-      );
+      const options = lease === undefined && !announce ? undefined : { ...(lease === undefined ? {} : { releaseLease: lease.letGo() }), announce };
       this.#sendHandOffEarly(held, effects);
-      held.revision = await committing;
+      held.revision = await this.#deps.store.commit(held.id, held.revision, commit, options);
       lease?.released();
       held.snapshot = next;
       for (const [step, value] of writes.results) held.results.set(step, encode(value));
@@ -290,11 +284,12 @@ export class ExecutionHost {
   }
 
   /**
-   * A hand-off's job is sent right after the commit that asks for it, without waiting for that
-   * commit to land: the job only wakes a worker, which finds the run as the store has it (and
-   * waits a moment when the run is not there yet or still leased). This takes a round trip off
-   * the hand-off. If the commit is refused, the job wakes a worker for nothing: its resume event
-   * is not accepted in any other state, and the job id is the one the hand-off would use.
+   * A hand-off's job is sent together with the commit that asks for it (just before it), without
+   * waiting for that commit to land: the job only wakes a worker, which finds the run as the
+   * store has it (and waits a moment when the run is not there yet or still leased). This takes
+   * the commit's round trip off the hand-off. If the commit is refused, the job wakes a worker
+   * for nothing: its resume event is not accepted in any other state, and the job id is the one
+   * the run's own hand-off uses.
    */
   #sendHandOffEarly(held: HeldExecution, effects: readonly ExecutionEffect[]): void {
     if (!effects.some((e) => e.type === 'xreactor.effect.handOff')) return;

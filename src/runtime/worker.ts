@@ -33,8 +33,8 @@ export interface Worker {
   close(options?: { readonly force?: boolean }): Promise<void>;
 }
 
-/** Pauses between attempts to take a busy lease before the job goes back to the queue. */
-const LEASE_RETRY_MS = [2, 5, 10, 20, 40];
+/** Pauses between attempts to take a busy lease (or find a run not created yet) before the job goes back to the queue. */
+const LEASE_RETRY_MS = [1, 2, 5, 10, 20, 40];
 
 /** Executions one scheduled sweep looks at. */
 const SWEEP_LIMIT = 1_000;
@@ -51,10 +51,9 @@ export function createJobHandler(engine: Engine): JobHandler {
       return;
     }
     // The lease and the execution come in one store call. The process that enqueued this job
-    // (a hand-off) sends it alongside the commit that hands the run off and releases the lease,
-    // so the job can arrive a moment before that commit lands: the execution is then missing
-    // (a new run) or still leased by the caller. Wait a moment before handing the job back to
-    // the queue.
+    // (a hand-off) sends it together with the commit that hands the run off and releases the
+    // lease, so the job can arrive before that commit lands: the execution is then missing (a new
+    // run) or still leased by the caller. Wait a moment before handing the job back to the queue.
     const lease = engine.lease(job.executionId);
     try {
       let loaded: Awaited<ReturnType<Engine['loadLeased']>>;
