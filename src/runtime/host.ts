@@ -192,11 +192,11 @@ export class ExecutionHost {
     // The lease is taken by the create itself, unless the run leaves this process at once.
     const takeLease = lease !== undefined && !leavesProcess(effects);
     const held: HeldExecution = { id, snapshot: decided, revision: 0, inputs, outbox: effects, results: new Map(), lease: takeLease ? lease : undefined };
-    this.#sendHandOffEarly(held, effects);
     const create = store.create(
       { id, reactor, input: inputs, commit: { snapshot: persist(decided), status: statusOf(decided.value), writes, outbox: effects } },
       { ...(takeLease ? { lease: lease.request } : {}), announce: settles(effects) },
     );
+    this.#sendHandOffEarly(held, effects);
     // Only roots are recovered by the sweeper: a composed child is advanced by its parent. The
     // index entry is written alongside the create (one round trip of waiting): an entry whose
     // execution was never created is dropped by the sweeper.
@@ -246,8 +246,9 @@ export class ExecutionHost {
       const lease = held.lease?.held === true && leavesProcess(effects) ? held.lease : undefined;
       const announce = settles(effects);
       const options = lease === undefined && !announce ? undefined : { ...(lease === undefined ? {} : { releaseLease: lease.letGo() }), announce };
+      const committing = this.#deps.store.commit(held.id, held.revision, commit, options);
       this.#sendHandOffEarly(held, effects);
-      held.revision = await this.#deps.store.commit(held.id, held.revision, commit, options);
+      held.revision = await committing;
       lease?.released();
       held.snapshot = next;
       for (const [step, value] of writes.results) held.results.set(step, encode(value));
@@ -284,7 +285,7 @@ export class ExecutionHost {
   }
 
   /**
-   * A hand-off's job is sent together with the commit that asks for it (just before it), without
+   * A hand-off's job is sent together with the commit that asks for it (right after it), without
    * waiting for that commit to land: the job only wakes a worker, which finds the run as the
    * store has it (and waits a moment when the run is not there yet or still leased). This takes
    * the commit's round trip off the hand-off. If the commit is refused, the job wakes a worker
