@@ -48,7 +48,10 @@ export interface RuntimeOptions extends Omit<EngineOptions, 'store' | 'queue'> {
 export interface RunOptions {
   /** Interrupts the run: no rollback runs, the execution is stored `aborted` and `run` rejects with ExecutionAbortedError. */
   readonly signal?: AbortSignal;
-  /** Use this id instead of a generated one. */
+  /**
+   * Use this id instead of a generated one: non-empty, without `.` (a composed child's id is
+   * `<root>.<step>`, and on Redis the part before the first `.` is the hash tag of a whole run).
+   */
   readonly executionId?: string;
 }
 
@@ -223,6 +226,13 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     async run(reactor, input, runOptions = {}) {
       const host = engine.register(reactor);
       const id = runOptions.executionId ?? generateId();
+      if (typeof id !== 'string' || id === '' || id.includes('.')) {
+        throw new XreactorError(
+          'execution_id_invalid',
+          `execution id ${JSON.stringify(id)} is ${typeof id !== 'string' || id === '' ? 'empty or not a string' : 'not allowed: "." separates a composed child\'s id from its root\'s'}; ` +
+            'use a non-empty id without "." (a UUID, or e.g. "order-123")',
+        );
+      }
       // The create takes the lease; the commit that hands the run off or ends it releases it.
       const lease = engine.lease(id);
       try {

@@ -48,7 +48,9 @@ export interface ExecutionKeys {
 export interface KeyBuilder {
   readonly prefix: string;
   /**
-   * Keys of execution `id`, tagged with its root execution (`root`, by default the id itself).
+   * Keys of execution `id`, tagged with its root execution: `root`, by default {@link rootOf}(id)
+   * (a composed child `<root>.<step>` shares its root's tag, so one execution tree lives in one
+   * cluster slot).
    * @throws XreactorError when `id` or `root` is empty.
    */
   executionKeys(id: string, root?: string): ExecutionKeys;
@@ -56,6 +58,15 @@ export interface KeyBuilder {
   readonly active: string;
   /** STRING: a first-writer-wins claim or a counter (`claim` / `increment`), under the caller's key. */
   claim(key: string): string;
+}
+
+/**
+ * The root execution of an execution id: the part before the first `.`. A composed child's id is
+ * `<root>.<step>[.<step>...]`, and a root id never contains `.` (the runtime refuses one).
+ */
+export function rootOf(id: string): string {
+  const dot = id.indexOf('.');
+  return dot < 0 ? id : id.slice(0, dot);
 }
 
 /**
@@ -73,7 +84,7 @@ export function createKeyBuilder(prefix: string = DEFAULT_KEY_PREFIX): KeyBuilde
     prefix,
     active: `${prefix}:active`,
     claim: (key) => `${prefix}:claim:${key}`,
-    executionKeys(id, root = id) {
+    executionKeys(id, root = rootOf(id)) {
       if (id === '' || root === '') {
         // An empty hash tag `{}` hashes the whole key: the keys of one execution would land in different slots.
         throw new XreactorError('execution_id_invalid', `execution id ${JSON.stringify(id)} with root ${JSON.stringify(root)} is empty; ids must be non-empty strings`);

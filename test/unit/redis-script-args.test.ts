@@ -2,7 +2,7 @@ import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { DefinitionError, ExecutionNotFoundError, StaleRevisionError, XreactorError } from '../../src/index.js';
 import type { Commit } from '../../src/index.js';
-import { createKeyBuilder } from '../../src/store/keys.js';
+import { createKeyBuilder, rootOf } from '../../src/store/keys.js';
 import {
   acquireAndLoadArgs,
   acquireLeaseArgs,
@@ -51,6 +51,13 @@ describe('key builder', () => {
       settled: 'app:{e1}:settled:e1',
     });
     expect(createKeyBuilder().executionKeys('child', 'root').results).toBe('xr:{root}:results:child');
+  });
+
+  it('tags a composed child (`<root>.<step>...`) with its root, so a whole execution tree shares one slot', () => {
+    expect(createKeyBuilder().executionKeys('r1.child').execution).toBe('xr:{r1}:exec:r1.child');
+    expect(createKeyBuilder().executionKeys('r1.child.grandchild').undo).toBe('xr:{r1}:undo:r1.child.grandchild');
+    expect(rootOf('r1')).toBe('r1');
+    expect(rootOf('r1.a.b')).toBe('r1');
   });
 
   it('keeps global keys out of every execution\'s slot', () => {

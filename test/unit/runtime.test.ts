@@ -51,6 +51,16 @@ describe('runtime', () => {
     ]);
   });
 
+  it('refuses an execution id that is empty or contains "." (the separator of composed children\'s ids), creating nothing', async () => {
+    const store = createMemoryStore();
+    const runtime = createRuntime({ logger: silent, store });
+    await expect(runtime.run(pricing, { qty: 1, unit: 1 }, { executionId: 'order.7' })).rejects.toMatchObject({ code: 'execution_id_invalid', message: expect.stringContaining('"order.7"') as string });
+    await expect(runtime.run(pricing, { qty: 1, unit: 1 }, { executionId: '' })).rejects.toMatchObject({ code: 'execution_id_invalid' });
+    expect(await store.load('order.7')).toBeUndefined();
+    const generated = createRuntime({ logger: silent, generateId: () => 'a.b' });
+    await expect(generated.run(pricing, { qty: 1, unit: 1 })).rejects.toMatchObject({ code: 'execution_id_invalid' });
+  });
+
   it('an unknown id is an ExecutionNotFoundError', async () => {
     const runtime = createRuntime({ logger: silent });
     await expect(runtime.find('nope')).rejects.toBeInstanceOf(ExecutionNotFoundError);
