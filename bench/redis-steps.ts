@@ -314,7 +314,9 @@ async function main(): Promise<void> {
     for (const n of SIZES) {
       const rows = steps(n);
       const dist = (values: number[]) =>
-        `${pad(fmt(median(values)), 6)} / ${pad(fmt(percentile(values, 90)), 6)} / ${pad(fmt(percentile(values, 99)), 7)}  (${fmt(median(values) / evalshaUs, 2)}×)`;
+        values.length === 0
+          ? 'none (every result read came from what the host committed)'
+          : `${pad(fmt(median(values)), 6)} / ${pad(fmt(percentile(values, 90)), 6)} / ${pad(fmt(percentile(values, 99)), 7)}  (${fmt(median(values) / evalshaUs, 2)}×)`;
       console.log(`  ${pad(String(n), 5)} steps   store.commit ${dist(rows.flatMap((r) => r.commitCalls))}   readResults ${dist(rows.flatMap((r) => r.readCalls))}`);
     }
 
