@@ -2,7 +2,7 @@ import type { RetryPolicy } from '../src/definition/retry.js';
 import type { ErrorData } from '../src/internal/error-data.js';
 
 /** Version of the execution machine; stored with every snapshot. */
-export const EXECUTION_MACHINE_VERSION = 4;
+export const EXECUTION_MACHINE_VERSION = 5;
 
 /** What the machine knows of an interrupt step. */
 export interface InterruptView {
@@ -24,6 +24,8 @@ export interface ExecutionPlanView {
   }[];
   /** Plan index at which a background reactor hands the run to a worker; null: never. */
   readonly handoffIndex: number | null;
+  /** The step whose result is the run's value; null or absent: the record of every result. */
+  readonly returns?: string | null;
 }
 
 /** Why a compensate / undo did not complete. */
@@ -81,6 +83,11 @@ export interface TraceEntry {
 export interface ExecutionContext {
   readonly executionId: string;
   readonly reactor: string;
+  /**
+   * The step whose result is the run's value (null: the record of every result). Kept in the
+   * snapshot so a process that does not know the reactor still reports the right value.
+   */
+  readonly returns: string | null;
   /** The parent execution of a composed child (null for a root). */
   readonly parentId: string | null;
   /** Compose steps from the root to this execution (empty for a root). */

@@ -120,6 +120,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
     context: ({ input }: { input: ExecutionInput | undefined }) => ({
       executionId: input?.executionId ?? '',
       reactor: input?.reactor ?? plan.reactor,
+      returns: plan.returns ?? null,
       parentId: input?.parentId ?? null,
       path: input?.path ?? [],
       cursor: 0,

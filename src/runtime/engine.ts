@@ -98,6 +98,7 @@ export function planView(definition: AnyReactorDefinition): ExecutionPlanView {
   return {
     reactor: definition.name,
     handoffIndex: definition.handoff?.index ?? null,
+    returns: definition.returns ?? null,
     steps: definition.plan.map((s) => ({
       name: s.name,
       retry: s.retry,

@@ -99,7 +99,8 @@ export async function buildResult(
   const executionId = context.executionId as ExecutionId;
   switch (status) {
     case 'completed': {
-      const returns = definition?.returns;
+      // The definition when this process knows the reactor; else what the snapshot recorded.
+      const returns = definition === undefined ? (context.returns ?? undefined) : definition.returns;
       const results = await store.readResults(executionId, returns === undefined ? undefined : [returns]);
       const value = returns === undefined ? Object.fromEntries(results) : results.get(returns);
       return { status, executionId, value };

@@ -61,6 +61,18 @@ describe('runtime', () => {
     await expect(generated.run(pricing, { qty: 1, unit: 1 })).rejects.toMatchObject({ code: 'execution_id_invalid' });
   });
 
+  it('find(id) in a process that does not know the reactor reports the returned value, as the snapshot recorded it', async () => {
+    const store = createMemoryStore();
+    const only = defineReactor({ name: 'only_returns' }).step('a', { run: () => 1 }).step('b', { run: () => 'two' }).returns('b').build();
+    const all = defineReactor({ name: 'all_results' }).step('a', { run: () => 1 }).build();
+    const writer = createRuntime({ logger: silent, store, generateId: (() => { let n = 0; return () => `w-${(n += 1)}`; })() });
+    await writer.run(only, {});
+    await writer.run(all, {});
+    const reader = createRuntime({ logger: silent, store });
+    expect((await reader.find('w-1')).result).toMatchObject({ status: 'completed', value: 'two' });
+    expect((await reader.find('w-2')).result).toMatchObject({ status: 'completed', value: { a: 1 } });
+  });
+
   it('an unknown id is an ExecutionNotFoundError', async () => {
     const runtime = createRuntime({ logger: silent });
     await expect(runtime.find('nope')).rejects.toBeInstanceOf(ExecutionNotFoundError);
