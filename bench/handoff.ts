@@ -78,7 +78,7 @@ interface Sample {
   enqueueDone?: number;
   /** xreactor: the caller's first store call (the create) started. */
   createCalled?: number;
-  /** xreactor, in-process worker: the job handler's first store call (acquireAndLoad). */
+  /** xreactor, in-process worker: the job handler's first store call (the fenced commit, or acquireAndLoad). */
   handlerStart?: number;
 }
 
@@ -139,7 +139,7 @@ function timedQueue(inner: Queue, notes: { called?: number; done?: number }): Qu
 
 /**
  * A store that times every call into `times` (method → ms per call) while `times.on` is set, and
- * notes per execution when its first `acquireAndLoad` (or `acquireLease`) was called (a job handler's first act).
+ * notes per execution when its first `commit`, `acquireAndLoad` or `acquireLease` was called (a job handler's first act: the fenced commit from the job's carried state, or a read).
  */
 function timedStore(inner: Store, times: CallTimes, firstLease?: Map<string, number>): Store {
   return new Proxy(inner, {
@@ -148,7 +148,7 @@ function timedStore(inner: Store, times: CallTimes, firstLease?: Map<string, num
       if (typeof value !== 'function' || typeof property !== 'string') return value;
       return (...args: unknown[]) => {
         const start = monotonicMs();
-        if ((property === 'acquireAndLoad' || property === 'acquireLease') && firstLease !== undefined && !firstLease.has(args[0] as string)) firstLease.set(args[0] as string, start);
+        if ((property === 'acquireAndLoad' || property === 'acquireLease' || property === 'commit') && firstLease !== undefined && !firstLease.has(args[0] as string)) firstLease.set(args[0] as string, start);
         const out = (value as (...a: unknown[]) => unknown).apply(target, args);
         if (!times.on || !(out instanceof Promise)) return out;
         return out.finally(() => times.current.push({ name: property, start, ms: monotonicMs() - start }));

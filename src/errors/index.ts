@@ -112,7 +112,9 @@ export class StaleRevisionError extends XreactorError {
   constructor(executionId: string, expected: number, actual: number) {
     super(
       'stale_revision',
-      `execution ${executionId} is at revision ${actual}, not ${expected}: another writer advanced it; reload and retry`,
+      actual === expected
+        ? `execution ${executionId} is at revision ${actual}, but its stored snapshot is not the one this commit was computed from (an id reused after its retention expired, or another writer); reload and retry`
+        : `execution ${executionId} is at revision ${actual}, not ${expected}: another writer advanced it; reload and retry`,
     );
   }
 }

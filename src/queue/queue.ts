@@ -20,6 +20,13 @@ export interface JobSpec {
   readonly event?: { readonly type: string; readonly [key: string]: unknown };
   /** Deliver no sooner than this many milliseconds from now. */
   readonly delayMs?: number;
+  /**
+   * A hand-off job carries the state it was sent for, so a worker can make its first commit
+   * without reading the store: the revision and snapshot envelope bytes of the commit that handed
+   * the run off, and the encoded input. The worker's commit applies only if the stored snapshot is
+   * still exactly these bytes; otherwise it reads the store as for any other job.
+   */
+  readonly handoff?: { readonly revision: number; readonly snapshot: Uint8Array; readonly input: Uint8Array };
 }
 
 /** Handles one job. Throwing makes the queue redeliver it later. */

@@ -5,12 +5,13 @@ import type { ExecutionContext, ExecutionEffect, ExecutionEvent, ExecutionStatus
 import type { AnyReactorDefinition, CompiledStep } from '../definition/compiled.js';
 import { DefinitionError, DeserializationError, InputValidationError, InterruptTimeoutError, QueueRequiredError, WorkInterruptedError } from '../errors/index.js';
 import { CORRELATION_TTL_MS, correlationKey, rootIdOf } from './lineage.js';
-import type { Queue } from '../queue/queue.js';
+import type { JobSpec, Queue } from '../queue/queue.js';
 import { jobId } from '../queue/job-ids.js';
 import { describeIssues, validateWith } from '../internal/standard-schema.js';
 import type { Hooks } from '../observability/middleware.js';
 import { decode, deserializeError, encode, serializeError } from '../serialization/index.js';
-import type { Commit, CommitWrites, LoadedExecution, OutboxEffect, PersistedSnapshot, Store, UndoEntry } from '../store/store.js';
+import type { Commit, CommitOptions, CommitWrites, LoadedExecution, OutboxEffect, PersistedSnapshot, Store, UndoEntry } from '../store/store.js';
+import { encodeSnapshot } from '../store/snapshot-codec.js';
 import type { Clock } from '../internal/clock.js';
 import type { Attempt, StepScope } from './step-performer.js';
 import { performRollbackHandler, performStep, resolveArguments, stepContext } from './step-performer.js';
@@ -59,7 +60,15 @@ export interface HeldExecution {
   lease: HeldLease | undefined;
   /** The hand-off job, sent alongside the commit that asked for it (awaited when the effect is performed). */
   handOffSent?: Promise<void> | undefined;
+  /**
+   * Built from a hand-off job's snapshot instead of the store: the first commit takes the lease
+   * and applies only if the stored snapshot is still exactly these bytes.
+   */
+  fromJob?: { readonly ifSnapshot: Uint8Array } | undefined;
 }
+
+/** Hand-off jobs carry the run's input up to this size (encoded); a larger input is read from the store. */
+const CARRIED_INPUT_MAX_BYTES = 16 * 1024;
 
 /** Whether a transition's effects take the run out of this process: a hand-off, or its end. */
 function leavesProcess(effects: readonly ExecutionEffect[]): boolean {
@@ -192,11 +201,12 @@ export class ExecutionHost {
     // The lease is taken by the create itself, unless the run leaves this process at once.
     const takeLease = lease !== undefined && !leavesProcess(effects);
     const held: HeldExecution = { id, snapshot: decided, revision: 0, inputs, outbox: effects, results: new Map(), lease: takeLease ? lease : undefined };
+    const persisted = persist(decided);
     const create = store.create(
-      { id, reactor, input: inputs, commit: { snapshot: persist(decided), status: statusOf(decided.value), writes, outbox: effects } },
+      { id, reactor, input: inputs, commit: { snapshot: persisted, status: statusOf(decided.value), writes, outbox: effects } },
       { ...(takeLease ? { lease: lease.request } : {}), announce: settles(effects) },
     );
-    this.#sendHandOffEarly(held, effects);
+    this.#sendHandOffEarly(held, effects, 1, persisted);
     // Only roots are recovered by the sweeper: a composed child is advanced by its parent. The
     // index entry is written alongside the create (one round trip of waiting): an entry whose
     // execution was never created is dropped by the sweeper.
@@ -242,14 +252,27 @@ export class ExecutionHost {
       const { writes, effects } = partition(actions);
       const commit: Commit = { snapshot: persist(next), status: statusOf(next.value), writes, outbox: effects };
       // A commit that takes the run out of this process releases the lease and tells the run's
-      // waiters, in the same atomic step.
+      // waiters, in the same atomic step. The first commit of a run built from a hand-off job's
+      // snapshot takes the lease, fenced by that snapshot.
       const lease = held.lease?.held === true && leavesProcess(effects) ? held.lease : undefined;
       const announce = settles(effects);
-      const options = lease === undefined && !announce ? undefined : { ...(lease === undefined ? {} : { releaseLease: lease.letGo() }), announce };
+      const fromJob = held.fromJob;
+      const options: CommitOptions | undefined =
+        lease === undefined && !announce && fromJob === undefined
+          ? undefined
+          : {
+              ...(lease === undefined ? {} : { releaseLease: lease.letGo() }),
+              ...(fromJob === undefined || held.lease === undefined ? {} : { takeLease: held.lease.request, ifSnapshot: fromJob.ifSnapshot }),
+              announce,
+            };
       const committing = this.#deps.store.commit(held.id, held.revision, commit, options);
-      this.#sendHandOffEarly(held, effects);
+      this.#sendHandOffEarly(held, effects, held.revision + 1, commit.snapshot);
       held.revision = await committing;
       lease?.released();
+      if (fromJob !== undefined) {
+        held.fromJob = undefined;
+        held.lease?.taken();
+      }
       held.snapshot = next;
       for (const [step, value] of writes.results) held.results.set(step, encode(value));
       await this.#afterCommit(held, event, effects);
@@ -273,15 +296,17 @@ export class ExecutionHost {
     return event;
   }
 
-  async #enqueue(held: HeldExecution, id: string, event: ExecutionEvent, delayMs?: number, executionId = held.id): Promise<void> {
+  async #enqueue(held: HeldExecution, id: string, event: ExecutionEvent, delayMs?: number, executionId = held.id, handoff?: JobSpec['handoff']): Promise<void> {
     const queue = this.#deps.queue;
     if (queue === undefined) throw new QueueRequiredError(this.#definition.name);
     this.#deps.hooks.emit('beforeEnqueue', { ...this.#base(held), job: id });
-    await queue.enqueue([{ id, kind: 'advance', executionId, reactor: this.#definition.name, event, ...(delayMs === undefined ? {} : { delayMs }) }]);
+    await queue.enqueue([
+      { id, kind: 'advance', executionId, reactor: this.#definition.name, event, ...(delayMs === undefined ? {} : { delayMs }), ...(handoff === undefined ? {} : { handoff }) },
+    ]);
   }
 
-  #sendHandOff(held: HeldExecution): Promise<void> {
-    return this.#enqueue(held, jobId(held.id, 'handoff'), { type: 'xreactor.execution.resume', at: this.#deps.clock.now() });
+  #sendHandOff(held: HeldExecution, carried?: JobSpec['handoff']): Promise<void> {
+    return this.#enqueue(held, jobId(held.id, 'handoff'), { type: 'xreactor.execution.resume', at: this.#deps.clock.now() }, undefined, held.id, carried);
   }
 
   /**
@@ -292,9 +317,12 @@ export class ExecutionHost {
    * for nothing: its resume event is not accepted in any other state, and the job id is the one
    * the run's own hand-off uses.
    */
-  #sendHandOffEarly(held: HeldExecution, effects: readonly ExecutionEffect[]): void {
+  #sendHandOffEarly(held: HeldExecution, effects: readonly ExecutionEffect[], revision: number, snapshot: PersistedSnapshot): void {
     if (!effects.some((e) => e.type === 'xreactor.effect.handOff')) return;
-    const sent = this.#sendHandOff(held);
+    // The job carries the state it is sent for (see JobSpec.handoff), unless the input is large.
+    const input = encode(held.inputs);
+    const carried = input.byteLength <= CARRIED_INPUT_MAX_BYTES ? { revision, snapshot: Uint8Array.from(encodeSnapshot(snapshot)), input: Uint8Array.from(input) } : undefined;
+    const sent = this.#sendHandOff(held, carried);
     // Observed when the effect is performed; a refused commit leaves it unobserved.
     sent.catch(() => undefined);
     held.handOffSent = sent;

@@ -1,5 +1,9 @@
 import type { Logger } from 'pino';
-import { DeserializationError, ExecutionNotFoundError, UnknownReactorError, XreactorError } from '../errors/index.js';
+import { DeserializationError, ExecutionNotFoundError, StaleRevisionError, UnknownReactorError, XreactorError } from '../errors/index.js';
+import { decode } from '../serialization/index.js';
+import { decodeSnapshot } from '../store/snapshot-codec.js';
+import type { ExecutionHost, HeldExecution } from './host.js';
+import type { HeldLease } from './lease.js';
 import type { Consumer, JobHandler, JobSpec } from '../queue/queue.js';
 import type { ExecutionEvent } from '../../machines/execution-types.js';
 import type { Engine, EngineOptions } from './engine.js';
@@ -50,12 +54,14 @@ export function createJobHandler(engine: Engine): JobHandler {
       await engine.sweepOnce(SWEEP_LIMIT);
       return;
     }
-    // The lease and the execution come in one store call. The process that enqueued this job
-    // (a hand-off) sends it together with the commit that hands the run off and releases the
-    // lease, so the job can arrive before that commit lands: the execution is then missing (a new
-    // run) or still leased by the caller. Wait a moment before handing the job back to the queue.
     const lease = engine.lease(job.executionId);
     try {
+      // A hand-off job carries the run's state: one fenced commit instead of a read and a commit.
+      if (job.handoff !== undefined && (await advanceFromCarriedState(engine, lease, job, signal))) return;
+      // The lease and the execution come in one store call. The process that enqueued this job
+      // (a hand-off) sends it together with the commit that hands the run off and releases the
+      // lease, so the job can arrive before that commit lands: the execution is then missing (a
+      // new run) or still leased by the caller. Wait a moment before handing the job back.
       let loaded: Awaited<ReturnType<Engine['loadLeased']>>;
       try {
         loaded = await engine.loadLeased(lease);
@@ -93,6 +99,43 @@ export function createJobHandler(engine: Engine): JobHandler {
       await lease.end();
     }
   };
+}
+
+/** A refusal of the first, fenced commit: the carried state is not (or no longer, or not yet) the stored one. */
+function isRefusal(error: unknown): boolean {
+  return error instanceof StaleRevisionError || error instanceof ExecutionNotFoundError || (error instanceof XreactorError && error.code === 'execution_busy');
+}
+
+/**
+ * Advance a handed-off run from the state its job carries: the resume transition's commit takes
+ * the lease and applies only if the stored snapshot is still exactly the carried one. Returns
+ * false, having performed nothing, when that cannot be used (an unknown reactor, unreadable
+ * bytes, or a refused first commit); the caller then reads the store as for any job.
+ */
+async function advanceFromCarriedState(engine: Engine, lease: HeldLease, job: JobSpec, signal: AbortSignal): Promise<boolean> {
+  const carried = job.handoff!;
+  const event = job.event as unknown as ExecutionEvent | undefined;
+  if (event === undefined) return false;
+  let held: HeldExecution | undefined;
+  let host: ExecutionHost;
+  try {
+    host = engine.register(engine.definition(job.reactor));
+    const snapshot = decodeSnapshot(carried.snapshot);
+    held = await host.load(job.executionId, { snapshot, revision: carried.revision, outbox: [] }, { value: decode(carried.input) });
+  } catch (error) {
+    if (error instanceof XreactorError) return false;
+    throw error;
+  }
+  if (held === undefined) return false;
+  held.lease = lease;
+  held.fromJob = { ifSnapshot: carried.snapshot };
+  try {
+    return await host.drive(held, event, signal, 'worker');
+  } catch (error) {
+    // Refused before anything was performed (the lease is taken only by a first commit that lands).
+    if (!lease.held && isRefusal(error)) return false;
+    throw error;
+  }
 }
 
 /**

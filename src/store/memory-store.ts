@@ -1,11 +1,12 @@
 import type { TraceEntry } from '../../machines/execution-types.js';
 import { EXECUTION_MACHINE_VERSION } from '../../machines/execution-types.js';
 import { ExecutionNotFoundError, StaleRevisionError, XreactorError } from '../errors/index.js';
-import { decode, decodeEnvelope, encode, encodeEnvelope } from '../serialization/index.js';
+import { decode, encode } from '../serialization/index.js';
 import type { Clock } from '../internal/clock.js';
 import { systemClock } from '../internal/clock.js';
-import { executionBusyError } from './store.js';
-import type { Commit, CreateExecution, CreateOptions, LeasedLoad, LoadedExecution, OutboxEffect, PersistedSnapshot, Store, UndoEntry } from './store.js';
+import { decodeSnapshot, encodeSnapshot } from './snapshot-codec.js';
+import { executionBusyError, undoGapError } from './store.js';
+import type { Commit, CommitWrites, CreateExecution, CreateOptions, LeasedLoad, LoadedExecution, OutboxEffect, Store, UndoEntry } from './store.js';
 
 interface Row {
   revision: number;
@@ -31,7 +32,29 @@ export interface MemoryStoreOptions {
   readonly clock?: Clock;
 }
 
-const SNAPSHOT_KIND = 'execution';
+const isPosition = (n: number) => Number.isSafeInteger(n) && n >= 0;
+
+/**
+ * The checks the Redis scripts make on a commit's undo writes, before anything is written: a
+ * truncation and every position are non-negative integers, and each push lands on an existing
+ * entry or directly after the last one (`length` is the stack's current length).
+ */
+function checkUndo(id: string, w: CommitWrites, length: number): void {
+  if (w.truncateUndoTo !== undefined && !isPosition(w.truncateUndoTo)) {
+    throw new XreactorError('undo_position_invalid', `truncateUndoTo ${w.truncateUndoTo} is not a non-negative integer`);
+  }
+  let len = w.truncateUndoTo === undefined ? length : Math.min(length, w.truncateUndoTo);
+  for (const entry of w.pushUndo) {
+    if (!isPosition(entry.position)) {
+      throw new XreactorError('undo_position_invalid', `undo entry of step "${entry.step}" has position ${entry.position}, not a non-negative integer`);
+    }
+    if (entry.position > len) throw undoGapError(id, entry.position, len);
+    if (entry.position === len) len += 1;
+  }
+}
+
+/** Whether two byte arrays hold the same bytes. */
+const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.byteLength === b.byteLength && Buffer.compare(a, b) === 0;
 
 /**
  * The embedded store: everything in process memory, encoded exactly as the
@@ -63,10 +86,14 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     return lease;
   };
 
+  /** Whether an owner other than `owner` holds the execution's live lease. */
+  const heldByOther = (id: string, owner: string): boolean => {
+    const lease = liveLease(id);
+    return lease !== undefined && lease.owner !== owner;
+  };
   /** Take (or renew, for the same owner) the lease; false when another owner holds it. */
   const takeLease = (id: string, owner: string, ttlMs: number): boolean => {
-    const lease = liveLease(id);
-    if (lease !== undefined && lease.owner !== owner) return false;
+    if (heldByOther(id, owner)) return false;
     leases.set(id, { owner, expiresAt: clock.now() + ttlMs });
     return true;
   };
@@ -77,10 +104,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     for (const wake of waiters.get(id) ?? []) wake();
   };
   const decodeRow = (r: Row): LoadedExecution => {
-    const { machineVersion, payload } = decodeEnvelope(r.snapshot, { kind: SNAPSHOT_KIND, machineVersions: versions });
-    const { value, context } = payload as { value: unknown; context: unknown };
-    const outbox = decode(r.outbox) as OutboxEffect[];
-    return { snapshot: { machineVersion, value, context }, revision: r.revision, outbox };
+    const snapshot = decodeSnapshot(r.snapshot, versions);
+    return { snapshot, revision: r.revision, outbox: decode(r.outbox) as OutboxEffect[] };
   };
 
   const row = (id: string): Row => {
@@ -88,17 +113,20 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     if (found === undefined) throw new ExecutionNotFoundError(id);
     return found;
   };
-  const encodeSnapshot = (s: PersistedSnapshot) => encodeEnvelope(SNAPSHOT_KIND, s.machineVersion, { value: s.value, context: s.context });
   // Copies: msgpackr returns views into its shared working buffer, which a stored view would pin.
   const own = (value: unknown): Uint8Array => Buffer.from(encode(value));
   const apply = (r: Row, commit: Commit): void => {
+    // Encoded first: a snapshot that cannot be encoded is refused before anything is written.
+    // Exactly encodeSnapshot's bytes (copied), as the Redis store keeps them: `ifSnapshot` compares them.
+    const snapshot = Buffer.from(encodeSnapshot(commit.snapshot));
+    const outbox = own(commit.outbox);
     const w = commit.writes;
     for (const [step, value] of w.results) r.results.set(step, own(value));
     if (w.truncateUndoTo !== undefined) r.undo.length = Math.min(r.undo.length, w.truncateUndoTo);
     for (const entry of w.pushUndo) r.undo[entry.position] = own({ step: entry.step, args: entry.args, result: entry.result });
     for (const entry of w.trace) r.trace.push(own(entry));
-    r.snapshot = Buffer.from(encodeSnapshot(commit.snapshot));
-    r.outbox = own(commit.outbox);
+    r.snapshot = snapshot;
+    r.outbox = outbox;
     r.revision += 1;
   };
 
@@ -108,7 +136,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
         throw new XreactorError('execution_exists', `execution ${execution.id} already exists; execution ids must be unique`);
       }
       const lease = options?.lease;
-      if (lease !== undefined && !takeLease(execution.id, lease.owner, lease.ttlMs)) throw executionBusyError(execution.id);
+      if (lease !== undefined && heldByOther(execution.id, lease.owner)) throw executionBusyError(execution.id);
+      checkUndo(execution.id, execution.commit.writes, 0);
       const r: Row = {
         revision: 0,
         snapshot: new Uint8Array(),
@@ -120,6 +149,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       };
       apply(r, execution.commit);
       rows.set(execution.id, r);
+      if (lease !== undefined) takeLease(execution.id, lease.owner, lease.ttlMs);
       if (options?.announce === true) publishSettled(execution.id);
       return r.revision;
     },
@@ -130,7 +160,12 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     async commit(id, expectedRevision, commit, options) {
       const r = row(id);
       if (r.revision !== expectedRevision) throw new StaleRevisionError(id, expectedRevision, r.revision);
+      if (options?.ifSnapshot !== undefined && !sameBytes(r.snapshot, options.ifSnapshot)) throw new StaleRevisionError(id, expectedRevision, r.revision);
+      checkUndo(id, commit.writes, r.undo.length);
+      const lease = options?.takeLease;
+      if (lease !== undefined && heldByOther(id, lease.owner)) throw executionBusyError(id);
       apply(r, commit);
+      if (lease !== undefined) takeLease(id, lease.owner, lease.ttlMs);
       if (options?.releaseLease !== undefined) releaseLease(id, options.releaseLease);
       if (options?.announce === true) publishSettled(id);
       return r.revision;

@@ -9,13 +9,14 @@
 import { readFileSync } from 'node:fs';
 import type { Cluster, Redis } from 'ioredis';
 import { DefinitionError, ExecutionNotFoundError, StaleRevisionError, XreactorError } from '../errors/index.js';
-import { encode, encodeEnvelope } from '../serialization/index.js';
+import { encode } from '../serialization/index.js';
 import type { ExecutionKeys } from './keys.js';
-import { executionBusyError } from './store.js';
-import type { Commit, CreateExecution, LeaseRequest, PersistedSnapshot } from './store.js';
+import { encodeSnapshot } from './snapshot-codec.js';
+import { executionBusyError, undoGapError } from './store.js';
+import type { Commit, CreateExecution, LeaseRequest } from './store.js';
 
-/** Envelope kind of a stored execution snapshot (the memory store uses the same). */
-export const SNAPSHOT_KIND = 'execution';
+// Moved to snapshot-codec.ts; re-exported for existing importers.
+export { encodeSnapshot, SNAPSHOT_KIND } from './snapshot-codec.js';
 
 /** One script call: its KEYS and its ARGV (binary values as Buffers). */
 export interface ScriptCall {
@@ -80,11 +81,6 @@ export function toBuffer(bytes: Uint8Array): Buffer {
 export function ttlArg(ttlMs: number): string {
   if (Number.isNaN(ttlMs)) throw new DefinitionError('a TTL is NaN: pass a number of milliseconds');
   return String(Math.max(1, Math.ceil(ttlMs)));
-}
-
-/** The envelope bytes of a snapshot. */
-export function encodeSnapshot(snapshot: PersistedSnapshot): Uint8Array {
-  return encodeEnvelope(SNAPSHOT_KIND, snapshot.machineVersion, { value: snapshot.value, context: snapshot.context });
 }
 
 const executionKeys = (keys: ExecutionKeys) => [keys.execution, keys.results, keys.undo, keys.trace, keys.lease];
@@ -154,10 +150,15 @@ export interface CommitScriptOptions {
   readonly releaseLease?: string;
   /** Publish this execution id on the settled channel (`keys.settled`) after the commit. */
   readonly announceId?: string;
+  /** Take (or renew) the lease for this owner once every check has passed; refuse the commit when another owner holds it. */
+  readonly takeLease?: LeaseRequest;
+  /** Refuse the commit (as stale) unless the stored snapshot is exactly these bytes. */
+  readonly ifSnapshot?: Uint8Array;
 }
 
-/** Arguments of `commitExecution-5.lua`. */
+/** Arguments of `commitExecution-5.lua` (layout in its header; the commit starts at ARGV[13]). */
 export function commitArgs(keys: ExecutionKeys, expectedRevision: number, commit: Commit, contextTtlMs: number, options: CommitScriptOptions = {}): ScriptCall {
+  const { takeLease, ifSnapshot } = options;
   return {
     keys: executionKeys(keys),
     argv: [
@@ -168,6 +169,11 @@ export function commitArgs(keys: ExecutionKeys, expectedRevision: number, commit
       options.releaseLease ?? '',
       options.announceId === undefined ? '' : keys.settled,
       options.announceId ?? '',
+      takeLease === undefined ? '0' : '1',
+      takeLease?.owner ?? '',
+      takeLease === undefined ? '' : ttlArg(takeLease.ttlMs),
+      ifSnapshot === undefined ? '0' : '1',
+      ifSnapshot === undefined ? '' : toBuffer(ifSnapshot),
       ...commitTail(commit),
     ],
   };
@@ -203,17 +209,12 @@ function replyCode(reply: unknown, script: string): [code: number, first: number
   return [code!, first ?? Number.NaN, second ?? Number.NaN];
 }
 
-function undoGapError(id: string, position: number, length: number): XreactorError {
-  return new XreactorError(
-    'undo_position_invalid',
-    `execution ${id}: an undo entry pushed at position ${position} would leave a gap in a stack of ${length} entries; nothing was written`,
-  );
-}
-
 /**
  * Reads the reply of `commitExecution-5.lua`: the new revision.
- * @throws StaleRevisionError when another writer advanced the execution; ExecutionNotFoundError
- * when it does not exist; XreactorError `undo_position_invalid` for an undo push past the end.
+ * @throws StaleRevisionError when another writer advanced the execution (or its snapshot is not
+ * the `ifSnapshot` bytes); ExecutionNotFoundError when it does not exist; XreactorError
+ * `undo_position_invalid` for an undo push past the end; `execution_busy` when another owner holds
+ * the lease the commit was to take.
  */
 export function readCommitReply(id: string, expectedRevision: number, reply: unknown): number {
   const [code, first, second] = replyCode(reply, SCRIPTS.commitExecution.file);
@@ -221,6 +222,7 @@ export function readCommitReply(id: string, expectedRevision: number, reply: unk
   if (code === REPLY.conflict) throw new StaleRevisionError(id, expectedRevision, first);
   if (code === REPLY.missing) throw new ExecutionNotFoundError(id);
   if (code === REPLY.undoGap) throw undoGapError(id, first, second);
+  if (code === REPLY.busy) throw executionBusyError(id);
   throw new XreactorError('script_reply_invalid', `${SCRIPTS.commitExecution.file} replied with unknown code ${code}`);
 }
 

@@ -4,7 +4,7 @@ import type { TraceEntry } from '../../machines/execution-types.js';
 import { DefinitionError, DeserializationError, ExecutionNotFoundError } from '../errors/index.js';
 import type { Clock } from '../internal/clock.js';
 import { systemClock } from '../internal/clock.js';
-import { decode, decodeEnvelope } from '../serialization/index.js';
+import { decode } from '../serialization/index.js';
 import { createKeyBuilder, EXECUTION_FIELDS } from './keys.js';
 import {
   acquireAndLoadArgs,
@@ -17,9 +17,9 @@ import {
   readCommitReply,
   readCreateReply,
   releaseLeaseArgs,
-  SNAPSHOT_KIND,
 } from './redis-scripts.js';
 import { createSettledHub } from './redis-settled.js';
+import { decodeSnapshot } from './snapshot-codec.js';
 import type { LeasedLoad, LoadedExecution, OutboxEffect, Store, UndoEntry } from './store.js';
 
 /** Retention of an execution's keys after its last write: 24 hours, as `context_ttl` in ruby_reactor. */
@@ -130,8 +130,9 @@ export function compileRedisStoreOptions(options: RedisStoreOptions): CompiledRe
 /**
  * The Redis store. Every execution lives under the hash tag of its id, so its multi-key scripts
  * run in one slot of a Redis Cluster; `docs/redis-keys.md` lists the keys. Each create and commit
- * is one script call (one round trip), fenced by revision; it may take or release the lease and
- * publish the settled notification in the same script. Retention: see
+ * is one script call (one round trip), fenced by revision (and, with `ifSnapshot`, by the stored
+ * snapshot bytes); it may take or release the lease and publish the settled notification in the
+ * same script. Retention: see
  * {@link RedisStoreOptions.contextTtlMs}.
  *
  * @example
@@ -147,7 +148,6 @@ export function createRedisStore(options: RedisStoreOptions): Store {
   const redis = config.redis as Redis;
   const run = defineScripts(config.redis);
   const settled = createSettledHub(config.subscriber, config.clock);
-  const expectation = { kind: SNAPSHOT_KIND, machineVersions: config.machineVersions };
   const F = EXECUTION_FIELDS;
   const stamps = createStampRecords(retentionRefreshMs(config.contextTtlMs), RESTAMP_MEMORY);
 
@@ -174,9 +174,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     if (!Number.isSafeInteger(revision) || snapshot == null || outbox == null) {
       throw new DeserializationError(`execution ${id} is incomplete or foreign (revision ${rev == null ? 'missing' : JSON.stringify(rev.toString())}, snapshot ${snapshot == null ? 'missing' : 'present'}): discard it`);
     }
-    const { machineVersion, payload } = decodeEnvelope(snapshot, expectation);
-    const { value, context } = payload as { value: unknown; context: unknown };
-    return { snapshot: { machineVersion, value, context }, revision, outbox: decode(outbox) as OutboxEffect[] };
+    return { snapshot: decodeSnapshot(snapshot, config.machineVersions), revision, outbox: decode(outbox) as OutboxEffect[] };
   };
 
   return {
@@ -201,7 +199,13 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       if (announce) await settled.subscribed(k.settled);
       const at = config.clock.now();
       const restamp = stamps.due(id, at);
-      const call = commitArgs(k, expectedRevision, commit, config.contextTtlMs, { restamp, releaseLease: options?.releaseLease, announceId: announce ? id : undefined });
+      const call = commitArgs(k, expectedRevision, commit, config.contextTtlMs, {
+        restamp,
+        releaseLease: options?.releaseLease,
+        announceId: announce ? id : undefined,
+        takeLease: options?.takeLease,
+        ifSnapshot: options?.ifSnapshot,
+      });
       const revision = readCommitReply(id, expectedRevision, await run('commitExecution', call));
       if (restamp) stamps.note(id, at);
       return revision;

@@ -70,6 +70,21 @@ export interface CommitOptions {
   readonly releaseLease?: string;
   /** After applying the commit, publish the settled notification exactly as `publishSettled(id)` does (a `waitSettled(id)` waiter wakes). */
   readonly announce?: boolean;
+  /**
+   * Take (or renew, for the same owner) the execution's lease in the same atomic step, once every
+   * other check has passed. If ANOTHER owner holds it, nothing is written and commit throws the
+   * XreactorError `execution_busy` (retryable) that `create` throws ({@link executionBusyError}).
+   * For a worker's first commit of a handed-off run, made without reading the store first.
+   * With `releaseLease` naming the same owner, the lease is taken, then released.
+   */
+  readonly takeLease?: LeaseRequest;
+  /**
+   * Apply only if the stored snapshot is byte-for-byte these bytes (the envelope bytes
+   * `encodeSnapshot` in `snapshot-codec.ts` produces, which every adapter stores); otherwise
+   * nothing is written and commit throws StaleRevisionError (naming the stored revision).
+   * Checked together with the revision fence, before the undo positions and the lease.
+   */
+  readonly ifSnapshot?: Uint8Array;
 }
 
 /** Options of `create`. */
@@ -92,15 +107,27 @@ export type LeasedLoad =
   | { readonly status: 'missing' }; // no such execution; no lease taken
 
 /**
- * The error `create` with a `lease` throws when another owner holds the execution's lease
- * (code `execution_busy`, retryable: the holder's lease ends when it finishes or dies).
- * Every adapter throws this one, so the message is the same everywhere.
+ * The error `create` with a `lease`, or `commit` with `takeLease`, throws when another owner holds
+ * the execution's lease (code `execution_busy`, retryable: the holder's lease ends when it
+ * finishes or dies). Every adapter throws this one, so the message is the same everywhere.
  */
 export function executionBusyError(id: string): XreactorError {
   return new XreactorError(
     'execution_busy',
-    `execution ${id} was not created: another live process holds its lease; nothing was written. Try again once that process releases the lease or its lease expires`,
+    `execution ${id} was not written: another live process holds its lease; nothing was created or committed. Try again once that process releases the lease or its lease expires`,
     { retryable: true },
+  );
+}
+
+/**
+ * The error a create or commit throws when an undo entry would be pushed past the end of the
+ * stack (code `undo_position_invalid`): `position` is more than the `length` the stack has at
+ * that point. Every adapter throws this one.
+ */
+export function undoGapError(id: string, position: number | string, length: number): XreactorError {
+  return new XreactorError(
+    'undo_position_invalid',
+    `execution ${id}: an undo entry pushed at position ${position} would leave a gap in a stack of ${length} entries; nothing was written`,
   );
 }
 
@@ -120,9 +147,12 @@ export interface Store {
   /** Load the current snapshot and revision, or undefined when unknown. */
   load(id: string): Promise<LoadedExecution | undefined>;
   /**
-   * Commit the next snapshot with its writes; returns the new revision. `options` release the
-   * lease and announce the settle in the same atomic step; a refused commit (stale, unknown id,
-   * invalid undo position) does neither.
+   * Commit the next snapshot with its writes; returns the new revision. `options` take or release
+   * the lease and announce the settle in the same atomic step. Checks, all before the first write:
+   * the execution exists (ExecutionNotFoundError), the revision and `ifSnapshot`
+   * (StaleRevisionError), the undo positions (`undo_position_invalid`), the lease to take
+   * (`execution_busy`). A refused commit writes nothing, takes or releases no lease and announces
+   * nothing.
    */
   commit(id: string, expectedRevision: number, commit: Commit, options?: CommitOptions): Promise<number>;
   /** The execution's validated input. */

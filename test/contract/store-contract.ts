@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DeserializationError, EXECUTION_MACHINE_VERSION, ExecutionNotFoundError, StaleRevisionError, XreactorError } from '../../src/index.js';
 import type { Commit, CommitWrites, Store } from '../../src/index.js';
+import { encodeSnapshot } from '../../src/store/snapshot-codec.js';
 import type { OutboxEffect } from '../../src/store/store.js';
 
 /** A store under test and how to dispose of it. */
@@ -350,6 +351,123 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         const waiting = store.waitSettled('e2', 10_000);
         expect(await store.create({ id: 'e2', reactor: 'r', input: {}, commit: commit('completed') }, { announce: true })).toBe(1);
         expect(await waiting).toBe(true);
+      });
+    });
+
+    describe('commit with takeLease and ifSnapshot (a handed-off run\'s first commit)', () => {
+      const lease = (owner: string) => ({ owner, ttlMs: 60_000 });
+      /** The bytes a job carries: the envelope of the snapshot it was handed. */
+      const bytesOf = (value: string) => encodeSnapshot(commit(value).snapshot);
+
+      it('takeLease on a free lease takes it for that owner and applies the commit', async () => {
+        const store = await created();
+        expect(await store.commit('e1', 1, commit('running', { results: [['a', 1]] }), { takeLease: lease('host-a') })).toBe(2);
+        expect(await store.hasLease('e1')).toBe(true);
+        expect(await store.acquireLease('e1', 'host-b', 60_000)).toBe(false);
+        expect(await store.acquireLease('e1', 'host-a', 60_000)).toBe(true);
+        expect((await store.load('e1'))?.snapshot.value).toBe('running');
+        expect(await store.readResults('e1')).toEqual(new Map([['a', 1]]));
+      });
+
+      it('takeLease while another owner holds it throws execution_busy, writes nothing and leaves the lease', async () => {
+        const store = await created();
+        expect(await store.acquireLease('e1', 'host-b', 60_000)).toBe(true);
+        const waiting = store.waitSettled('e1', 300);
+        const refused = store.commit('e1', 1, commit('running', { results: [['a', 1]], pushUndo: [undoEntry('a', 0)], trace: [{ type: 'run', step: 'a', at: 1 }] }), {
+          takeLease: lease('host-a'),
+          releaseLease: 'host-b',
+          announce: true,
+        });
+        await expect(refused).rejects.toBeInstanceOf(XreactorError);
+        await expect(refused).rejects.toMatchObject({ code: 'execution_busy', retryable: true });
+        await expect(refused).rejects.toThrow(/execution e1 .*another live process holds its lease/);
+        expect(await waiting).toBe(false);
+        expect(await store.load('e1')).toEqual({ revision: 1, snapshot: { machineVersion: V, value: 'pending', context: { n: 'pending' } }, outbox: [] });
+        expect(await store.readResults('e1')).toEqual(new Map());
+        expect(await store.readUndoStack('e1')).toEqual([]);
+        expect(await store.readTrace('e1')).toEqual([]);
+        expect(await store.acquireLease('e1', 'host-a', 60_000)).toBe(false);
+        expect(await store.acquireLease('e1', 'host-b', 60_000)).toBe(true);
+      });
+
+      it('takeLease by the holder renews it and applies the commit', async () => {
+        const store = await created();
+        expect(await store.acquireLease('e1', 'host-a', 50)).toBe(true);
+        expect(await store.commit('e1', 1, commit('running'), { takeLease: lease('host-a') })).toBe(2);
+        // A witness lease taken after the renewal, with the first TTL: once it expires, so would have the first.
+        expect(await store.acquireLease('witness', 'host-a', 50)).toBe(true);
+        await vi.waitFor(async () => expect(await store.hasLease('witness')).toBe(false), { timeout: 5_000, interval: 10 });
+        expect(await store.hasLease('e1')).toBe(true);
+        expect(await store.acquireLease('e1', 'host-b', 60_000)).toBe(false);
+        expect((await store.load('e1'))?.revision).toBe(2);
+      });
+
+      it('takeLease with releaseLease of the same owner, and with announce: taken, released, announced', async () => {
+        const store = await created();
+        const waiting = store.waitSettled('e1', 10_000);
+        expect(await store.commit('e1', 1, commit('completed'), { takeLease: lease('host-a'), releaseLease: 'host-a', announce: true })).toBe(2);
+        expect(await waiting).toBe(true);
+        expect(await store.hasLease('e1')).toBe(false);
+      });
+
+      it('ifSnapshot equal to the stored snapshot\'s envelope bytes applies, as created or as loaded', async () => {
+        const store = await created();
+        expect(await store.commit('e1', 1, commit('running'), { ifSnapshot: bytesOf('pending') })).toBe(2);
+        const loaded = await store.load('e1');
+        expect(await store.commit('e1', 2, commit('completed'), { ifSnapshot: encodeSnapshot(loaded!.snapshot), takeLease: lease('host-a') })).toBe(3);
+        expect((await store.load('e1'))?.snapshot.value).toBe('completed');
+        expect(await store.hasLease('e1')).toBe(true);
+      });
+
+      it('ifSnapshot that differs throws StaleRevisionError naming the stored revision; nothing written, no lease taken, nothing announced', async () => {
+        const store = await created();
+        const waiting = store.waitSettled('e1', 300);
+        const refused = store.commit('e1', 1, commit('running', { results: [['a', 1]], trace: [{ type: 'run', step: 'a', at: 1 }] }), {
+          ifSnapshot: bytesOf('something else'),
+          takeLease: lease('host-a'),
+          announce: true,
+        });
+        await expect(refused).rejects.toBeInstanceOf(StaleRevisionError);
+        await expect(refused).rejects.toThrow(/execution e1 is at revision 1/);
+        expect(await waiting).toBe(false);
+        expect(await store.hasLease('e1')).toBe(false);
+        expect(await store.load('e1')).toEqual({ revision: 1, snapshot: { machineVersion: V, value: 'pending', context: { n: 'pending' } }, outbox: [] });
+        expect(await store.readResults('e1')).toEqual(new Map());
+        expect(await store.readTrace('e1')).toEqual([]);
+        // A prefix of the stored bytes, or the bytes with one more, is not the stored snapshot either.
+        const same = bytesOf('pending');
+        await expect(store.commit('e1', 1, commit('running'), { ifSnapshot: same.subarray(0, same.length - 1) })).rejects.toBeInstanceOf(StaleRevisionError);
+        await expect(store.commit('e1', 1, commit('running'), { ifSnapshot: Buffer.concat([same, Buffer.from([0])]) })).rejects.toBeInstanceOf(StaleRevisionError);
+        expect((await store.load('e1'))?.revision).toBe(1);
+      });
+
+      it('ifSnapshot equal but a stale revision throws StaleRevisionError, writing nothing and taking no lease', async () => {
+        const store = await created();
+        expect(await store.commit('e1', 1, commit('pending'))).toBe(2);
+        // The stored snapshot has the same bytes as at revision 1; the revision fence still refuses.
+        const stale = store.commit('e1', 1, commit('running'), { ifSnapshot: bytesOf('pending'), takeLease: lease('host-a') });
+        await expect(stale).rejects.toBeInstanceOf(StaleRevisionError);
+        await expect(stale).rejects.toThrow(/revision 2, not 1/);
+        expect(await store.hasLease('e1')).toBe(false);
+        expect((await store.load('e1'))?.revision).toBe(2);
+        expect((await store.load('e1'))?.snapshot.value).toBe('pending');
+      });
+
+      it('a commit to an unknown id with takeLease throws ExecutionNotFoundError and takes no lease', async () => {
+        const store = await fresh();
+        await expect(store.commit('nope', 1, commit('x'), { takeLease: lease('host-a'), ifSnapshot: bytesOf('x') })).rejects.toBeInstanceOf(ExecutionNotFoundError);
+        expect(await store.hasLease('nope')).toBe(false);
+      });
+
+      it('an undo push that would leave a gap is refused before the lease: no lease taken, and reported before busy', async () => {
+        const store = await created();
+        const gap = commit('running', { pushUndo: [undoEntry('b', 3)] });
+        await expect(store.commit('e1', 1, gap, { takeLease: lease('host-a') })).rejects.toMatchObject({ code: 'undo_position_invalid' });
+        expect(await store.hasLease('e1')).toBe(false);
+        expect(await store.acquireLease('e1', 'host-b', 60_000)).toBe(true);
+        await expect(store.commit('e1', 1, gap, { takeLease: lease('host-a') })).rejects.toMatchObject({ code: 'undo_position_invalid' });
+        expect((await store.load('e1'))?.revision).toBe(1);
+        expect(await store.readUndoStack('e1')).toEqual([]);
       });
     });
 

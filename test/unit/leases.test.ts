@@ -106,7 +106,11 @@ describe('liveness leases', () => {
 
     calls.length = 0;
     await queue.drain();
-    expect(names(calls)[0]).toBe('acquireAndLoad');
+    // The job carries the hand-off's state: the worker's first store call is the fenced commit
+    // that takes the lease; it reads nothing first.
+    expect(names(calls)[0]).toBe('commit');
+    expect(calls[0]!.options).toMatchObject({ takeLease: { owner: expect.any(String) as string }, ifSnapshot: expect.any(Uint8Array) as Uint8Array });
+    expect(names(calls)).not.toContain('acquireAndLoad');
     expect(names(calls)).not.toContain('acquireLease');
     expect(names(calls)).not.toContain('load');
     expect(calls.filter((c) => c.name === 'commit').at(-1)!.options).toMatchObject({ announce: true });
@@ -186,6 +190,32 @@ describe('liveness leases', () => {
     await queue.drain();
     const after = await runtime.find('run-6');
     expect(after).toEqual(before);
+    await runtime.close();
+  });
+
+  it('a hand-off job whose carried state is stale (the run was cancelled meanwhile) is refused before anything runs, then reads the store', async () => {
+    const { store, calls } = recordingStore();
+    const queue = createInProcessQueue({ mode: 'manual' });
+    const ran: string[] = [];
+    const handedOff = defineReactor({ name: 'stale_carried' })
+      .step('a', { run: () => void ran.push('a') })
+      .step('b', { waitFor: ['a'], run: () => void ran.push('b') })
+      .background({ after: 'a' })
+      .build();
+    const runtime = createRuntime({ logger: silent, store, queue, worker: true, generateId: () => 'run-7' });
+    expect(await runtime.run(handedOff, {})).toMatchObject({ status: 'dispatched' });
+    expect(await runtime.cancel('run-7', 'changed my mind')).toMatchObject({ status: 'cancelled' });
+    const revision = (await store.load('run-7'))!.revision;
+    calls.length = 0;
+    await queue.drain();
+    // The fenced commit from the carried state is refused; the job then reads the store and finds
+    // the run cancelled: b never runs and nothing more is committed.
+    expect(names(calls).slice(0, 2)).toEqual(['commit', 'acquireAndLoad']);
+    expect(calls.filter((c) => c.name === 'commit')).toHaveLength(1);
+    expect(ran).toEqual(['a']);
+    expect((await store.load('run-7'))!.revision).toBe(revision);
+    expect(await store.hasLease('run-7')).toBe(false);
+    expect((await runtime.find('run-7')).status).toBe('cancelled');
     await runtime.close();
   });
 });

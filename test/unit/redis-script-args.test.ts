@@ -18,6 +18,7 @@ import {
   SNAPSHOT_KIND,
   ttlArg,
 } from '../../src/store/redis-scripts.js';
+import { encodeSnapshot } from '../../src/store/snapshot-codec.js';
 import { retentionRefreshMs } from '../../src/store/redis-store.js';
 import { decode, decodeEnvelope } from '../../src/serialization/index.js';
 
@@ -76,10 +77,13 @@ describe('commitArgs', () => {
   it('lays out the fence, the TTL, the options and the commit as commitExecution-5.lua reads them', () => {
     const call = commitArgs(keys, 7, commit, 86_400_000);
     expect(call.keys).toEqual([keys.execution, keys.results, keys.undo, keys.trace, keys.lease]);
-    const [expected, ttl, restamp, release, owner, channel, message, status, snapshot, outbox, truncate, nResults, nUndo, nTrace, ...rest] = call.argv;
+    const [expected, ttl, restamp, release, owner, channel, message, take, takeOwner, takeTtl, check, expectedSnapshot, status, snapshot, outbox, truncate, nResults, nUndo, nTrace, ...rest] =
+      call.argv;
     expect([expected, ttl, status, truncate, nResults, nUndo, nTrace]).toEqual(['7', '86400000', 'running', '-1', '2', '1', '1']);
-    // No options: re-stamp every key (the safe default), leave the lease alone, announce nothing.
+    // No options: re-stamp every key (the safe default), leave the lease alone, announce nothing,
+    // check no snapshot (the new slots are flags and empty strings: no extra Redis command).
     expect([restamp, release, owner, channel, message]).toEqual(['1', '0', '', '', '']);
+    expect([take, takeOwner, takeTtl, check, expectedSnapshot]).toEqual(['0', '', '', '0', '']);
     expect(decodeEnvelope(bytes(snapshot), { kind: SNAPSHOT_KIND, machineVersions: [3] })).toEqual({
       kind: SNAPSHOT_KIND,
       machineVersion: 3,
@@ -98,7 +102,7 @@ describe('commitArgs', () => {
 
   it('passes a truncation as the number of entries kept', () => {
     const call = commitArgs(keys, 1, { ...commit, writes: { ...commit.writes, truncateUndoTo: 0 } }, 1000);
-    expect(call.argv[10]).toBe('0');
+    expect(call.argv[15]).toBe('0');
   });
 
   it('passes the re-stamp flag, the lease to release and the announcement', () => {
@@ -108,7 +112,28 @@ describe('commitArgs', () => {
     expect(full.argv.slice(2, 7)).toEqual(['1', '1', 'host-1', keys.settled, 'e1']);
     // An empty owner is still a release: the flag, not the owner, says whether to release.
     expect(commitArgs(keys, 3, commit, 1000, { releaseLease: '' }).argv.slice(3, 5)).toEqual(['1', '']);
-    expect(full.argv.slice(7)).toEqual(plain.argv.slice(7));
+    expect(full.argv.slice(12)).toEqual(plain.argv.slice(12));
+  });
+
+  it('passes the lease to take, in whole milliseconds, and the snapshot bytes to fence on, before the commit', () => {
+    const plain = commitArgs(keys, 3, commit, 1000);
+    const expected = encodeSnapshot(commit.snapshot);
+    const call = commitArgs(keys, 3, commit, 1000, { takeLease: { owner: 'host-2', ttlMs: 2.5 }, ifSnapshot: expected });
+    expect(call.argv.slice(0, 7)).toEqual(plain.argv.slice(0, 7));
+    expect(call.argv.slice(7, 11)).toEqual(['1', 'host-2', '3', '1']);
+    expect(Buffer.compare(bytes(call.argv[11]), expected)).toBe(0);
+    expect(call.argv.slice(12)).toEqual(plain.argv.slice(12));
+    // Each is independent of the other; an empty snapshot is still a check (the flag says so).
+    expect(commitArgs(keys, 3, commit, 1000, { takeLease: { owner: 'h', ttlMs: 10 } }).argv.slice(7, 12)).toEqual(['1', 'h', '10', '0', '']);
+    const empty = commitArgs(keys, 3, commit, 1000, { ifSnapshot: new Uint8Array() }).argv.slice(7, 12);
+    expect(empty.slice(0, 4)).toEqual(['0', '', '', '1']);
+    expect(bytes(empty[4])).toHaveLength(0);
+  });
+
+  it('sends the snapshot bytes as a Buffer over the same bytes, whatever the typed array', () => {
+    const source = new Uint8Array([9, 1, 2, 3, 9]).subarray(1, 4);
+    const sent = bytes(commitArgs(keys, 3, commit, 1000, { ifSnapshot: source }).argv[11]);
+    expect([...sent]).toEqual([1, 2, 3]);
   });
 
   it('refuses undo positions and truncations that are not non-negative integers', () => {
@@ -126,13 +151,13 @@ describe('createArgs', () => {
     expect(call.argv.slice(0, 2)).toEqual(['5000', 'checkout']);
     expect(decode(bytes(call.argv[2]))).toEqual({ at: new Date(9) });
     expect(call.argv.slice(3, 8)).toEqual(['0', '', '', '', '']);
-    expect(call.argv.slice(8)).toEqual(commitArgs(keys, 0, commit, 5000).argv.slice(7));
+    expect(call.argv.slice(8)).toEqual(commitArgs(keys, 0, commit, 5000).argv.slice(12));
   });
 
   it('passes the lease to take, in whole milliseconds, and the announcement', () => {
     const call = createArgs(keys, { id: 'e1', reactor: 'checkout', input: null, commit }, 5000, { lease: { owner: 'host-1', ttlMs: 2.5 }, announce: true });
     expect(call.argv.slice(3, 8)).toEqual(['1', 'host-1', '3', keys.settled, 'e1']);
-    expect(call.argv.slice(8)).toEqual(commitArgs(keys, 0, commit, 5000).argv.slice(7));
+    expect(call.argv.slice(8)).toEqual(commitArgs(keys, 0, commit, 5000).argv.slice(12));
   });
 });
 
@@ -176,6 +201,8 @@ describe('script replies', () => {
     expect(() => readCommitReply('e1', 3, [1, 5])).toThrow(/e1 is at revision 5, not 3/);
     expect(() => readCommitReply('e1', 3, [2, 0])).toThrow(ExecutionNotFoundError);
     expect(() => readCommitReply('e1', 3, [3, '7', 2])).toThrow(/position 7 would leave a gap in a stack of 2/);
+    expect(() => readCommitReply('e1', 3, [4, 0])).toThrow(expect.objectContaining({ code: 'execution_busy', retryable: true }) as Error);
+    expect(() => readCommitReply('e1', 3, [4, 0])).toThrow(/execution e1 .*another live process holds its lease/);
     expect(() => readCommitReply('e1', 3, 'OK')).toThrow(/not a reply code/);
     expect(() => readCommitReply('e1', 3, [9])).toThrow(/unknown code 9/);
   });

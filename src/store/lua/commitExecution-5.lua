@@ -1,8 +1,11 @@
 --[[
   commitExecution-5.lua: the fenced commit of an execution's next snapshot with its writes, in
-  one atomic step. Applies only if the stored revision equals the expected one; otherwise
-  changes nothing (no lease release, no announcement either). On success it may also release
-  the execution's lease and publish its settled notification.
+  one atomic step. Applies only if the stored revision equals the expected one (and, when asked,
+  the stored snapshot is exactly the expected bytes); otherwise changes nothing (no lease taken
+  or released, no announcement either). Every check runs before the first write, in this order:
+  the execution exists, the revision, the snapshot, the undo positions, the lease to take. On
+  success it may also take the execution's lease, release it, and publish its settled
+  notification (in that order).
 
   KEYS[1]  execution hash   {rev, status, reactor, snapshot, outbox, input}
   KEYS[2]  results hash     step -> encoded result
@@ -14,30 +17,53 @@
   ARGV[2]  retention (TTL) of the execution's keys, ms
   ARGV[3]  '1': re-stamp ARGV[2] on every key of the execution; '0': only on the keys this
            commit creates (see includes/applyCommit.lua)
-  ARGV[4]  '1': release the lease if ARGV[5] holds it; '0': leave the lease alone
+  ARGV[4]  '1': release the lease if ARGV[5] holds it (after the commit, and after taking it
+           with ARGV[8]); '0': do not release
   ARGV[5]  lease owner to release (read when ARGV[4] is '1')
   ARGV[6]  settled channel to PUBLISH ARGV[7] on after the commit; '' = no announcement
   ARGV[7]  the execution id (the message published)
-  ARGV[8..] the commit (layout in includes/applyCommit.lua, base 8)
+  ARGV[8]  '1': take (or renew) the lease for ARGV[9]; refuse if another owner holds it;
+           '0': do not take it
+  ARGV[9]  lease owner to take it for (read when ARGV[8] is '1'; '' otherwise)
+  ARGV[10] lease TTL, ms (read when ARGV[8] is '1'; '' otherwise)
+  ARGV[11] '1': apply only if the stored snapshot is byte-for-byte ARGV[12]; '0': no snapshot check
+  ARGV[12] the expected snapshot envelope bytes (read when ARGV[11] is '1'; '' otherwise)
+  ARGV[13..] the commit (layout in includes/applyCommit.lua, base 13)
 
   Returns
     {0, revision}           committed; the new revision
-    {1, actualRevision}     stale: the stored revision differs from ARGV[1]; nothing written
+    {1, actualRevision}     stale: the stored revision differs from ARGV[1], or the stored
+                            snapshot from ARGV[12]; nothing written
     {2, 0}                  no such execution (unknown id, or its retention expired)
     {3, position, length}   an undo push would leave a gap (position > stack length); nothing written
+    {4, 0}                  another owner holds the lease ARGV[8] asked to take; nothing written
 ]]
 --- @include "applyCommit"
 
-local stored = redis.call('HGET', KEYS[1], 'rev')
+local stored, snapshot
+if ARGV[11] == '1' then
+  local fields = redis.call('HMGET', KEYS[1], 'rev', 'snapshot')
+  stored, snapshot = fields[1], fields[2]
+else
+  stored = redis.call('HGET', KEYS[1], 'rev')
+end
 if not stored then return {2, 0} end
 if tonumber(stored) ~= tonumber(ARGV[1]) then return {1, tonumber(stored)} end
+if ARGV[11] == '1' and snapshot ~= ARGV[12] then return {1, tonumber(stored)} end
 
-local commit = readCommit(8)
+local commit = readCommit(13)
 local undoLength = commit.nUndo > 0 and redis.call('LLEN', KEYS[3]) or 0
 local badPosition, length = checkUndo(commit, undoLength)
 if badPosition then return {3, badPosition, length} end
 
+local takeLease = ARGV[8] == '1'
+if takeLease then
+  local holder = redis.call('GET', KEYS[5])
+  if holder and holder ~= ARGV[9] then return {4, 0} end
+end
+
 local revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, ARGV[2], ARGV[3] == '1', tonumber(stored) + 1, undoLength)
+if takeLease then redis.call('SET', KEYS[5], ARGV[9], 'PX', ARGV[10]) end
 if ARGV[4] == '1' and redis.call('GET', KEYS[5]) == ARGV[5] then redis.call('DEL', KEYS[5]) end
 if ARGV[6] ~= '' then redis.call('PUBLISH', ARGV[6], ARGV[7]) end
 return {0, revision}
