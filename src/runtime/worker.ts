@@ -123,8 +123,9 @@ async function advanceFromCarriedState(engine: Engine, lease: HeldLease, job: Jo
     const snapshot = decodeSnapshot(carried.snapshot);
     held = await host.load(job.executionId, { snapshot, revision: carried.revision, outbox: [] }, { value: decode(carried.input) });
   } catch (error) {
-    if (error instanceof XreactorError) return false;
-    throw error;
+    if (!(error instanceof XreactorError)) throw error;
+    engine.logger.debug({ event: 'xreactor.handoff.carried_unusable', executionId: job.executionId, err: error }, 'hand-off job state unusable; reading the store');
+    return false;
   }
   if (held === undefined) return false;
   held.lease = lease;
@@ -133,7 +134,10 @@ async function advanceFromCarriedState(engine: Engine, lease: HeldLease, job: Jo
     return await host.drive(held, event, signal, 'worker');
   } catch (error) {
     // Refused before anything was performed (the lease is taken only by a first commit that lands).
-    if (!lease.held && isRefusal(error)) return false;
+    if (!lease.held && isRefusal(error)) {
+      engine.logger.debug({ event: 'xreactor.handoff.carried_refused', executionId: job.executionId, err: error }, 'hand-off job state is not the stored one; reading the store');
+      return false;
+    }
     throw error;
   }
 }
