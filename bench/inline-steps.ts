@@ -20,7 +20,7 @@ import type * as Xreactor from '../src/index.js';
 import type { AnyReactorDefinition, Commit, Middleware, Runtime, Store } from '../src/index.js';
 import type * as Serialization from '../src/serialization/index.js';
 import type * as StepperModule from '../src/runtime/machine-stepper.js';
-import { runBench } from './support.js';
+import { linearReactor, runBench } from './support.js';
 
 // The library is imported in main(), so that even a broken build is reported and exits 0.
 let xr: typeof Xreactor;
@@ -44,17 +44,6 @@ const logger = pino({ level: 'silent' });
 // ---------------------------------------------------------------------------------------------
 // Reactors under test
 
-function linearReactor(steps: number): AnyReactorDefinition {
-  let builder: any = xr.defineReactor({ name: `linear_${steps}` }).step('s0', { run: () => ({ n: 0, tag: 'step' }) });
-  for (let i = 1; i < steps; i++) {
-    const previous = `s${i - 1}`;
-    builder = builder.step(`s${i}`, {
-      args: ({ result }: any) => ({ prev: result(previous) }),
-      run: ({ prev }: { prev: { n: number } }) => ({ n: prev.n + 1, tag: 'step' }),
-    });
-  }
-  return builder.returns(`s${steps - 1}`).build() as AnyReactorDefinition;
-}
 
 let reactors: Map<number, AnyReactorDefinition>;
 
@@ -315,7 +304,7 @@ async function main(): Promise<void> {
     import('../src/serialization/index.js'),
     import('../src/runtime/machine-stepper.js'),
   ]);
-  reactors = new Map(SIZES.map((n) => [n, linearReactor(n)]));
+  reactors = new Map(SIZES.map((n) => [n, linearReactor(xr.defineReactor, 'linear', n)]));
   const fullGc = exposeGc();
   const cpus = os.cpus();
   console.log('xreactor bench: inline steps, in memory');

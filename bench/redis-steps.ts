@@ -20,7 +20,7 @@ import type { AnyReactorDefinition, Commit, Runtime, Store } from '../src/index.
 import type * as RedisAdapters from '../src/redis.js';
 import type * as Keys from '../src/store/keys.js';
 import type * as Scripts from '../src/store/redis-scripts.js';
-import { fmt, loadAverage, machineLine, median, pad, percentile, startRedis, targetLine, turn, runBench } from './support.js';
+import { fmt, loadAverage, machineLine, median, pad, percentile, startRedis, targetLine, turn, runBench, linearReactor } from './support.js';
 import type { RedisServer } from './support.js';
 
 let xr: typeof Xreactor;
@@ -44,17 +44,6 @@ const logger = pino({ level: 'silent' });
 // ---------------------------------------------------------------------------------------------
 // Reactors and the counting store
 
-function linearReactor(steps: number): AnyReactorDefinition {
-  let builder: any = xr.defineReactor({ name: `redis_linear_${steps}` }).step('s0', { run: () => ({ n: 0, tag: 'step' }) });
-  for (let i = 1; i < steps; i++) {
-    const previous = `s${i - 1}`;
-    builder = builder.step(`s${i}`, {
-      args: ({ result }: any) => ({ prev: result(previous) }),
-      run: ({ prev }: { prev: { n: number } }) => ({ n: prev.n + 1, tag: 'step' }),
-    });
-  }
-  return builder.returns(`s${steps - 1}`).build() as AnyReactorDefinition;
-}
 
 interface CallStats {
   count: number;
@@ -217,7 +206,7 @@ async function main(): Promise<void> {
     const bareStore = adapters.createRedisStore({ redis: client });
     const counting = new CountingStore(bareStore);
     storeToClose = counting.store;
-    const reactors = new Map(SIZES.map((n) => [n, linearReactor(n)]));
+    const reactors = new Map(SIZES.map((n) => [n, linearReactor(xr.defineReactor, 'redis_linear', n)]));
     const runtimeOf = new Map(
       SIZES.map((n) => {
         const runtime = xr.createRuntime({ store: counting.store, logger, reactors: [reactors.get(n)!] });

@@ -11,6 +11,8 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import type * as Xreactor from '../src/index.js';
+import type { AnyReactorDefinition } from '../src/index.js';
 
 export { startRedis } from '../test/support/redis-server.js';
 export type { RedisServer } from '../test/support/redis-server.js';
@@ -18,6 +20,26 @@ export { startWorkerProcess } from '../test/support/worker-process.js';
 export type { WorkerProcess } from '../test/support/worker-process.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
+
+// ---------------------------------------------------------------------------------------------
+// The reactor the per-step benchmarks run
+
+/**
+ * A linear reactor of `steps` steps named `<name>_<steps>`: step `sN` reads the result of `sN-1`
+ * and returns `{ n: prev.n + 1, tag: 'step' }`. `defineReactor` is passed in because the
+ * benchmarks import the library inside `main()` (a broken build is then reported, exit code 0).
+ */
+export function linearReactor(defineReactor: typeof Xreactor.defineReactor, name: string, steps: number): AnyReactorDefinition {
+  let builder: any = defineReactor({ name: `${name}_${steps}` }).step('s0', { run: () => ({ n: 0, tag: 'step' }) });
+  for (let i = 1; i < steps; i++) {
+    const previous = `s${i - 1}`;
+    builder = builder.step(`s${i}`, {
+      args: ({ result }: any) => ({ prev: result(previous) }),
+      run: ({ prev }: { prev: { n: number } }) => ({ n: prev.n + 1, tag: 'step' }),
+    });
+  }
+  return builder.returns(`s${steps - 1}`).build() as AnyReactorDefinition;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Statistics and formatting

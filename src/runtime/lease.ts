@@ -29,10 +29,6 @@ export class HeldLease {
     this.#logger = deps.logger;
   }
 
-  get owner(): string {
-    return this.request.owner;
-  }
-
   /** Whether this process holds the lease (taken, and not released by a commit yet). */
   get held(): boolean {
     return this.#held;

@@ -238,9 +238,6 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       try {
         const held = await host.start(id, input, signalFor(runOptions.signal), undefined, 'caller', lease);
         return (await heldOutcome(reactor, held)) as RunReturn<typeof reactor>;
-      } catch (error) {
-        if (error instanceof XreactorError && error.code === 'execution_busy') throw busy(id);
-        throw error;
       } finally {
         await lease.end();
       }

@@ -16,7 +16,7 @@ import { CompensationError, createMemoryStore, createRuntime, defineReactor, fai
 import type { AnyReactorDefinition, RollbackFailure, RunResult, RunReturn, Runtime, Store } from '../../src/index.js';
 import { createTestClock, recordEvents } from '../../src/testing/index.js';
 import type { EventRecorder } from '../../src/testing/index.js';
-import { referenceWaves } from './support/reference-plan.js';
+import { definitionOrder, referenceWaves } from './support/reference-plan.js';
 
 const RUNS = { numRuns: 200 };
 const MIN_STEPS = 2;
@@ -148,22 +148,6 @@ function rawReactorArb(depth: number, rootHalts = true): fc.Arbitrary<readonly R
     node,
   });
   return fc.array(step, { minLength: MIN_STEPS, maxLength: MAX_STEPS });
-}
-
-/** A random definition order in which every step comes after its dependencies (lowest priority among the available first). */
-function definitionOrder(steps: readonly StepSpec[], priorities: readonly number[]): string[] {
-  const order: string[] = [];
-  const placed = new Set<string>();
-  while (order.length < steps.length) {
-    const available = steps
-      .map((s, i) => ({ s, p: priorities[i]! }))
-      .filter(({ s }) => !placed.has(s.name) && [...s.reads, ...s.waitFor].every((d) => placed.has(d)));
-    available.sort((a, b) => a.p - b.p);
-    const next = available[0]!.s;
-    placed.add(next.name);
-    order.push(next.name);
-  }
-  return order;
 }
 
 /** Plain steps of a raw tree, depth first in index order. */

@@ -19,7 +19,7 @@ import {
 import type { AnyReactorDefinition, RunResult, RunReturn, Runtime, UndoEntry } from '../../src/index.js';
 import { createTestClock, recordEvents } from '../../src/testing/index.js';
 import type { EventRecorder, TestClock } from '../../src/testing/index.js';
-import { referenceWaves } from './support/reference-plan.js';
+import { definitionOrder, referenceWaves } from './support/reference-plan.js';
 
 const RUNS = { numRuns: 300 };
 const MAX_STEPS = 12;
@@ -143,22 +143,6 @@ function scenarioArb(behaviour: fc.Arbitrary<Behaviour>, succeedOnly: boolean): 
         returns: returns === undefined ? undefined : `s${returns % steps.length}`,
       };
     });
-}
-
-/** A random definition order in which every step comes after its dependencies (lowest priority among the available first). */
-function definitionOrder(steps: readonly StepSpec[], priorities: readonly number[]): string[] {
-  const order: string[] = [];
-  const placed = new Set<string>();
-  while (order.length < steps.length) {
-    const available = steps
-      .map((s, i) => ({ s, p: priorities[i]! }))
-      .filter(({ s }) => !placed.has(s.name) && [...s.reads, ...s.waitFor].every((d) => placed.has(d)));
-    available.sort((a, b) => a.p - b.p);
-    const next = available[0]!.s;
-    placed.add(next.name);
-    order.push(next.name);
-  }
-  return order;
 }
 
 // ---------------------------------------------------------------------------

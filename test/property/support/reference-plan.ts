@@ -21,3 +21,25 @@ export function referenceWaves<S extends { readonly name: string; readonly reads
   }
   return plan;
 }
+
+/**
+ * A random definition order in which every step comes after its dependencies (lowest priority
+ * among the available first): how the property tests shuffle the order steps are declared in.
+ */
+export function definitionOrder<S extends { readonly name: string; readonly reads: readonly string[]; readonly waitFor: readonly string[] }>(
+  steps: readonly S[],
+  priorities: readonly number[],
+): string[] {
+  const order: string[] = [];
+  const placed = new Set<string>();
+  while (order.length < steps.length) {
+    const available = steps
+      .map((s, i) => ({ s, p: priorities[i]! }))
+      .filter(({ s }) => !placed.has(s.name) && [...s.reads, ...s.waitFor].every((d) => placed.has(d)));
+    available.sort((a, b) => a.p - b.p);
+    const next = available[0]!.s;
+    placed.add(next.name);
+    order.push(next.name);
+  }
+  return order;
+}
