@@ -50,13 +50,24 @@ interface ModelPlan {
   readonly unreachable: readonly string[];
 }
 
+/** Transitions a plan without a background cut never takes. */
+const NO_HANDOFF = ['running.next --always[atHandoff]--> running.handedOff', 'running.handedOff --xreactor.execution.resume--> running.next'];
+/** Transitions a plan without an interrupt step never takes (only a child's pause reaches `paused`). */
+const NO_INTERRUPT = [
+  'running.next --always[atResumedInterrupt]--> running.next',
+  'running.next --always[atInterrupt]--> paused',
+  'paused --xreactor.interrupt.resume--> running',
+  'paused --xreactor.interrupt.fail--> rolling_back',
+];
+/** Transitions a plan whose steps all have maxAttempts 1 never takes. */
+const NO_RETRY = ['running.executing --xreactor.step.failed[canRetry]--> running.waitingToRetry', 'running.waitingToRetry --xreactor.timer.fired--> running.executing'];
+
 const PLANS: readonly ModelPlan[] = [
   {
     title: 'no steps',
     plan: { reactor: 'empty', steps: [], handoffIndex: null },
     unreachable: [
-      'running.next --always[atHandoff]--> running.handedOff',
-      'running.handedOff --xreactor.execution.resume--> running.next',
+      ...NO_HANDOFF,
       'running --xreactor.execution.abort--> aborted',
       'running.next --always[hasNextStep]--> running.executing',
       'running.executing --xreactor.step.succeeded--> running.next',
@@ -73,7 +84,7 @@ const PLANS: readonly ModelPlan[] = [
       'rolling_back.done --always[else]--> failed',
       'halted --xreactor.operator.undo--> rolling_back',
       'aborted --xreactor.operator.undo--> rolling_back',
-      // Version 4: nothing runs, so nothing can be cancelled or pause.
+      // Nothing runs, so nothing can be cancelled or pause.
       'running --xreactor.operator.cancel--> cancelled',
       'running.executing --xreactor.child.paused--> paused',
       'running.next --always[atResumedInterrupt]--> running.next',
@@ -88,43 +99,17 @@ const PLANS: readonly ModelPlan[] = [
   {
     title: 'one step, no retry',
     plan: { reactor: 'one', steps: [step('only', 1)], handoffIndex: null },
-    unreachable: [
-      'running.next --always[atHandoff]--> running.handedOff',
-      'running.handedOff --xreactor.execution.resume--> running.next',
-      'running.executing --xreactor.step.failed[canRetry]--> running.waitingToRetry',
-      'running.waitingToRetry --xreactor.timer.fired--> running.executing',
-      // No interrupt step: nothing pauses at an interrupt, so only a child pause reaches `paused`.
-      'running.next --always[atResumedInterrupt]--> running.next',
-      'running.next --always[atInterrupt]--> paused',
-      'paused --xreactor.interrupt.resume--> running',
-      'paused --xreactor.interrupt.fail--> rolling_back',
-    ],
+    unreachable: [...NO_HANDOFF, ...NO_RETRY, ...NO_INTERRUPT],
   },
   {
     title: 'two steps, the second retried up to 2 attempts',
     plan: { reactor: 'two', steps: [step('reserve', 1), step('charge', 2)], handoffIndex: null },
-    unreachable: [
-      'running.next --always[atHandoff]--> running.handedOff',
-      'running.handedOff --xreactor.execution.resume--> running.next',
-      // No interrupt step: nothing pauses at an interrupt, so only a child pause reaches `paused`.
-      'running.next --always[atResumedInterrupt]--> running.next',
-      'running.next --always[atInterrupt]--> paused',
-      'paused --xreactor.interrupt.resume--> running',
-      'paused --xreactor.interrupt.fail--> rolling_back',
-    ],
+    unreachable: [...NO_HANDOFF, ...NO_INTERRUPT],
   },
   {
     title: 'three steps, an untracked one in the middle',
     plan: { reactor: 'mixed', steps: [step('reserve', 2), step('notify', 1, false), step('charge', 2)], handoffIndex: null },
-    unreachable: [
-      'running.next --always[atHandoff]--> running.handedOff',
-      'running.handedOff --xreactor.execution.resume--> running.next',
-      // No interrupt step: nothing pauses at an interrupt, so only a child pause reaches `paused`.
-      'running.next --always[atResumedInterrupt]--> running.next',
-      'running.next --always[atInterrupt]--> paused',
-      'paused --xreactor.interrupt.resume--> running',
-      'paused --xreactor.interrupt.fail--> rolling_back',
-    ],
+    unreachable: [...NO_HANDOFF, ...NO_INTERRUPT],
   },
   {
     title: 'two interrupts ready together, between two steps',
@@ -133,24 +118,12 @@ const PLANS: readonly ModelPlan[] = [
       steps: [step('quote', 1), interrupt('manager', ['manager', 'finance'], 1_000), interrupt('finance', ['finance']), step('order', 1)],
       handoffIndex: null,
     },
-    unreachable: [
-      'running.next --always[atHandoff]--> running.handedOff',
-      'running.handedOff --xreactor.execution.resume--> running.next',
-      // Every step has maxAttempts 1.
-      'running.executing --xreactor.step.failed[canRetry]--> running.waitingToRetry',
-      'running.waitingToRetry --xreactor.timer.fired--> running.executing',
-    ],
+    unreachable: [...NO_HANDOFF, ...NO_RETRY],
   },
   {
     title: 'background hand-off after the first of two steps',
     plan: { reactor: 'background', steps: [step('reserve', 1), step('charge', 2)], handoffIndex: 1 },
-    unreachable: [
-      // No interrupt step: nothing pauses at an interrupt, so only a child pause reaches `paused`.
-      'running.next --always[atResumedInterrupt]--> running.next',
-      'running.next --always[atInterrupt]--> paused',
-      'paused --xreactor.interrupt.resume--> running',
-      'paused --xreactor.interrupt.fail--> rolling_back',
-    ],
+    unreachable: NO_INTERRUPT,
   },
 ];
 

@@ -434,6 +434,21 @@ function failureList(result: { rollbackFailures: readonly { step: string; kind: 
   return result.rollbackFailures.map(({ step, kind, reason }) => ({ step, kind, reason }));
 }
 
+/** undo(id) of a run whose undo stack is `stack`: the handlers, hooks and failures the reference predicts, ending cancelled with an empty stack. */
+async function expectUndoAsReference(h: Harness, sc: Scenario, stack: readonly UndoEntry[]): Promise<void> {
+  const before = h.log.length;
+  const hooksBefore = h.recorder.events.length;
+  const cancelled = await h.runtime.undo(h.id);
+  const undone = referenceUndo(sc, stack);
+  expect(cancelled.status).toBe('cancelled');
+  expect(failureList(cancelled)).toEqual(undone.rollbackFailures);
+  expect(h.log.slice(before)).toEqual(undone.handlers);
+  expect(h.recorder.events.slice(hooksBefore)).toEqual(undone.hooks);
+  const after = await h.runtime.find(h.id);
+  expect(after.status).toBe('cancelled');
+  expect(after.undoStack).toEqual([]);
+}
+
 function checkOutcome(outcomeOfRun: RunReturn<AnyReactorDefinition>, expected: Expected): void {
   // Inline reactors of these tests never dispatch nor pause.
   if (outcomeOfRun.status === 'dispatched' || outcomeOfRun.status === 'paused') throw new Error(`unexpected ${outcomeOfRun.status}`);
@@ -539,17 +554,7 @@ describe('rollback properties (R1–R7) on random reactors', () => {
         expect(view.trace.filter((t) => t.type === 'skipped').map((t) => t.step)).toEqual(expected.skips);
         if (expected.status === 'halted') {
           // A halted run keeps its completed steps; undo(id) rolls them back newest first.
-          const before = h.log.length;
-          const hooksBefore = h.recorder.events.length;
-          const cancelled = await h.runtime.undo(h.id);
-          const undone = referenceUndo(sc, expected.stack);
-          expect(cancelled.status).toBe('cancelled');
-          expect(failureList(cancelled)).toEqual(undone.rollbackFailures);
-          expect(h.log.slice(before)).toEqual(undone.handlers);
-          expect(h.recorder.events.slice(hooksBefore)).toEqual(undone.hooks);
-          const after = await h.runtime.find(h.id);
-          expect(after.status).toBe('cancelled');
-          expect(after.undoStack).toEqual([]);
+          await expectUndoAsReference(h, sc, expected.stack);
         }
       }),
       RUNS,
@@ -562,18 +567,8 @@ describe('rollback properties (R1–R7) on random reactors', () => {
         const { h, result, expected } = await runScenario(sc);
         expect(expected.status).toBe('completed');
         checkOutcome(result, expected);
-        const before = h.log.length;
-        const hooksBefore = h.recorder.events.length;
-        const cancelled = await h.runtime.undo(h.id);
-        const undone = referenceUndo(sc, expected.completed);
-        expect(cancelled.status).toBe('cancelled');
-        expect(failureList(cancelled)).toEqual(undone.rollbackFailures);
-        expect(h.log.slice(before)).toEqual(undone.handlers);
-        expect(h.recorder.events.slice(hooksBefore)).toEqual(undone.hooks);
+        await expectUndoAsReference(h, sc, expected.completed);
         expect(h.problems).toEqual([]);
-        const view = await h.runtime.find(h.id);
-        expect(view.status).toBe('cancelled');
-        expect(view.undoStack).toEqual([]);
       }),
       RUNS,
     );
@@ -606,17 +601,7 @@ describe('rollback properties (R1–R7) on random reactors', () => {
         expect(view.trace.filter((t) => t.type === 'aborted')).toHaveLength(1);
         expect(view.trace.filter((t) => t.type === 'run').map((t) => t.step)).toEqual(kept.map((e) => e.step));
 
-        const before = h.log.length;
-        const hooksBefore = h.recorder.events.length;
-        const cancelled = await h.runtime.undo(h.id);
-        const undone = referenceUndo(sc, kept);
-        expect(cancelled.status).toBe('cancelled');
-        expect(failureList(cancelled)).toEqual(undone.rollbackFailures);
-        expect(h.log.slice(before)).toEqual(undone.handlers);
-        expect(h.recorder.events.slice(hooksBefore)).toEqual(undone.hooks);
-        const after = await h.runtime.find(h.id);
-        expect(after.status).toBe('cancelled');
-        expect(after.undoStack).toEqual([]);
+        await expectUndoAsReference(h, sc, kept);
         expect(h.problems).toEqual([]);
       }),
       RUNS,
