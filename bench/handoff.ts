@@ -5,10 +5,16 @@
  *
  *   npx tsx bench/handoff.ts            (BENCH_SAMPLES=200 for more samples; default 100 per kind)
  *
- * Four kinds of sample, one at a time (each worker is idle when a sample starts):
+ * Five kinds of sample, one at a time (each worker is idle when a sample starts):
  *   xreactor, same process   a worker made with `createWorker` in this process
  *   xreactor, other process  an `xreactor worker` process started through the real CLI
  *   bare BullMQ, same process / other process   a plain `Queue.add` and a plain `Worker`
+ *   floor, other process     the store I/O the design requires around a plain job, with no
+ *                            runtime: the caller's create (and active-index entry) alongside
+ *                            `Queue.add`, and in a plain BullMQ worker process
+ *                            (bench/fixtures/floor-worker.ts) the one fenced commit that takes the
+ *                            lease, before the "step" starts. The create and commit are the ones a
+ *                            real hand-off of this run made (recorded during the warm-up).
  * The first step (bench/fixtures/handoff-reactors.ts) and the bare processor
  * (bench/fixtures/bare-bullmq-worker.ts) take CLOCK_MONOTONIC as their first statement and publish
  * it; this process subtracts the time it took just before `run()` / `add()`. CLOCK_MONOTONIC is one
@@ -19,9 +25,11 @@ import { Queue as BullQueue, Worker as BullWorker } from 'bullmq';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import type * as Xreactor from '../src/index.js';
-import type { Queue, Runtime, Store, Worker } from '../src/index.js';
+import type { Commit, CommitOptions, CreateExecution, CreateOptions, Queue, Runtime, Store, Worker } from '../src/index.js';
 import type * as RedisAdapters from '../src/redis.js';
 import type * as Fixtures from './fixtures/handoff-reactors.js';
+import type * as Serialization from '../src/serialization/index.js';
+import type * as SnapshotCodec from '../src/store/snapshot-codec.js';
 import {
   benchFile,
   fmt,
@@ -45,6 +53,8 @@ import type { BenchChild, RedisServer, WorkerProcess } from './support.js';
 let xr: typeof Xreactor;
 let adapters: typeof RedisAdapters;
 let fixtures: typeof Fixtures;
+let encode: typeof Serialization.encode;
+let encodeSnapshot: typeof SnapshotCodec.encodeSnapshot;
 
 const SAMPLES = Number(process.env['BENCH_SAMPLES'] ?? 100);
 const WARMUP = 10;
@@ -58,14 +68,21 @@ const MAX_RATIO = 1.5;
 
 const logger = pino({ level: 'silent' });
 
-type Kind = 'xr-local' | 'xr-remote' | 'bare-local' | 'bare-remote';
-const KINDS: readonly Kind[] = ['xr-local', 'xr-remote', 'bare-local', 'bare-remote'];
+type Kind = 'xr-local' | 'xr-remote' | 'bare-local' | 'bare-remote' | 'floor-remote';
+const KINDS: readonly Kind[] = ['xr-local', 'xr-remote', 'bare-local', 'bare-remote', 'floor-remote'];
 const LABEL: Record<Kind, string> = {
   'xr-local': 'xreactor hand-off, worker in this process',
   'xr-remote': 'xreactor hand-off, worker process (CLI)',
   'bare-local': 'bare BullMQ add → processor, same process',
   'bare-remote': 'bare BullMQ add → processor, other process',
+  'floor-remote': "floor: the design's store I/O, other process",
 };
+
+/** The create a hand-off's caller made and the first commit its worker made, recorded from real runs for the floor kind. */
+interface FloorModels {
+  create?: { execution: CreateExecution; options: CreateOptions | undefined };
+  commit?: { commit: Commit; options: CommitOptions | undefined };
+}
 
 /** One sample, ms from `run()` / `add()` being called. */
 interface Sample {
@@ -141,13 +158,17 @@ function timedQueue(inner: Queue, notes: { called?: number; done?: number }): Qu
  * A store that times every call into `times` (method → ms per call) while `times.on` is set, and
  * notes per execution when its first `commit`, `acquireAndLoad` or `acquireLease` was called (a job handler's first act: the fenced commit from the job's carried state, or a read).
  */
-function timedStore(inner: Store, times: CallTimes, firstLease?: Map<string, number>): Store {
+function timedStore(inner: Store, times: CallTimes, firstLease?: Map<string, number>, models?: FloorModels): Store {
   return new Proxy(inner, {
     get(target, property, receiver) {
       const value: unknown = Reflect.get(target, property, receiver);
       if (typeof value !== 'function' || typeof property !== 'string') return value;
       return (...args: unknown[]) => {
         const start = monotonicMs();
+        if (models !== undefined && property === 'create') models.create = { execution: args[0] as CreateExecution, options: args[1] as CreateOptions | undefined };
+        if (models !== undefined && property === 'commit' && (args[3] as CommitOptions | undefined)?.takeLease !== undefined) {
+          models.commit = { commit: args[2] as Commit, options: args[3] as CommitOptions };
+        }
         if ((property === 'acquireAndLoad' || property === 'acquireLease' || property === 'commit') && firstLease !== undefined && !firstLease.has(args[0] as string)) firstLease.set(args[0] as string, start);
         const out = (value as (...a: unknown[]) => unknown).apply(target, args);
         if (!times.on || !(out instanceof Promise)) return out;
@@ -196,7 +217,17 @@ async function main(): Promise<void> {
     server = await startRedis();
     const url = server.url;
     process.env['XREACTOR_BENCH_REDIS_URL'] = url;
-    [xr, adapters, fixtures] = await Promise.all([import('../src/index.js'), import('../src/redis.js'), import('./fixtures/handoff-reactors.js')]);
+    let serialization: typeof Serialization;
+    let codec: typeof SnapshotCodec;
+    [xr, adapters, fixtures, serialization, codec] = await Promise.all([
+      import('../src/index.js'),
+      import('../src/redis.js'),
+      import('./fixtures/handoff-reactors.js'),
+      import('../src/serialization/index.js'),
+      import('../src/store/snapshot-codec.js'),
+    ]);
+    ({ encode } = serialization);
+    ({ encodeSnapshot } = codec);
     const connect = () => {
       const client = new Redis(url, { maxRetriesPerRequest: null });
       clients.push(client);
@@ -215,7 +246,8 @@ async function main(): Promise<void> {
     const callerTimes: CallTimes = { on: false, current: [], calls: new Map() };
     const workerTimes: CallTimes = { on: false, current: [], calls: new Map() };
     const callerStore = adapters.createRedisStore({ redis: caller });
-    const store = timedStore(callerStore, callerTimes);
+    const floorModels: FloorModels = {};
+    const store = timedStore(callerStore, callerTimes, undefined, floorModels);
     closers.push(() => callerStore.close());
     const enqueueNotes: Record<'xr-local' | 'xr-remote', { called?: number; done?: number }> = { 'xr-local': {}, 'xr-remote': {} };
     const bullOf: Partial<Record<'xr-local' | 'xr-remote', RedisAdapters.BullmqQueue>> = {};
@@ -244,7 +276,7 @@ async function main(): Promise<void> {
       onError: (error) => localErrors.push((error as { code?: string }).code ?? error.message),
     });
     const localWorker: Worker = xr.createWorker({
-      store: timedStore(adapters.createRedisStore({ redis: workerRedis }), workerTimes, firstLease),
+      store: timedStore(adapters.createRedisStore({ redis: workerRedis }), workerTimes, firstLease, floorModels),
       queue: workerQueue,
       reactors: [fixtures.benchHandoff],
       concurrency: 1,
@@ -287,7 +319,17 @@ async function main(): Promise<void> {
       'bench worker ready',
     );
     children.push(bareProcess);
-    await Promise.all([whenReady(cliWorker, 'xreactor worker process'), whenReady(bareProcess, 'bare BullMQ worker process'), bareLocalWorker.waitUntilReady()]);
+    // The floor: a plain queue on the caller connection, and a plain BullMQ worker process that makes the fenced commit.
+    const floorQueue = new BullQueue('bench-floor-remote', { connection: caller, defaultJobOptions: { removeOnComplete: { age: 3600 } } });
+    closers.push(() => floorQueue.close());
+    const floorProcess = startTsxProcess(benchFile('fixtures/floor-worker.ts'), { XREACTOR_BENCH_REDIS_URL: url, BENCH_QUEUE: 'bench-floor-remote' }, 'bench worker ready');
+    children.push(floorProcess);
+    await Promise.all([
+      whenReady(cliWorker, 'xreactor worker process'),
+      whenReady(bareProcess, 'bare BullMQ worker process'),
+      whenReady(floorProcess, 'floor worker process'),
+      bareLocalWorker.waitUntilReady(),
+    ]);
 
     // ---- samples
     let serial = 0;
@@ -323,6 +365,18 @@ async function main(): Promise<void> {
           ...(createCalled === undefined ? {} : { createCalled: createCalled - t0 }),
         };
       }
+      if (kind === 'floor-remote') {
+        const { create, commit } = floorModels;
+        if (create === undefined || commit === undefined) throw new Error('no hand-off recorded yet: the floor replays the create and commit of a real one');
+        const id = `floor-${(serial += 1)}`;
+        // Built before the clock starts: the floor is the I/O alone.
+        const data = { id, commit: Buffer.from(encode(commit.commit)).toString('base64'), ifSnapshot: Buffer.from(encodeSnapshot(create.execution.commit.snapshot)).toString('base64') };
+        const t0 = monotonicMs();
+        await Promise.all([callerStore.create({ ...create.execution, id }, create.options), callerStore.markActive(id, true), floorQueue.add('floor', data, { jobId: id })]);
+        const returned = monotonicMs();
+        const start = await marks.wait(id, 'first');
+        return { start: start - t0, returned: returned - t0 };
+      }
       const jobId = `bare-${(serial += 1)}`;
       const t0 = monotonicMs();
       await bareQueue[kind].add('bench', { n: serial }, { jobId });
@@ -331,6 +385,7 @@ async function main(): Promise<void> {
       return { start: start - t0, returned: returned - t0 };
     };
 
+    // xreactor first: the floor replays a create and a commit recorded from its hand-offs.
     for (const kind of KINDS) for (let i = 0; i < PREWARM; i++) await sample(kind);
     const samples = new Map<Kind, Sample[]>(KINDS.map((k) => [k, []]));
     for (let round = 0; round < WARMUP + SAMPLES; round++) {
@@ -414,6 +469,11 @@ async function main(): Promise<void> {
     console.log('ratios (xreactor ÷ bare BullMQ):');
     console.log(`  worker in another process   median ${fmt(remoteMedian, 2)}×   p95 ${fmt(remoteP95, 2)}×`);
     console.log(`  worker in the same process  median ${fmt(localMedian, 2)}×   p95 ${fmt(localP95, 2)}×`);
+    console.log(
+      `  floor (the design's store I/O around a plain job, other process) ÷ bare BullMQ: median ${fmt(ratio(med('floor-remote'), med('bare-remote')), 2)}×   ` +
+        `p95 ${fmt(ratio(p95('floor-remote'), p95('bare-remote')), 2)}×; xreactor ÷ floor: median ${fmt(ratio(med('xr-remote'), med('floor-remote')), 2)}× ` +
+        `(what the runtime's own work adds: ${fmt(med('xr-remote') - med('floor-remote'), 2)} ms)`,
+    );
     console.log('');
     console.log(
       targetLine(

@@ -234,8 +234,20 @@ async function main(): Promise<void> {
       return ((performance.now() - start) * 1000) / BASELINE_OPS;
     };
 
+    // The commit's wire cost alone: a trivial script called with the very keys and arguments of a
+    // step's commit (what the client and the server spend on 29 arguments and their bytes, with
+    // nothing done inside). NaN until a run has produced such a commit.
+    const trivialReplySha = String(await client.script('LOAD', 'return {0, 1}'));
+    const commitShaped = async (): Promise<number> => {
+      const model = counting.lastCommit;
+      if (model === undefined) return Number.NaN;
+      const call = scripts.commitArgs(keys.createKeyBuilder('xr').executionKeys('bench-commit-shaped'), 1, model, 86_400_000, { restamp: false });
+      return sampleCalls(() => client.evalsha(trivialReplySha, call.keys.length, ...call.keys, ...call.argv));
+    };
+
     const kinds: { name: string; sample: () => Promise<number | StepSample> }[] = [
       { name: 'evalsha', sample: () => sampleCalls(evalsha) },
+      { name: 'commitShaped', sample: commitShaped },
       { name: 'ping', sample: () => sampleCalls(ping) },
       { name: 'bareCommit', sample: bareCommit },
       ...SIZES.map((n) => ({ name: `steps${n}`, sample: () => sampleReactor(runtimeOf.get(n)!, counting, reactors.get(n)!, n) })),
@@ -259,6 +271,10 @@ async function main(): Promise<void> {
     console.log('baselines (median µs per awaited call, min–max over rounds):');
     console.log(`  EVALSHA of a trivial script (return 1)   ${pad(fmt(evalshaUs), 7)} µs   (${range(numbers('evalsha'))})`);
     console.log(`  (reference) PING                         ${pad(fmt(pingUs), 7)} µs   (${range(numbers('ping'))})`);
+    const shapedUs = median(numbers('commitShaped').filter((v) => !Number.isNaN(v)));
+    console.log(
+      `  (wire) a trivial script, a commit's args ${pad(fmt(shapedUs), 7)} µs   (${range(numbers('commitShaped').filter((v) => !Number.isNaN(v)))}) = ${fmt(shapedUs / evalshaUs, 2)}× EVALSHA`,
+    );
     const bareUs = median(numbers('bareCommit').filter((v) => !Number.isNaN(v)));
     console.log(
       `  (floor) a step's commit alone, no host   ${pad(fmt(bareUs), 7)} µs   (${range(numbers('bareCommit').filter((v) => !Number.isNaN(v)))}) = ${fmt(bareUs / evalshaUs, 2)}× EVALSHA`,
