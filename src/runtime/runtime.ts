@@ -272,10 +272,12 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       const recheckMs = Math.min(5_000, Math.max(1_000, Math.floor(timeoutMs / 10)));
       const deadline = clock.now() + timeoutMs;
       for (;;) {
-        // Listen before looking: a run that settles between the look and the wait still wakes us.
+        // Listen before looking: once the wait is listening, a run that settles after the look
+        // still wakes us (a notification published before the SUBSCRIBE lands would be lost).
         const stopWaiting = new AbortController();
         const remainingNow = Math.max(1, deadline - clock.now());
-        const settled = store.waitSettled(id, Math.min(remainingNow, recheckMs), awaitOptions.signal === undefined ? stopWaiting.signal : AbortSignal.any([awaitOptions.signal, stopWaiting.signal]));
+        const wait = store.waitSettled(id, Math.min(remainingNow, recheckMs), awaitOptions.signal === undefined ? stopWaiting.signal : AbortSignal.any([awaitOptions.signal, stopWaiting.signal]));
+        await wait.listening;
         const loaded = await loadOrUnreadable(store, id).catch((error: unknown) => {
           stopWaiting.abort();
           throw error;
@@ -298,7 +300,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
           stopWaiting.abort();
           throw new AwaitTimeoutError(id, timeoutMs, status);
         }
-        await settled;
+        await wait.settled;
         awaitOptions.signal?.throwIfAborted();
       }
     },

@@ -223,7 +223,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       publishSettled(id);
     },
     waitSettled(id, timeoutMs, signal) {
-      return new Promise<boolean>((resolve) => {
+      // In one process a waiter listens as soon as it is registered.
+      const settled = new Promise<boolean>((resolve) => {
         const set = waiters.get(id) ?? new Set();
         waiters.set(id, set);
         const timeout = new AbortController();
@@ -241,6 +242,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
           () => done(false),
         );
       });
+      return { listening: Promise.resolve(), settled };
     },
     async claim(key, value, ttlMs) {
       const held = liveClaim(key);

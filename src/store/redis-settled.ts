@@ -4,11 +4,16 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import type { Clock } from '../internal/clock.js';
+import type { SettledWait } from './store.js';
 
 /** Waiters on settled channels, over one lazily created subscriber connection. */
 export interface SettledHub {
-  /** Resolve true on a message on `channel`, false after `timeoutMs`, on abort, or on close. */
-  wait(channel: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean>;
+  /**
+   * Wait for a message on `channel`: `settled` resolves true on one, false after `timeoutMs`, on
+   * abort, or on close; `listening` once the channel's SUBSCRIBE is acknowledged (or failed: the
+   * waiter is then left to its timeout and its caller's re-check).
+   */
+  wait(channel: string, timeoutMs: number, signal?: AbortSignal): SettledWait;
   /**
    * Resolves once this process's pending SUBSCRIBE to `channel` (if any) is acknowledged, so a
    * publish that follows a wait in the same process always reaches it, as in the memory store.
@@ -57,9 +62,9 @@ export function createSettledHub(connect: () => Redis | Cluster, clock: Clock): 
 
   return {
     wait(name, timeoutMs, signal) {
-      if (closed || signal?.aborted === true) return Promise.resolve(false);
-      return new Promise<boolean>((resolve) => {
-        const channel = join(name);
+      if (closed || signal?.aborted === true) return { listening: Promise.resolve(), settled: Promise.resolve(false) };
+      const channel = join(name);
+      const settled = new Promise<boolean>((resolve) => {
         const timer = new AbortController();
         const done = (notified: boolean): void => {
           if (!channel.waiters.delete(done)) return;
@@ -74,6 +79,7 @@ export function createSettledHub(connect: () => Redis | Cluster, clock: Clock): 
           () => done(false),
         );
       });
+      return { listening: channel.ready, settled };
     },
     async subscribed(name) {
       await channels.get(name)?.ready;

@@ -100,6 +100,14 @@ export interface CreateOptions {
   readonly announce?: boolean;
 }
 
+/** A waiter on an execution's settled notification (see `Store.waitSettled`). */
+export interface SettledWait {
+  /** Resolves once a notification published from now on reaches this waiter (it never rejects). */
+  readonly listening: Promise<void>;
+  /** `true` on the notification; `false` after the timeout, on abort, or when the store closes. */
+  readonly settled: Promise<boolean>;
+}
+
 /** What `acquireAndLoad` found. */
 export type LeasedLoad =
   | { readonly status: 'leased'; readonly execution: LoadedExecution; readonly input: unknown }
@@ -190,10 +198,14 @@ export interface Store {
   /** Announce that an execution settled (finished, or handed back to a caller). */
   publishSettled(id: string): Promise<void>;
   /**
-   * Resolve `true` when `publishSettled(id)` is called, `false` after `timeoutMs`
-   * (callers re-check the stored status: the notification is a hint, not the truth).
+   * Wait for the settled notification of `id` (`publishSettled`, or a create or commit with
+   * `announce`), from any process sharing the store. `listening` resolves once a notification
+   * published from then on reaches this waiter; `settled` resolves `true` on one, `false` after
+   * `timeoutMs` or on abort. Callers look at the stored status after `listening` (the
+   * notification is a hint, not the truth), so a run that settles between their look and their
+   * wait is not missed.
    */
-  waitSettled(id: string, timeoutMs: number, signal?: AbortSignal): Promise<boolean>;
+  waitSettled(id: string, timeoutMs: number, signal?: AbortSignal): SettledWait;
 
   /**
    * Set `key` to `value` unless it holds a value already; returns the value it

@@ -257,7 +257,7 @@ describe('redis store: stored data', () => {
   it('refuses an undo push that would leave a gap without releasing the lease or announcing', async () => {
     await store.create({ id: 'gap-lease', reactor: 'r', input: {}, commit: first() }, { lease: { owner: 'host-a', ttlMs: 60_000 } });
     const gap: Commit = { ...first(), writes: { results: [], pushUndo: [{ position: 5, step: 'b', args: null, result: 2 }], truncateUndoTo: undefined, trace: [] } };
-    const waiting = store.waitSettled('gap-lease', 300);
+    const waiting = store.waitSettled('gap-lease', 300).settled;
     await expect(store.commit('gap-lease', 1, gap, { releaseLease: 'host-a', announce: true })).rejects.toMatchObject({ code: 'undo_position_invalid' });
     expect(await waiting).toBe(false);
     expect(await store.hasLease('gap-lease')).toBe(true);
@@ -282,14 +282,14 @@ describe('redis store: stored data', () => {
       },
     });
     try {
-      const waits = [closing.waitSettled('a', 60_000), closing.waitSettled('b', 60_000), closing.waitSettled('a', 60_000)];
+      const waits = [closing.waitSettled('a', 60_000).settled, closing.waitSettled('b', 60_000).settled, closing.waitSettled('a', 60_000).settled];
       expect(created).toHaveLength(1);
       await closing.close();
       expect(await Promise.all(waits)).toEqual([false, false, false]);
       const subscriber = created[0]!;
       await new Promise<void>((resolve) => (subscriber.status === 'end' ? resolve() : subscriber.once('end', () => resolve())));
       expect(own.status).toBe('ready');
-      expect(await closing.waitSettled('a', 60_000)).toBe(false);
+      expect(await closing.waitSettled('a', 60_000).settled).toBe(false);
     } finally {
       await own.quit();
     }
@@ -299,12 +299,11 @@ describe('redis store: stored data', () => {
     const other = open(prefix);
     try {
       await store.create({ id: 'cross', reactor: 'r', input: {}, commit: first() });
-      const waiting = store.waitSettled('cross', 10_000);
-      // The waiter's SUBSCRIBE must be acknowledged before another process publishes: publish until it wakes.
-      let woke = false;
-      void waiting.then(() => (woke = true));
-      while (!woke) await other.store.publishSettled('cross');
-      expect(await waiting).toBe(true);
+      const wait = store.waitSettled('cross', 10_000);
+      // Once the waiter listens (its SUBSCRIBE is acknowledged), one publish from another process reaches it.
+      await wait.listening;
+      await other.store.publishSettled('cross');
+      expect(await wait.settled).toBe(true);
     } finally {
       await other.cleanup();
     }

@@ -321,7 +321,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
       it('a stale commit neither releases the lease nor announces', async () => {
         const store = await created();
         expect(await store.acquireLease('e1', 'host-a', 60_000)).toBe(true);
-        const waiting = store.waitSettled('e1', 300);
+        const waiting = store.waitSettled('e1', 300).settled;
         const stale = store.commit('e1', 5, commit('completed'), { releaseLease: 'host-a', announce: true });
         await expect(stale).rejects.toBeInstanceOf(StaleRevisionError);
         expect(await waiting).toBe(false);
@@ -332,12 +332,12 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
 
       it('commit with announce wakes a waitSettled waiter; without it no one is woken', async () => {
         const store = await created();
-        const quiet = store.waitSettled('e1', 300);
+        const quiet = store.waitSettled('e1', 300).settled;
         expect(await store.commit('e1', 1, commit('running'))).toBe(2);
         expect(await store.commit('e1', 2, commit('running'), { releaseLease: 'nobody' })).toBe(3);
         expect(await quiet).toBe(false);
-        const waiting = store.waitSettled('e1', 10_000);
-        const other = store.waitSettled('e2', 300);
+        const waiting = store.waitSettled('e1', 10_000).settled;
+        const other = store.waitSettled('e2', 300).settled;
         expect(await store.commit('e1', 3, commit('completed'), { announce: true })).toBe(4);
         expect(await Promise.all([waiting, other])).toEqual([true, false]);
         expect((await store.load('e1'))?.snapshot.value).toBe('completed');
@@ -345,10 +345,10 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
 
       it('create with announce wakes a waitSettled waiter; without it no one is woken', async () => {
         const store = await fresh();
-        const quiet = store.waitSettled('e1', 300);
+        const quiet = store.waitSettled('e1', 300).settled;
         await store.create({ id: 'e1', reactor: 'r', input: {}, commit: commit('pending') }, { lease: lease('host-a') });
         expect(await quiet).toBe(false);
-        const waiting = store.waitSettled('e2', 10_000);
+        const waiting = store.waitSettled('e2', 10_000).settled;
         expect(await store.create({ id: 'e2', reactor: 'r', input: {}, commit: commit('completed') }, { announce: true })).toBe(1);
         expect(await waiting).toBe(true);
       });
@@ -372,7 +372,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
       it('takeLease while another owner holds it throws execution_busy, writes nothing and leaves the lease', async () => {
         const store = await created();
         expect(await store.acquireLease('e1', 'host-b', 60_000)).toBe(true);
-        const waiting = store.waitSettled('e1', 300);
+        const waiting = store.waitSettled('e1', 300).settled;
         const refused = store.commit('e1', 1, commit('running', { results: [['a', 1]], pushUndo: [undoEntry('a', 0)], trace: [{ type: 'run', step: 'a', at: 1 }] }), {
           takeLease: lease('host-a'),
           releaseLease: 'host-b',
@@ -404,7 +404,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
 
       it('takeLease with releaseLease of the same owner, and with announce: taken, released, announced', async () => {
         const store = await created();
-        const waiting = store.waitSettled('e1', 10_000);
+        const waiting = store.waitSettled('e1', 10_000).settled;
         expect(await store.commit('e1', 1, commit('completed'), { takeLease: lease('host-a'), releaseLease: 'host-a', announce: true })).toBe(2);
         expect(await waiting).toBe(true);
         expect(await store.hasLease('e1')).toBe(false);
@@ -421,7 +421,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
 
       it('ifSnapshot that differs throws StaleRevisionError naming the stored revision; nothing written, no lease taken, nothing announced', async () => {
         const store = await created();
-        const waiting = store.waitSettled('e1', 300);
+        const waiting = store.waitSettled('e1', 300).settled;
         const refused = store.commit('e1', 1, commit('running', { results: [['a', 1]], trace: [{ type: 'run', step: 'a', at: 1 }] }), {
           ifSnapshot: bytesOf('something else'),
           takeLease: lease('host-a'),
@@ -527,40 +527,48 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
     });
 
     describe('settled notifications', () => {
+      it('listening resolves; a notification published after it reaches the waiter', async () => {
+        const store = await created();
+        const wait = store.waitSettled('e1', 10_000);
+        await wait.listening;
+        await store.commit('e1', 1, commit('completed'), { announce: true });
+        expect(await wait.settled).toBe(true);
+      });
+
       it('wakes a waiter when the execution settles', async () => {
         const store = await created();
-        const waiting = store.waitSettled('e1', 10_000);
+        const waiting = store.waitSettled('e1', 10_000).settled;
         await store.publishSettled('e1');
         expect(await waiting).toBe(true);
       });
 
       it('wakes every waiter of that execution and no other', async () => {
         const store = await created();
-        const first = store.waitSettled('e1', 10_000);
-        const second = store.waitSettled('e1', 10_000);
-        const other = store.waitSettled('e2', 100);
+        const first = store.waitSettled('e1', 10_000).settled;
+        const second = store.waitSettled('e1', 10_000).settled;
+        const other = store.waitSettled('e2', 100).settled;
         await store.publishSettled('e1');
         expect(await Promise.all([first, second, other])).toEqual([true, true, false]);
       });
 
       it('gives false after the timeout when nothing settles', async () => {
         const store = await created();
-        expect(await store.waitSettled('e1', 30)).toBe(false);
+        expect(await store.waitSettled('e1', 30).settled).toBe(false);
       });
 
       it('gives false when the signal aborts, already or later', async () => {
         const store = await created();
-        expect(await store.waitSettled('e1', 10_000, AbortSignal.abort())).toBe(false);
+        expect(await store.waitSettled('e1', 10_000, AbortSignal.abort()).settled).toBe(false);
         const controller = new AbortController();
-        const waiting = store.waitSettled('e1', 10_000, controller.signal);
+        const waiting = store.waitSettled('e1', 10_000, controller.signal).settled;
         controller.abort();
         expect(await waiting).toBe(false);
       });
 
       it('wakes a new waiter after an earlier one timed out', async () => {
         const store = await created();
-        expect(await store.waitSettled('e1', 20)).toBe(false);
-        const waiting = store.waitSettled('e1', 10_000);
+        expect(await store.waitSettled('e1', 20).settled).toBe(false);
+        const waiting = store.waitSettled('e1', 10_000).settled;
         await store.publishSettled('e1');
         expect(await waiting).toBe(true);
       });

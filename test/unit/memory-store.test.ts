@@ -101,7 +101,7 @@ describe('memory store', () => {
   it('announces a commit only after applying it: a waiter woken by it loads the new revision', async () => {
     const store = createMemoryStore();
     await store.create({ id: 'e1', reactor: 'r', input: {}, commit: commit('pending') });
-    const seen = store.waitSettled('e1', 10_000).then(async () => (await store.load('e1'))?.revision);
+    const seen = store.waitSettled('e1', 10_000).settled.then(async () => (await store.load('e1'))?.revision);
     await store.commit('e1', 1, commit('completed'), { announce: true });
     expect(await seen).toBe(2);
   });

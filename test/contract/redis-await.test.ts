@@ -1,0 +1,114 @@
+/**
+ * `awaitResult` over the Redis store: a run that settles while the waiter's SUBSCRIBE is still
+ * pending must not be missed (the waiter would otherwise sleep until its durable re-check, up to
+ * seconds later). The race is forced: the caller's subscriber connection holds every SUBSCRIBE
+ * until the test releases it, and a worker with its own store (as another process would have)
+ * settles the run in between.
+ */
+import { Redis } from 'ioredis';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRuntime, createWorker, defineReactor } from '../../src/index.js';
+import { createRedisStore } from '../../src/redis.js';
+import { createInProcessQueue } from '../../src/testing/index.js';
+import { startRedis } from '../support/redis-server.js';
+import type { RedisServer } from '../support/redis-server.js';
+
+let server: RedisServer;
+beforeAll(async () => {
+  server = await startRedis();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+/** A subscriber connection whose SUBSCRIBE commands wait for `release()`. */
+function heldSubscriber(url: string): { connect: () => Redis; release: () => void; requested: Promise<void> } {
+  let release: () => void = () => undefined;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  let markRequested: () => void = () => undefined;
+  const requested = new Promise<void>((resolve) => (markRequested = resolve));
+  const connect = () => {
+    const client = new Redis(url);
+    const subscribe = client.subscribe.bind(client) as (...channels: string[]) => Promise<unknown>;
+    (client as unknown as { subscribe: (...channels: string[]) => Promise<unknown> }).subscribe = (...channels: string[]) => {
+      markRequested();
+      return gate.then(() => subscribe(...channels));
+    };
+    return client;
+  };
+  return { connect, release, requested };
+}
+
+describe('waitSettled on Redis', () => {
+  it('listening resolves only once the SUBSCRIBE is acknowledged; a publish from another store after it wakes the waiter', async () => {
+    const redis = new Redis(server.url);
+    const other = new Redis(server.url);
+    const held = heldSubscriber(server.url);
+    const prefix = `listen-${process.pid}`;
+    const store = createRedisStore({ redis, prefix, subscriber: held.connect });
+    const publisher = createRedisStore({ redis: other, prefix });
+    try {
+      const wait = store.waitSettled('l1', 10_000);
+      let listening = false;
+      void wait.listening.then(() => (listening = true));
+      await held.requested;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(listening).toBe(false);
+      held.release();
+      await wait.listening;
+      await publisher.publishSettled('l1');
+      expect(await wait.settled).toBe(true);
+    } finally {
+      held.release();
+      await Promise.all([store.close(), publisher.close()]);
+      redis.disconnect();
+      other.disconnect();
+    }
+  });
+});
+
+describe('awaitResult on Redis', () => {
+  it('a run that settles while the waiter is still subscribing wakes it at once, not at its re-check', async () => {
+    const redis = new Redis(server.url);
+    const workerRedis = new Redis(server.url);
+    const held = heldSubscriber(server.url);
+    const prefix = `await-${process.pid}`;
+    const store = createRedisStore({ redis, prefix, subscriber: held.connect });
+    const workerStore = createRedisStore({ redis: workerRedis, prefix });
+    const queue = createInProcessQueue({ mode: 'manual' });
+    const logger = pino({ level: 'silent' });
+    const reactor = defineReactor({ name: 'await_race' })
+      .step('a', { run: () => 41 })
+      .step('b', { args: ({ result }) => ({ a: result('a') }), run: ({ a }) => a + 1 })
+      .background({ all: true })
+      .returns('b')
+      .build();
+    const runtime = createRuntime({ logger, store, queue, worker: false, reactors: [reactor], generateId: () => 'race-1' });
+    const worker = createWorker({ logger, store: workerStore, queue, reactors: [reactor] });
+    try {
+      expect(await runtime.run(reactor, {})).toMatchObject({ status: 'dispatched', executionId: 'race-1' });
+
+      // The waiter starts listening; its SUBSCRIBE is held back.
+      const started = Date.now();
+      const waiting = runtime.awaitResult('race-1', { timeoutMs: 20_000 });
+      await held.requested;
+      // The worker settles the run (its commit publishes the notification) before the caller's
+      // SUBSCRIBE reaches Redis.
+      await queue.drain();
+      expect((await store.load('race-1'))?.snapshot.value).toBe('completed');
+      held.release();
+
+      expect(await waiting).toMatchObject({ status: 'completed', value: 42 });
+      // The re-check of a 20 s wait comes after 2 s: the waiter must not have needed it.
+      expect(Date.now() - started).toBeLessThan(1_000);
+    } finally {
+      held.release();
+      await worker.close();
+      await runtime.close();
+      await Promise.all([store.close(), workerStore.close()]);
+      redis.disconnect();
+      workerRedis.disconnect();
+    }
+  });
+});
