@@ -47,7 +47,11 @@ export interface Engine {
   readonly queue: Queue | undefined;
   readonly clock: Clock;
   readonly logger: Logger;
-  /** Unique owner id of this process's leases. */
+  /**
+   * This engine's id. Each lease it takes names its own owner, `<owner>:<n>`: two jobs of one run
+   * handled at once by the same worker exclude each other exactly as two processes do, and one
+   * job's release never drops a lease another job still works under.
+   */
   readonly owner: string;
   register(definition: AnyReactorDefinition): ExecutionHost;
   definition(reactor: string): AnyReactorDefinition;
@@ -116,6 +120,7 @@ export function createEngine(options: EngineOptions): Engine {
   const hooks = createHooks(options.middleware ?? [], logger);
   const leaseTtlMs = options.leaseTtlMs ?? 30_000;
   const owner = randomUUID();
+  let leases = 0;
   const reactors = new Map<string, AnyReactorDefinition>();
   const hosts = new WeakMap<AnyReactorDefinition, ExecutionHost>();
 
@@ -160,7 +165,7 @@ export function createEngine(options: EngineOptions): Engine {
       return { definition, host, held };
     },
     lease(id) {
-      return new HeldLease({ store, clock, logger }, id, { owner, ttlMs: leaseTtlMs });
+      return new HeldLease({ store, clock, logger }, id, { owner: `${owner}:${(leases += 1)}`, ttlMs: leaseTtlMs });
     },
     async loadLeased(lease) {
       const found = await store.acquireAndLoad(lease.id, lease.request);
@@ -180,7 +185,7 @@ export function createEngine(options: EngineOptions): Engine {
     },
     async withLease(id, work) {
       const lease = engine.lease(id);
-      if (!(await store.acquireLease(id, owner, leaseTtlMs))) return undefined;
+      if (!(await store.acquireLease(id, lease.request.owner, leaseTtlMs))) return undefined;
       lease.taken();
       try {
         return { value: await work(lease) };

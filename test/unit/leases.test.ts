@@ -7,7 +7,9 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createMemoryStore, createRuntime, defineReactor } from '../../src/index.js';
 import type { Store } from '../../src/index.js';
-import { createInProcessQueue } from '../../src/testing/index.js';
+import { createEngine } from '../../src/runtime/engine.js';
+import { createJobHandler } from '../../src/runtime/worker.js';
+import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -218,5 +220,67 @@ describe('liveness leases', () => {
     expect((await runtime.find('run-7')).status).toBe('cancelled');
     await runtime.close();
   });
-});
+  describe('two jobs of one run in the same worker process (concurrency > 1)', () => {
+    /** A background run handed off, then swept (running, no lease), so two jobs wait for it: the hand-off job and the sweep job. */
+    async function twoJobs(id: string, steps: readonly string[]) {
+      const time = createTestClock();
+      const store = createMemoryStore({ clock: time });
+      const queue = createInProcessQueue({ mode: 'manual', clock: time });
+      const ran: string[] = [];
+      const gates: (() => void)[] = [];
+      let builder: any = defineReactor({ name: `two_jobs_${id}` });
+      let previous: string | undefined;
+      for (const step of steps) {
+        builder = builder.step(step, {
+          ...(previous === undefined ? {} : { waitFor: [previous] }),
+          run: () => {
+            ran.push(step);
+            return new Promise<string>((resolve) => gates.push(() => resolve(step)));
+          },
+        });
+        previous = step;
+      }
+      const reactor = builder.background({ all: true }).build();
+      const caller = createRuntime({ store, queue, clock: time, logger: silent, worker: false, generateId: () => id, reactors: [reactor] });
+      expect(await caller.run(reactor, {})).toMatchObject({ status: 'dispatched' });
+      expect(await caller.sweepOnce()).toBe(1);
+      const [handoff, sweep] = queue.pending();
+      // One worker process: one engine, one job handler, both jobs at once.
+      const handle = createJobHandler(createEngine({ store, queue, clock: time, logger: silent, reactors: [reactor] }));
+      const signal = new AbortController().signal;
+      return { store, caller, ran, gates, first: () => handle(handoff!, signal), second: () => handle(sweep!, signal) };
+    }
 
+    it('the second job finds the run busy: the step in progress does not run again beside it', async () => {
+      const { ran, gates, first, second, caller } = await twoJobs('same-1', ['a']);
+      const firstDone = first();
+      await expect.poll(() => ran).toEqual(['a']);
+      // The second job's acquireAndLoad is refused (busy) through every back-off: BullMQ retries it later.
+      await expect(second()).rejects.toMatchObject({ code: 'execution_busy', retryable: true });
+      expect(ran).toEqual(['a']);
+      gates[0]!();
+      await firstDone;
+      // Delivered again once the first job is done, it finds the run completed and runs nothing.
+      await second();
+      expect(ran).toEqual(['a']);
+      expect((await caller.find('same-1')).status).toBe('completed');
+      await caller.close();
+    });
+
+    it("one job's end does not release the lease another job of the same process still works under", async () => {
+      const { store, ran, gates, first, second, caller } = await twoJobs('same-2', ['a', 'b']);
+      const firstDone = first();
+      await expect.poll(() => ran).toEqual(['a']);
+      await expect(second()).rejects.toMatchObject({ code: 'execution_busy' });
+      gates[0]!();
+      await expect.poll(() => ran).toEqual(['a', 'b']);
+      // The first job is inside b: its lease still stands, so the sweeper leaves the run alone.
+      expect(await store.hasLease('same-2')).toBe(true);
+      expect(await caller.sweepOnce()).toBe(0);
+      gates[1]!();
+      await firstDone;
+      expect((await caller.find('same-2')).status).toBe('completed');
+      await caller.close();
+    });
+  });
+});
