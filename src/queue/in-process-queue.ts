@@ -244,13 +244,21 @@ class InProcessQueueImpl implements InProcessQueue {
   }
 
   readonly #schedules = new Map<string, () => void>();
+  /** Schedules made so far: part of each scheduled job's id, so a schedule made again never reuses an id already handled. */
+  #scheduleEpoch = 0;
 
+  /**
+   * Enqueue `job` every `everyMs` as `<schedulerId>.<epoch>.<round>`. A round with no open
+   * consumer is skipped (nobody would handle it; the next consumer gets the next round).
+   */
   async schedule(schedulerId: string, everyMs: number, job: Omit<JobSpec, 'id' | 'delayMs'>): Promise<void> {
     this.#schedules.get(schedulerId)?.();
+    const epoch = (this.#scheduleEpoch += 1);
     let round = 0;
     const stop = this.#clock.every(everyMs, () => {
       round += 1;
-      this.enqueue([{ ...job, id: `${schedulerId}.${round}` }]).catch(() => undefined);
+      if (this.#consumer === undefined) return;
+      this.enqueue([{ ...job, id: `${schedulerId}.${epoch}.${round}` }]).catch(() => undefined);
     });
     this.#schedules.set(schedulerId, stop);
   }

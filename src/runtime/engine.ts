@@ -3,7 +3,7 @@ import pino from 'pino';
 import type { Logger } from 'pino';
 import { createExecutionMachine } from '../../machines/execution.js';
 import type { AnyReactorDefinition } from '../definition/compiled.js';
-import type { ExecutionPlanView, ExecutionStatus } from '../../machines/execution-types.js';
+import type { ExecutionPlanView } from '../../machines/execution-types.js';
 import { DeserializationError, ExecutionNotFoundError, UnknownReactorError } from '../errors/index.js';
 import { jobId } from '../queue/job-ids.js';
 import type { Middleware } from '../observability/middleware.js';
@@ -12,7 +12,7 @@ import type { Queue } from '../queue/queue.js';
 import type { Store } from '../store/store.js';
 import type { Clock } from '../internal/clock.js';
 import { systemClock } from '../internal/clock.js';
-import { ExecutionHost, statusOf } from './host.js';
+import { ExecutionHost, RECOVERABLE, statusOf } from './host.js';
 import type { HeldExecution } from './host.js';
 import { HeldLease } from './lease.js';
 
@@ -79,8 +79,6 @@ export interface Engine {
    */
   sweepOnce(limit: number): Promise<number>;
 }
-
-const RECOVERABLE: readonly ExecutionStatus[] = ['running', 'rolling_back'];
 
 /**
  * The interrupts ready together with the one at plan index `k`: consecutive
@@ -194,6 +192,11 @@ export function createEngine(options: EngineOptions): Engine {
       }
     },
   };
+  /** The stored execution, or undefined when it is unknown or unreadable. */
+  const loadOrUndefined = (id: string) => store.load(id).catch((error: unknown) => {
+    if (error instanceof DeserializationError) return undefined;
+    throw error;
+  });
   engine.sweepOnce = async (limit) => {
     if (queue === undefined) return 0;
     let requeued = 0;
@@ -209,8 +212,12 @@ export function createEngine(options: EngineOptions): Engine {
       }
       const status = loaded === undefined ? undefined : statusOf(loaded.snapshot.value);
       if (loaded === undefined || status === undefined || !RECOVERABLE.includes(status)) {
-        // A pending execution is still being created by its caller: leave it listed.
-        if (status !== 'pending') await store.markActive(id, false);
+        if (status === 'pending') continue; // still being created by its caller: leave it listed
+        await store.markActive(id, false);
+        // Look again after the removal: a run continued or undone meanwhile commits first and
+        // lists itself again after; whichever of the two comes last, the run stays listed.
+        const again = await loadOrUndefined(id);
+        if (again !== undefined && RECOVERABLE.includes(statusOf(again.snapshot.value))) await store.markActive(id, true);
         continue;
       }
       if (await store.hasLease(id)) continue;

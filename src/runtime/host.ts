@@ -70,9 +70,20 @@ export interface HeldExecution {
 /** Hand-off jobs carry the run's input up to this size (encoded); a larger input is read from the store. */
 const CARRIED_INPUT_MAX_BYTES = 16 * 1024;
 
-/** Whether a transition's effects take the run out of this process: a hand-off, or its end. */
-function leavesProcess(effects: readonly ExecutionEffect[]): boolean {
-  return effects.some((e) => e.type === 'xreactor.effect.handOff' || e.type === 'xreactor.effect.finished');
+/**
+ * Whether a transition's effects take the run out of this process: its end, or a hand-off made by
+ * a caller. A worker that reaches the hand-off (it redid the caller's part after the caller died
+ * before its hand-off commit landed) carries on itself, under the lease it holds.
+ */
+function leavesProcess(effects: readonly ExecutionEffect[], place: Place): boolean {
+  return effects.some((e) => e.type === 'xreactor.effect.finished' || (e.type === 'xreactor.effect.handOff' && place === 'caller'));
+}
+
+/** Statuses the sweeper recovers (re-enqueues when no live lease is held): the index lists runs in them. */
+export const RECOVERABLE: readonly ExecutionStatus[] = ['running', 'rolling_back'];
+
+function isRecoverable(status: ExecutionStatus): boolean {
+  return RECOVERABLE.includes(status);
 }
 
 /** Whether a transition's effects settle the run (its waiters are told in the same commit). */
@@ -199,14 +210,14 @@ export class ExecutionHost {
     };
     const effects = [...first.effects, ...second.effects];
     // The lease is taken by the create itself, unless the run leaves this process at once.
-    const takeLease = lease !== undefined && !leavesProcess(effects);
+    const takeLease = lease !== undefined && !leavesProcess(effects, place);
     const held: HeldExecution = { id, snapshot: decided, revision: 0, inputs, outbox: effects, results: new Map(), lease: takeLease ? lease : undefined };
     const persisted = persist(decided);
     const create = store.create(
       { id, reactor, input: inputs, commit: { snapshot: persisted, status: statusOf(decided.value), writes, outbox: effects } },
       { ...(takeLease ? { lease: lease.request } : {}), announce: settles(effects) },
     );
-    this.#sendHandOffEarly(held, effects, 1, persisted);
+    if (place === 'caller') this.#sendHandOffEarly(held, effects, 1, persisted);
     // Only roots are recovered by the sweeper: a composed child is advanced by its parent. The
     // index entry is written alongside the create (one round trip of waiting): an entry whose
     // execution was never created is dropped by the sweeper.
@@ -225,7 +236,9 @@ export class ExecutionHost {
     const loaded = already ?? (await this.#deps.store.load(id));
     if (loaded === undefined) return undefined;
     if (loaded.snapshot.machineVersion !== EXECUTION_MACHINE_VERSION) {
-      throw new DeserializationError(`execution ${id} was stored by execution machine version ${loaded.snapshot.machineVersion}; this build runs version ${EXECUTION_MACHINE_VERSION}`);
+      throw new DeserializationError(`execution ${id} was stored by execution machine version ${loaded.snapshot.machineVersion}; this build runs version ${EXECUTION_MACHINE_VERSION}`, {
+        retryable: true,
+      });
     }
     const snapshot = this.#machine.resolveState({ value: loaded.snapshot.value as never, context: loaded.snapshot.context as ExecutionContext });
     const inputs = input === undefined ? await this.#deps.store.readInput(id) : input.value;
@@ -254,7 +267,7 @@ export class ExecutionHost {
       // A commit that takes the run out of this process releases the lease and tells the run's
       // waiters, in the same atomic step. The first commit of a run built from a hand-off job's
       // snapshot takes the lease, fenced by that snapshot.
-      const lease = held.lease?.held === true && leavesProcess(effects) ? held.lease : undefined;
+      const lease = held.lease?.held === true && leavesProcess(effects, place) ? held.lease : undefined;
       const announce = settles(effects);
       const fromJob = held.fromJob;
       const options: CommitOptions | undefined =
@@ -266,9 +279,14 @@ export class ExecutionHost {
               announce,
             };
       const committing = this.#deps.store.commit(held.id, held.revision, commit, options);
-      this.#sendHandOffEarly(held, effects, held.revision + 1, commit.snapshot);
+      if (place === 'caller') this.#sendHandOffEarly(held, effects, held.revision + 1, commit.snapshot);
       held.revision = await committing;
       lease?.released();
+      // Back in the sweeper's index before any effect runs when the run becomes recoverable again
+      // (continued after a pause, undone after its end): a sweep may have dropped it meanwhile.
+      if (held.snapshot.context.parentId === null && !isRecoverable(statusOf(held.snapshot.value)) && isRecoverable(commit.status)) {
+        await this.#deps.store.markActive(held.id, true);
+      }
       if (fromJob !== undefined) {
         held.fromJob = undefined;
         held.lease?.taken();
@@ -411,6 +429,9 @@ export class ExecutionHost {
       case 'xreactor.effect.paused':
         return this.#paused(held, effect.params, place);
       case 'xreactor.effect.handOff': {
+        // A worker never hands a run to itself through the queue (its own job id would swallow the
+        // job): it goes on with the run at once.
+        if (place === 'worker') return { type: 'xreactor.execution.resume', at: clock.now() };
         const sent = held.handOffSent;
         held.handOffSent = undefined;
         await (sent ?? this.#sendHandOff(held));

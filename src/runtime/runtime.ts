@@ -111,7 +111,11 @@ export interface Runtime {
    * (their process died). Never touches aborted runs. Returns how many were re-enqueued.
    */
   sweepOnce(options?: { readonly limit?: number }): Promise<number>;
-  /** Interrupt every run in progress (as on SIGTERM): they are stored `aborted`, no rollback runs. */
+  /**
+   * Interrupt every run in progress (as on SIGTERM): runs this runtime's callers are advancing are
+   * stored `aborted` (no rollback runs); jobs its embedded worker is handling stop without
+   * committing and are delivered again.
+   */
   shutdown(reason?: string): void;
   /** Stop the embedded worker (if any) and release the store and queue this runtime created. */
   close(): Promise<void>;
@@ -153,10 +157,14 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
   // Every step in flight listens on this one signal; many concurrent runs are normal.
   setMaxListeners(0, stopping.signal);
   const workerOption = options.worker ?? ownsQueue;
+  // The embedded worker's jobs stop on shutdown() too (they commit nothing and are redelivered).
+  const handle = createJobHandler(engine);
   const consumer: Consumer | undefined =
     workerOption === false
       ? undefined
-      : queue.consume(createJobHandler(engine), { concurrency: workerOption === true ? 1 : (workerOption.concurrency ?? 1) });
+      : queue.consume((job, signal) => handle(job, AbortSignal.any([signal, stopping.signal])), {
+          concurrency: workerOption === true ? 1 : (workerOption.concurrency ?? 1),
+        });
 
   const signalFor = (signal: AbortSignal | undefined) => (signal === undefined ? stopping.signal : AbortSignal.any([signal, stopping.signal]));
   const busy = (id: string) => new XreactorError('execution_busy', `execution ${id} is being advanced by another live process; try again when it settles`);

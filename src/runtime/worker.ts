@@ -71,8 +71,19 @@ export function createJobHandler(engine: Engine): JobHandler {
           loaded = await engine.loadLeased(lease);
         }
       } catch (error) {
-        if (error instanceof DeserializationError || error instanceof UnknownReactorError) {
-          // Unreadable or unknown: retrying cannot help. Report it and keep the worker running.
+        if (error instanceof UnknownReactorError || (error instanceof DeserializationError && error.retryable)) {
+          // This build cannot advance it (a reactor it was not given, or a version a newer build
+          // wrote): the run and the job are left for a worker that can (a rolling deploy, or
+          // worker pools with different reactors on one queue). The job is retried after its
+          // backoff; should its attempts run out, the sweeper enqueues the run again.
+          log.warn({ event: 'xreactor.execution.not_here', executionId: job.executionId, reactor: job.reactor, err: error }, error.message);
+          throw new XreactorError('execution_not_here', `this worker cannot advance execution ${job.executionId}: ${error.message}; the job is retried`, {
+            retryable: true,
+            cause: error,
+          });
+        }
+        if (error instanceof DeserializationError) {
+          // Unreadable data: retrying cannot help. Report it and keep the worker running.
           log.error({ event: 'xreactor.execution.unreadable', executionId: job.executionId, err: error }, error.message);
           await engine.store.markActive(job.executionId, false);
           return;
@@ -153,16 +164,14 @@ export function createWorker(options: WorkerOptions): Worker {
   const engine = createEngine(options);
   const consumer: Consumer = options.queue.consume(createJobHandler(engine), { concurrency: options.concurrency ?? 1 });
   const sweepIntervalMs = options.sweepIntervalMs ?? 30_000;
-  const scheduled =
-    sweepIntervalMs > 0
-      ? options.queue.schedule(SWEEPER_SCHEDULE_ID, sweepIntervalMs, { kind: 'sweep', executionId: '', reactor: '' }).catch((error: unknown) => {
-          engine.logger.error({ event: 'xreactor.sweeper.schedule_failed', err: error }, 'could not schedule the sweeper');
-        })
-      : Promise.resolve();
+  if (sweepIntervalMs > 0) {
+    options.queue.schedule(SWEEPER_SCHEDULE_ID, sweepIntervalMs, { kind: 'sweep', executionId: '', reactor: '' }).catch((error: unknown) => {
+      engine.logger.error({ event: 'xreactor.sweeper.schedule_failed', err: error }, 'could not schedule the sweeper');
+    });
+  }
   return {
-    close: async (closeOptions) => {
-      await scheduled;
-      await consumer.close(closeOptions);
-    },
+    // Not held back by the sweeper's schedule call: one still waiting (Redis unreachable) must not
+    // stall a shutdown, forced or not. The schedule is shared by every worker and outlives this one.
+    close: (closeOptions) => consumer.close(closeOptions),
   };
 }

@@ -41,6 +41,7 @@ export function encodeEnvelope(kind: string, machineVersion: number, payload: un
  * Decodes an envelope written by {@link encodeEnvelope} and checks it against `expected`.
  * @throws DeserializationError when the bytes are truncated or foreign, the kind differs, or the
  * machine version is not one of `expected.machineVersions`. The message says which, and what to do.
+ * A format or machine version this build does not know is `retryable`: another build can read it.
  */
 export function decodeEnvelope(bytes: Uint8Array, expected: EnvelopeExpectation): Envelope {
   const what = `stored ${expected.kind} snapshot`;
@@ -62,6 +63,7 @@ export function decodeEnvelope(bytes: Uint8Array, expected: EnvelopeExpectation)
     throw new DeserializationError(
       `${what} has envelope format ${preview(format)}; this build reads format ${FORMAT_VERSION}: ` +
         `deploy a build that reads format ${preview(format)}, or discard the execution`,
+      { retryable: true },
     );
   }
   if (kind !== expected.kind) {
@@ -75,6 +77,7 @@ export function decodeEnvelope(bytes: Uint8Array, expected: EnvelopeExpectation)
     throw new DeserializationError(
       `${what} has machine version ${preview(machineVersion)}; this build knows ${known}: ` +
         `deploy a build that knows version ${preview(machineVersion)}, or discard the execution`,
+      { retryable: true },
     );
   }
   return { kind, machineVersion, payload };

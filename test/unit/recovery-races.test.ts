@@ -1,0 +1,191 @@
+/**
+ * Recovery when processes die or restart at awkward moments: a worker redoing a hand-off, runs
+ * that become active again after the sweeper saw them idle, workers without a reactor, shutdown
+ * of the embedded worker, a restarted worker's sweep schedule. Each race is forced with the test
+ * clock, the manual in-process queue and stores whose calls never return.
+ */
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { createMemoryStore, createRuntime, createWorker, defineReactor } from '../../src/index.js';
+import type { Store } from '../../src/index.js';
+import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
+
+const logger = pino({ level: 'silent' });
+const tick = () => new Promise((r) => setImmediate(r));
+
+describe('recovery at awkward moments', () => {
+  it('a worker that redoes a run up to its cut carries on itself: its own job id does not swallow the hand-off', async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const ran: string[] = [];
+    const reactor = defineReactor({ name: 'after-a' })
+      .step('a', { run: () => (ran.push('a'), 'A') })
+      .step('b', { waitFor: ['a'], run: () => (ran.push('b'), 'B') })
+      .background({ after: 'a' })
+      .build();
+    // The caller dies while its hand-off commit is in flight (the early-sent job is already queued).
+    const dying: Store = new Proxy(store, {
+      get: (t, k, r) =>
+        k === 'commit'
+          ? (id: string, rev: number, c: Parameters<Store['commit']>[2], o: Parameters<Store['commit']>[3]) =>
+              c.outbox.some((e) => e.type === 'xreactor.effect.handOff') ? new Promise<number>(() => undefined) : t.commit(id, rev, c, o)
+          : (Reflect.get(t, k, r) as unknown),
+    });
+    const caller = createRuntime({ store: dying, queue, clock: createTestClock(), logger, worker: false, leaseTtlMs: 5_000, generateId: () => 'run-1', reactors: [reactor] });
+    void caller.run(reactor, {});
+    while (queue.pending().length === 0) await tick();
+    time.advance(5_001);
+    const worker = createWorker({ store, queue, clock: time, logger, reactors: [reactor], sweepIntervalMs: 0 });
+    const operator = createRuntime({ store, queue, clock: time, logger, worker: false, reactors: [reactor] });
+    await queue.drain();
+    await operator.sweepOnce(); // even the sweeper cannot help today
+    await queue.drain();
+    expect((await operator.find('run-1')).status).toBe('completed');
+    expect(ran).toEqual(['a', 'a', 'b']);
+    await worker.close();
+  });
+
+  it('a run continued after a sweep saw it paused is still recovered by the sweeper when its process dies', async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const ran: string[] = [];
+    const reactor = defineReactor({ name: 'approve' })
+      .step('a', { run: () => (ran.push('a'), 'A') })
+      .interrupt('approval', { waitFor: ['a'] })
+      .step('b', { waitFor: ['approval'], run: () => (ran.push('b'), new Promise<string>(() => undefined)) })
+      .build();
+    const operator = createRuntime({ store, queue, clock: time, logger, worker: false, reactors: [reactor] });
+    const caller = createRuntime({ store, queue, clock: createTestClock(), logger, worker: false, leaseTtlMs: 5_000, generateId: () => 'run-1', reactors: [reactor] });
+    await caller.run(reactor, {});
+    await operator.sweepOnce(); // sees it paused
+    void caller.continue('run-1', { step: 'approval', payload: {} });
+    while (!ran.includes('b')) await tick();
+    time.advance(5_001); // the caller died inside b
+    expect((await operator.find('run-1')).status).toBe('running');
+    expect(await operator.sweepOnce()).toBe(1);
+  });
+
+  it('a sweep that drops a paused run while it is being continued lists it again: the run stays recoverable', async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const ran: string[] = [];
+    const reactor = defineReactor({ name: 'approve_race' })
+      .step('a', { run: () => (ran.push('a'), 'A') })
+      .interrupt('approval', { waitFor: ['a'] })
+      .step('b', { waitFor: ['approval'], run: () => (ran.push('b'), new Promise<string>(() => undefined)) })
+      .build();
+    // The sweeper's removal of the index entry waits until the test lets it go.
+    let letRemovalGo: () => void = () => undefined;
+    const removalHeld = new Promise<void>((resolve) => (letRemovalGo = resolve));
+    let removing = false;
+    const sweeperStore: Store = new Proxy(store, {
+      get: (target, key, receiver) =>
+        key === 'markActive'
+          ? async (id: string, active: boolean): Promise<void> => {
+              if (!active) {
+                removing = true;
+                await removalHeld;
+              }
+              return target.markActive(id, active);
+            }
+          : (Reflect.get(target, key, receiver) as unknown),
+    });
+    const operator = createRuntime({ store: sweeperStore, queue, clock: time, logger, worker: false, reactors: [reactor] });
+    const caller = createRuntime({ store, queue, clock: createTestClock(), logger, worker: false, leaseTtlMs: 5_000, generateId: () => 'run-1', reactors: [reactor] });
+    await caller.run(reactor, {});
+    // The sweep has read the run paused and is about to drop it from the index...
+    const sweep = operator.sweepOnce();
+    while (!removing) await tick();
+    // ...when the run is continued: committed running (and listed), then inside b.
+    void caller.continue('run-1', { step: 'approval', payload: {} });
+    while (!ran.includes('b')) await tick();
+    letRemovalGo();
+    expect(await sweep).toBe(0);
+    // The caller dies inside b: its lease expires, and the sweeper still finds the run.
+    time.advance(5_001);
+    expect(await operator.sweepOnce()).toBe(1);
+  });
+
+  it('an undo whose process died is recovered by the sweeper', async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    let hang = true;
+    const reactor = defineReactor({ name: 'undoable' })
+      .step('a', { run: () => 'A', undo: () => undefined })
+      .step('b', { waitFor: ['a'], run: () => 'B', undo: () => (hang ? new Promise<void>(() => undefined) : undefined) })
+      .build();
+    const operator = createRuntime({ store, queue, clock: time, logger, worker: false, reactors: [reactor] });
+    const caller = createRuntime({ store, queue, clock: createTestClock(), logger, worker: false, leaseTtlMs: 5_000, generateId: () => 'run-1', reactors: [reactor] });
+    await caller.run(reactor, {});
+    void caller.undo('run-1');
+    for (let i = 0; i < 20; i++) await tick();
+    time.advance(5_001);
+    hang = false;
+    expect((await operator.find('run-1')).status).toBe('rolling_back');
+    expect(await operator.sweepOnce()).toBe(1);
+    const worker = createWorker({ store, queue, clock: time, logger, reactors: [reactor], sweepIntervalMs: 0 });
+    await queue.drain();
+    expect((await operator.find('run-1')).status).toBe('cancelled');
+    await worker.close();
+  });
+
+  it('a worker that does not know the reactor leaves the job and the run for a worker that does', async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const reactor = defineReactor({ name: 'new-reactor' }).step('a', { run: () => 'A' }).background({ all: true }).build();
+    const caller = createRuntime({ store, queue, clock: time, logger, worker: false, generateId: () => 'run-1', reactors: [reactor] });
+    await caller.run(reactor, {});
+    const old = createWorker({ store, queue, clock: time, logger, reactors: [], sweepIntervalMs: 0 });
+    await queue.drain();
+    await old.close();
+    const fresh = createWorker({ store, queue, clock: time, logger, reactors: [reactor], sweepIntervalMs: 0 });
+    time.advance(120_000);
+    await caller.sweepOnce();
+    await queue.drain();
+    expect((await caller.find('run-1')).status).toBe('completed');
+    await fresh.close();
+  });
+
+  it('runtime.shutdown() interrupts a step of the embedded worker; close() does not wait for it', async () => {
+    let sawAbort = false;
+    let started = false;
+    const reactor = defineReactor({ name: 'bg' })
+      .step('slow', {
+        run: (_a, ctx) =>
+          new Promise<string>((_resolve, reject) => {
+            started = true;
+            ctx.signal.addEventListener('abort', () => ((sawAbort = true), reject(new Error('aborted', { cause: ctx.signal.reason }))));
+          }),
+      })
+      .background({ all: true })
+      .build();
+    const runtime = createRuntime({ logger, reactors: [reactor] });
+    await runtime.run(reactor, {});
+    while (!started) await new Promise((r) => setTimeout(r, 5));
+    runtime.shutdown('SIGTERM');
+    const closed = await Promise.race([runtime.close().then(() => 'closed'), new Promise((r) => setTimeout(() => r('hung'), 1_000))]);
+    expect({ closed, sawAbort }).toEqual({ closed: 'closed', sawAbort: true });
+  });
+
+  it('a worker restarted on the same in-process queue still gets its scheduled sweeps', async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const w1 = createWorker({ store, queue, clock: time, logger, reactors: [], sweepIntervalMs: 1_000 });
+    await tick();
+    time.advance(3_000);
+    expect(await queue.drain()).toBe(3);
+    await w1.close();
+    expect(queue.pending()).toEqual([]); // (today the schedule outlives the worker)
+    const w2 = createWorker({ store, queue, clock: time, logger, reactors: [], sweepIntervalMs: 1_000 });
+    await tick();
+    time.advance(3_000);
+    expect(await queue.drain()).toBe(3);
+    await w2.close();
+  });
+});
