@@ -153,18 +153,21 @@ export async function prepareResume(engine: Engine, id: string, request: Continu
  * Deliver an interrupt event (a resume a worker applies, or an active timeout)
  * to the interrupt at `path` under the root, then let the parents pick it up.
  * Ignored when that interrupt is no longer waiting. Must run under the root's lease.
+ * Returns false when the root is not paused at all (it moved on: the event was delivered
+ * before, by a process that may have died since), true otherwise.
  */
-export async function deliverAtPath(engine: Engine, rootId: string, path: readonly string[], event: ExecutionEvent, signal: AbortSignal, place: Place): Promise<void> {
+export async function deliverAtPath(engine: Engine, rootId: string, path: readonly string[], event: ExecutionEvent, signal: AbortSignal, place: Place): Promise<boolean> {
   const root = await engine.load(rootId);
-  if (statusOf(root.held.snapshot.value) !== 'paused') return;
+  if (statusOf(root.held.snapshot.value) !== 'paused') return false;
   let chain: Loaded[];
   try {
     chain = await descend(engine, root, path.slice(0, -1), path[path.length - 1] ?? '');
   } catch (error) {
-    if (error instanceof InvalidStateError) return;
+    if (error instanceof InvalidStateError) return true;
     throw error;
   }
   await applyAndPropagate(chain, event, signal, place);
+  return true;
 }
 
 /** Cancel a run (and its paused composed children): no rollback; resumption is refused afterwards. */

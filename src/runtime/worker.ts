@@ -97,13 +97,16 @@ export function createJobHandler(engine: Engine): JobHandler {
         });
       }
       const { host, held } = loaded;
+      const outbox = held.outbox;
       const path = (job.event as { path?: unknown } | undefined)?.path;
       if (Array.isArray(path)) {
-        // An interrupt event for a (possibly nested) interrupt of this root run.
-        await deliverAtPath(engine, job.executionId, path as string[], job.event as unknown as ExecutionEvent, signal, 'worker');
+        // An interrupt event for a (possibly nested) interrupt of this root run. When the run is
+        // no longer paused, the event was delivered before (this is a redelivery after the
+        // process that applied it died): perform the last commit's outbox, as for any job.
+        if (await deliverAtPath(engine, job.executionId, path as string[], job.event as unknown as ExecutionEvent, signal, 'worker')) return;
+        await host.resume(held, outbox, signal, 'worker');
         return;
       }
-      const outbox = held.outbox;
       if (job.event !== undefined && (await host.drive(held, job.event as unknown as ExecutionEvent, signal, 'worker'))) return;
       await host.resume(held, outbox, signal, 'worker');
     } finally {

@@ -7,7 +7,9 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createMemoryStore, createRuntime, createWorker, defineReactor } from '../../src/index.js';
-import type { Store } from '../../src/index.js';
+import type { JobSpec, Store } from '../../src/index.js';
+import { createEngine } from '../../src/runtime/engine.js';
+import { createJobHandler } from '../../src/runtime/worker.js';
 import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
 
 const logger = pino({ level: 'silent' });
@@ -107,6 +109,45 @@ describe('recovery at awkward moments', () => {
     // The caller dies inside b: its lease expires, and the sweeper still finds the run.
     time.advance(5_001);
     expect(await operator.sweepOnce()).toBe(1);
+  });
+
+  it('an interrupt job delivered again after its worker died inside the next step performs that step again', async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const ran: string[] = [];
+    let hang = true;
+    const reactor = defineReactor({ name: 'approve_job' })
+      .step('a', { run: () => (ran.push('a'), 'A') })
+      .interrupt('approval', { waitFor: ['a'] })
+      .step('c', {
+        waitFor: ['approval'],
+        run: () => {
+          ran.push('c');
+          return hang ? new Promise<string>(() => undefined) : 'C';
+        },
+      })
+      .build();
+    const caller = createRuntime({ store, queue, clock: time, logger, worker: false, generateId: () => 'run-j', reactors: [reactor] });
+    expect(await caller.run(reactor, {})).toMatchObject({ status: 'paused' });
+    // A resume handed to a worker (as continue does when the run's lease is busy).
+    const job: JobSpec = {
+      id: 'run-j.resume.approval',
+      kind: 'advance',
+      executionId: 'run-j',
+      reactor: reactor.name,
+      event: { type: 'xreactor.interrupt.resume', at: time.now(), step: 'approval', payload: 'ok', path: ['approval'] } as never,
+    };
+    const signal = new AbortController().signal;
+    // The first worker applies it and dies inside c (its clock stands still, its lease expires).
+    void createJobHandler(createEngine({ store, queue, clock: createTestClock(), logger, reactors: [reactor], leaseTtlMs: 5_000 }))(job, signal);
+    await expect.poll(() => ran).toEqual(['a', 'c']);
+    time.advance(5_001);
+    hang = false;
+    // The queue delivers the stalled job again to another worker: the run is no longer paused.
+    await createJobHandler(createEngine({ store, queue, clock: time, logger, reactors: [reactor] }))(job, signal);
+    expect(ran).toEqual(['a', 'c', 'c']);
+    expect((await caller.find('run-j')).status).toBe('completed');
   });
 
   it('an undo whose process died is recovered by the sweeper', async () => {
