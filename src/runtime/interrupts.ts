@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ExecutionEvent } from '../../machines/execution-types.js';
-import { InputValidationError, InterruptTimeoutError, InvalidStateError } from '../errors/index.js';
+import { ExecutionNotFoundError, InputValidationError, InterruptTimeoutError, InvalidStateError } from '../errors/index.js';
 import type { ExecutionId } from '../internal/ids.js';
 import { describeIssues, validateWith } from '../internal/standard-schema.js';
 import { serializeError } from '../serialization/index.js';
@@ -79,7 +79,10 @@ async function descend(engine: Engine, root: Loaded, composePath: readonly strin
  */
 async function applyAndPropagate(chain: readonly Loaded[], event: ExecutionEvent, signal: AbortSignal, place: Place): Promise<void> {
   const target = chain[chain.length - 1]!;
-  await target.host.drive(target.held, event, signal, place);
+  // Not accepted (the child was cancelled meanwhile, or the interrupt resumed already): its
+  // parents have nothing to pick up. Resuming them anyway would find the child unfinished and
+  // fail the compose step, rolling back a run nobody asked to roll back.
+  if (!(await target.host.drive(target.held, event, signal, place))) return;
   for (let i = chain.length - 2; i >= 0; i -= 1) {
     const parent = chain[i]!;
     await parent.host.drive(parent.held, { type: 'xreactor.execution.resume', at: event.at }, signal, place);
@@ -170,13 +173,33 @@ export async function deliverAtPath(engine: Engine, rootId: string, path: readon
   return true;
 }
 
-/** Cancel a run (and its paused composed children): no rollback; resumption is refused afterwards. */
+/**
+ * Cancel a run and the composed child it waits on (paused there, or running its steps): no
+ * rollback; resumption is refused afterwards. The child is cancelled first, so the process
+ * advancing it has its next commit refused and runs none of the child's remaining steps.
+ */
 export async function cancelUnderLease(engine: Engine, id: string, reason: string, signal: AbortSignal): Promise<void> {
   const loaded = await engine.load(id);
   const status = statusOf(loaded.held.snapshot.value);
   if (status === 'rolling_back') throw new InvalidStateError(`cannot cancel execution ${id}: a rollback is in progress`);
   if (status !== 'paused' && status !== 'running') throw new InvalidStateError(`cannot cancel execution ${id}: it is ${status}; only running or paused runs can be cancelled`);
-  const child = loaded.held.snapshot.context.paused?.child;
-  if (child != null) await cancelUnderLease(engine, descendantId(id, [child]), reason, signal);
+  const child = childInFlight(loaded);
+  if (child !== undefined) {
+    try {
+      await cancelUnderLease(engine, descendantId(id, [child]), reason, signal);
+    } catch (error) {
+      // A child not created yet, or already finished: there is nothing of it to stop.
+      if (!(error instanceof ExecutionNotFoundError || error instanceof InvalidStateError)) throw error;
+    }
+  }
   await loaded.host.drive(loaded.held, { type: 'xreactor.operator.cancel', at: engine.clock.now(), reason }, signal, 'caller');
+}
+
+/** The compose step whose child this run waits on: paused there, or running at the cursor. */
+function childInFlight(loaded: Loaded): string | undefined {
+  const { context } = loaded.held.snapshot;
+  if (context.paused?.child != null) return context.paused.child;
+  if (statusOf(loaded.held.snapshot.value) !== 'running') return undefined;
+  const step = loaded.definition.plan[context.cursor];
+  return step?.kind === 'compose' ? step.name : undefined;
 }

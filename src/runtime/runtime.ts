@@ -246,6 +246,16 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       try {
         const held = await host.start(id, input, signalFor(runOptions.signal), undefined, 'caller', lease);
         return (await heldOutcome(reactor, held)) as RunReturn<typeof reactor>;
+      } catch (error) {
+        // Refused because an operator cancelled the run meanwhile: say so, not "stale revision".
+        if (error instanceof StaleRevisionError) {
+          const now = await store.load(id).catch(() => undefined);
+          if (now !== undefined && statusOf(now.snapshot.value) === 'cancelled') {
+            const why = (now.snapshot.context as { cancelReason?: string | null }).cancelReason;
+            throw new InvalidStateError(`execution ${id} was cancelled while this process ran it${why ? ` (${why})` : ''}; its remaining steps did not run`, { cause: error });
+          }
+        }
+        throw error;
       } finally {
         await lease.end();
       }

@@ -136,7 +136,7 @@ describe('recovery at awkward moments', () => {
       kind: 'advance',
       executionId: 'run-j',
       reactor: reactor.name,
-      event: { type: 'xreactor.interrupt.resume', at: time.now(), step: 'approval', payload: 'ok', path: ['approval'] } as never,
+      event: { type: 'xreactor.interrupt.resume', at: time.now(), step: 'approval', payload: 'ok', path: ['approval'] },
     };
     const signal = new AbortController().signal;
     // The first worker applies it and dies inside c (its clock stands still, its lease expires).

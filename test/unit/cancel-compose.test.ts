@@ -1,0 +1,111 @@
+/**
+ * Cancelling a run that waits on a composed child: the child stops too (running or paused), and a
+ * cancel racing a continue of the child's interrupt never turns into a rollback. Races are forced
+ * with gated steps and a store whose calls wait for the test.
+ */
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { createMemoryStore, createRuntime, defineReactor } from '../../src/index.js';
+import type { Store } from '../../src/index.js';
+import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
+
+const logger = pino({ level: 'silent' });
+
+describe('cancel with a composed child', () => {
+  it('cancel of a root whose child is inside a step stops the child: none of its remaining steps run', async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const ran: string[] = [];
+    let release: () => void = () => undefined;
+    const child = defineReactor({ name: 'cc_child' })
+      .step('c1', { run: () => (ran.push('c1'), new Promise<string>((resolve) => (release = () => resolve('C1')))) })
+      .step('c2', { waitFor: ['c1'], run: () => (ran.push('c2'), 'C2') })
+      .step('c3', { waitFor: ['c2'], run: () => (ran.push('c3'), 'C3') })
+      .build();
+    const parent = defineReactor({ name: 'cc_parent' })
+      .step('p1', { run: () => (ran.push('p1'), 'P1') })
+      .compose('sub', child, { waitFor: ['p1'] })
+      .step('p2', { waitFor: ['sub'], run: () => (ran.push('p2'), 'P2') })
+      .build();
+    const caller = createRuntime({ store, queue, clock: time, logger, worker: false, generateId: () => 'root', reactors: [parent] });
+    const operator = createRuntime({ store, queue, clock: time, logger, worker: false, reactors: [parent] });
+    const running = caller.run(parent, {}).catch((error: unknown) => error);
+    await expect.poll(() => ran).toEqual(['p1', 'c1']);
+    expect(await operator.cancel('root', 'stop')).toMatchObject({ status: 'cancelled' });
+    expect((await store.load('root.sub'))?.snapshot.value).toBe('cancelled');
+    release();
+    expect(await running).toMatchObject({ code: 'invalid_state', message: expect.stringMatching(/was cancelled while this process ran it \(stop\)/) as string });
+    expect(ran).toEqual(['p1', 'c1']);
+    expect((await operator.find('root')).status).toBe('cancelled');
+    expect((await store.load('root.sub'))?.snapshot.value).toBe('cancelled');
+  });
+
+  it('cancel racing a continue of the paused child: no rollback runs', async () => {
+    const time = createTestClock();
+    const inner = createMemoryStore({ clock: time });
+    // The continue waits, lease in hand, until the cancel has cancelled the child; the cancel's
+    // commit of the root waits until the continue is done.
+    let beforeLease: (() => Promise<void>) | undefined;
+    let beforeRootCancel: (() => Promise<void>) | undefined;
+    let childCancelled: () => void = () => undefined;
+    const childIsCancelled = new Promise<void>((resolve) => (childCancelled = resolve));
+    const store: Store = new Proxy(inner, {
+      get(target, key, receiver) {
+        if (key === 'acquireLease') {
+          return async (...args: Parameters<Store['acquireLease']>) => {
+            const hold = beforeLease;
+            beforeLease = undefined;
+            if (hold !== undefined) await hold();
+            return target.acquireLease(...args);
+          };
+        }
+        if (key === 'commit') {
+          return async (...args: Parameters<Store['commit']>) => {
+            const [id, , commit] = args;
+            const hold = id === 'root' && commit.status === 'cancelled' ? beforeRootCancel : undefined;
+            if (hold !== undefined) {
+              beforeRootCancel = undefined;
+              await hold();
+            }
+            const revision = await target.commit(...args);
+            if (id === 'root.sub' && commit.status === 'cancelled') childCancelled();
+            return revision;
+          };
+        }
+        return Reflect.get(target, key, receiver) as unknown;
+      },
+    });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const ran: string[] = [];
+    const child = defineReactor({ name: 'cr_child' })
+      .interrupt('approve', {})
+      .step('c1', { waitFor: ['approve'], run: () => (ran.push('c1'), 'C1') })
+      .build();
+    const parent = defineReactor({ name: 'cr_parent' })
+      .step('p1', { run: () => (ran.push('p1'), 'P1'), undo: () => void ran.push('undo:p1') })
+      .compose('sub', child, { waitFor: ['p1'] })
+      .build();
+    const runtime = createRuntime({ store, queue, clock: time, logger, worker: false, generateId: () => 'root', reactors: [parent] });
+    expect(await runtime.run(parent, {})).toMatchObject({ status: 'paused' });
+    let continueHasChecked: () => void = () => undefined;
+    const continueChecked = new Promise<void>((resolve) => (continueHasChecked = resolve));
+    let continueFinished: () => void = () => undefined;
+    const continueDone = new Promise<void>((resolve) => (continueFinished = resolve));
+    beforeLease = async () => {
+      continueHasChecked();
+      await childIsCancelled;
+    };
+    beforeRootCancel = () => continueDone;
+    const continued = runtime
+      .continue('root', { step: ['sub', 'approve'], payload: 'yes' })
+      .catch((error: unknown) => error)
+      .finally(() => continueFinished());
+    await continueChecked; // the continue has checked and claimed the interrupt
+    const cancelled = runtime.cancel('root', 'stop').catch((error: unknown) => error);
+    await continued;
+    expect(await cancelled).toMatchObject({ status: 'cancelled' });
+    expect(ran).toEqual(['p1']);
+    expect((await runtime.find('root')).status).toBe('cancelled');
+  });
+});
