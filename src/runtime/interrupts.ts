@@ -6,6 +6,7 @@ import { describeIssues, validateWith } from '../internal/standard-schema.js';
 import { serializeError } from '../serialization/index.js';
 import type { Engine } from './engine.js';
 import type { ExecutionHost, HeldExecution, Place } from './host.js';
+import type { HeldLease } from './lease.js';
 import { statusOf } from './host.js';
 import { CORRELATION_TTL_MS, descendantId } from './lineage.js';
 import type { AnyReactorDefinition } from '../definition/compiled.js';
@@ -157,11 +158,21 @@ export async function prepareResume(engine: Engine, id: string, request: Continu
  * to the interrupt at `path` under the root, then let the parents pick it up.
  * Ignored when that interrupt is no longer waiting. Must run under the root's lease.
  * Returns false when the root is not paused at all (it moved on: the event was delivered
- * before, by a process that may have died since), true otherwise.
+ * before, by a process that may have died since), true otherwise. `lease` is the root's lease
+ * the caller holds: the root's commit that hands the run off or ends it releases it.
  */
-export async function deliverAtPath(engine: Engine, rootId: string, path: readonly string[], event: ExecutionEvent, signal: AbortSignal, place: Place): Promise<boolean> {
+export async function deliverAtPath(
+  engine: Engine,
+  rootId: string,
+  path: readonly string[],
+  event: ExecutionEvent,
+  signal: AbortSignal,
+  place: Place,
+  lease?: HeldLease,
+): Promise<boolean> {
   const root = await engine.load(rootId);
   if (statusOf(root.held.snapshot.value) !== 'paused') return false;
+  if (lease !== undefined) root.held.lease = lease;
   let chain: Loaded[];
   try {
     chain = await descend(engine, root, path.slice(0, -1), path[path.length - 1] ?? '');

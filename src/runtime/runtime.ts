@@ -215,8 +215,8 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
      */
     continue: async (id: string, request: ContinueRequest, continueOptions: { readonly signal?: AbortSignal } = {}): Promise<ContinueResult | DispatchedResult> => {
       const prepared = await prepareResume(engine, id, request);
-      const applied = await engine.withLease(id, async () => {
-        await deliverAtPath(engine, id, prepared.path, prepared.event, signalFor(continueOptions.signal), 'caller');
+      const applied = await engine.withLease(id, async (lease) => {
+        await deliverAtPath(engine, id, prepared.path, prepared.event, signalFor(continueOptions.signal), 'caller', lease);
         const { definition, held } = await engine.load(id);
         return (await heldOutcome(definition, held)) as ContinueResult;
       });

@@ -103,7 +103,7 @@ export function createJobHandler(engine: Engine): JobHandler {
         // An interrupt event for a (possibly nested) interrupt of this root run. When the run is
         // no longer paused, the event was delivered before (this is a redelivery after the
         // process that applied it died): perform the last commit's outbox, as for any job.
-        if (await deliverAtPath(engine, job.executionId, path as string[], job.event as unknown as ExecutionEvent, signal, 'worker')) return;
+        if (await deliverAtPath(engine, job.executionId, path as string[], job.event as unknown as ExecutionEvent, signal, 'worker', lease)) return;
         await host.resume(held, outbox, signal, 'worker');
         return;
       }

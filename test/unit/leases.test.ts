@@ -220,6 +220,31 @@ describe('liveness leases', () => {
     expect((await runtime.find('run-7')).status).toBe('cancelled');
     await runtime.close();
   });
+  it('a continue that reaches the hand-off releases the lease in that commit: the worker takes the run at once', async () => {
+    const { store, calls } = recordingStore();
+    const queue = createInProcessQueue({ mode: 'manual' });
+    const reactor = defineReactor({ name: 'continue_to_handoff' })
+      .step('a', { run: () => 'A' })
+      .interrupt('approval', { waitFor: ['a'] })
+      .step('b', { waitFor: ['approval'], run: () => 'B' })
+      .background({ before: 'b' })
+      .returns('b')
+      .build();
+    const runtime = createRuntime({ logger: silent, store, queue, worker: true, generateId: () => 'run-c' });
+    expect(await runtime.run(reactor, {})).toMatchObject({ status: 'paused' });
+    calls.length = 0;
+    expect(await runtime.continue('run-c', { step: 'approval', payload: 'ok' })).toMatchObject({ status: 'dispatched' });
+    expect(calls.filter((c) => c.name === 'commit').at(-1)!.options).toMatchObject({ releaseLease: expect.any(String) as string });
+    expect(await store.hasLease('run-c')).toBe(false);
+    calls.length = 0;
+    await queue.drain();
+    // The worker's fenced commit from the carried state is not refused as busy: no read, no retry.
+    expect(names(calls)[0]).toBe('commit');
+    expect(names(calls)).not.toContain('acquireAndLoad');
+    expect(await runtime.awaitResult('run-c')).toMatchObject({ status: 'completed', value: 'B' });
+    await runtime.close();
+  });
+
   describe('two jobs of one run in the same worker process (concurrency > 1)', () => {
     /** A background run handed off, then swept (running, no lease), so two jobs wait for it: the hand-off job and the sweep job. */
     async function twoJobs(id: string, steps: readonly string[]) {
