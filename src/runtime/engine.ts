@@ -197,10 +197,15 @@ export function createEngine(options: EngineOptions): Engine {
     if (error instanceof DeserializationError) return undefined;
     throw error;
   });
+  // Where the next sweep starts in the index: each sweep looks at the next `limit` entries, from
+  // the oldest again after the last, so runs behind many live ones are reached too.
+  let sweepFrom: string | undefined;
   engine.sweepOnce = async (limit) => {
     if (queue === undefined) return 0;
     let requeued = 0;
-    for (const id of await store.listActive(limit)) {
+    const page = await store.listActive(limit, sweepFrom);
+    sweepFrom = page.next;
+    for (const id of page.ids) {
       let loaded: Awaited<ReturnType<Store['load']>>;
       try {
         loaded = await store.load(id);

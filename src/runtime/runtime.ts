@@ -109,6 +109,8 @@ export interface Runtime {
   /**
    * Re-enqueue executions that are running or rolling back with no live lease
    * (their process died). Never touches aborted runs. Returns how many were re-enqueued.
+   * Each call looks at the next `limit` entries of the index (default 1,000) after those the
+   * previous call looked at, starting over from the oldest after the last.
    */
   sweepOnce(options?: { readonly limit?: number }): Promise<number>;
   /**

@@ -66,7 +66,9 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
   const clock = options.clock ?? systemClock;
   const rows = new Map<string, Row>();
   const leases = new Map<string, { owner: string; expiresAt: number }>();
-  const active = new Set<string>();
+  /** The active index: id → the order it was first marked in. */
+  const active = new Map<string, number>();
+  let activeSeq = 0;
   const waiters = new Map<string, Set<() => void>>();
   const claims = new Map<string, { value: string; expiresAt: number }>();
   const liveClaim = (key: string) => {
@@ -213,11 +215,18 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       return liveLease(id) !== undefined;
     },
     async markActive(id, isActive) {
-      if (isActive) active.add(id);
-      else active.delete(id);
+      if (isActive) {
+        if (!active.has(id)) active.set(id, (activeSeq += 1));
+      } else active.delete(id);
     },
-    async listActive(limit) {
-      return [...active].slice(0, limit);
+    async listActive(limit, after) {
+      const count = Math.floor(limit);
+      if (!(count > 0)) return { ids: [], next: after };
+      const from = after === undefined ? 0 : Number(after);
+      const page = [...active].filter(([, seq]) => seq > from).slice(0, count);
+      const last = page.at(-1);
+      const more = last !== undefined && [...active.values()].some((seq) => seq > last[1]);
+      return { ids: page.map(([id]) => id), next: more ? String(last[1]) : undefined };
     },
     async publishSettled(id) {
       publishSettled(id);

@@ -275,10 +275,21 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       if (active) await run('markActive', markActiveArgs(keys.active, id));
       else await redis.zrem(keys.active, id);
     },
-    async listActive(limit) {
+    async listActive(limit, after) {
       const count = Math.floor(limit);
-      if (!(count > 0)) return [];
-      return redis.zrange(keys.active, 0, String(Number.isFinite(count) ? count - 1 : -1));
+      if (!(count > 0)) return { ids: [], next: after };
+      // Scores are unique (markActive-1.lua raises each above the newest): the last score seen is the cursor.
+      const min = after === undefined ? '-inf' : `(${after}`;
+      const reply = Number.isFinite(count)
+        ? await redis.zrangebyscore(keys.active, min, '+inf', 'WITHSCORES', 'LIMIT', 0, count + 1)
+        : await redis.zrangebyscore(keys.active, min, '+inf', 'WITHSCORES');
+      const ids: string[] = [];
+      let last: string | undefined;
+      for (let i = 0; i < reply.length && ids.length < count; i += 2) {
+        ids.push(reply[i]!);
+        last = reply[i + 1];
+      }
+      return { ids, next: reply.length > ids.length * 2 ? last : undefined };
     },
     async publishSettled(id) {
       const channel = keys.executionKeys(id).settled;

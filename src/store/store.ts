@@ -100,6 +100,13 @@ export interface CreateOptions {
   readonly announce?: boolean;
 }
 
+/** A page of the active index (see `Store.listActive`). */
+export interface ActivePage {
+  readonly ids: string[];
+  /** Where the next page starts (an opaque cursor), or undefined after the last entry. */
+  readonly next: string | undefined;
+}
+
 /** A waiter on an execution's settled notification (see `Store.waitSettled`). */
 export interface SettledWait {
   /** Resolves once a notification published from now on reaches this waiter (it never rejects). */
@@ -192,8 +199,12 @@ export interface Store {
   hasLease(id: string): Promise<boolean>;
   /** Record (or forget) that an execution may need recovery: it is running or rolling back. */
   markActive(id: string, active: boolean): Promise<void>;
-  /** Up to `limit` executions recorded active, oldest first. */
-  listActive(limit: number): Promise<string[]>;
+  /**
+   * Up to `limit` executions recorded active, oldest first. With `after` (the `next` of an earlier
+   * page), the page continues after the entries already seen, even if some of them were removed
+   * since; `next` is undefined once the last entry is listed.
+   */
+  listActive(limit: number, after?: string): Promise<ActivePage>;
 
   /** Announce that an execution settled (finished, or handed back to a caller). */
   publishSettled(id: string): Promise<void>;

@@ -515,14 +515,31 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         const store = await fresh();
         for (const id of ['c', 'a', 'b', 'd']) await store.markActive(id, true);
         await store.markActive('c', true);
-        expect(await store.listActive(10)).toEqual(['c', 'a', 'b', 'd']);
-        expect(await store.listActive(2)).toEqual(['c', 'a']);
-        expect(await store.listActive(0)).toEqual([]);
+        expect((await store.listActive(10)).ids).toEqual(['c', 'a', 'b', 'd']);
+        expect((await store.listActive(2)).ids).toEqual(['c', 'a']);
+        expect((await store.listActive(0)).ids).toEqual([]);
         await store.markActive('a', false);
         await store.markActive('never-marked', false);
-        expect(await store.listActive(10)).toEqual(['c', 'b', 'd']);
+        expect((await store.listActive(10)).ids).toEqual(['c', 'b', 'd']);
         await store.markActive('a', true);
-        expect(await store.listActive(10)).toEqual(['c', 'b', 'd', 'a']);
+        expect((await store.listActive(10)).ids).toEqual(['c', 'b', 'd', 'a']);
+      });
+
+      it('lists page by page from a cursor, past entries removed since, and says when the last entry is listed', async () => {
+        const store = await fresh();
+        for (const id of ['a', 'b', 'c', 'd', 'e']) await store.markActive(id, true);
+        const first = await store.listActive(2);
+        expect(first.ids).toEqual(['a', 'b']);
+        expect(first.next).toBeDefined();
+        // The page's last entry leaves the index: the next page still starts after it.
+        await store.markActive('b', false);
+        const second = await store.listActive(2, first.next);
+        expect(second.ids).toEqual(['c', 'd']);
+        await store.markActive('f', true);
+        const third = await store.listActive(2, second.next);
+        expect(third).toEqual({ ids: ['e', 'f'], next: undefined });
+        expect(await store.listActive(10)).toEqual({ ids: ['a', 'c', 'd', 'e', 'f'], next: undefined });
+        expect((await store.listActive(0, first.next)).ids).toEqual([]);
       });
     });
 

@@ -44,8 +44,31 @@ describe('sweeper', () => {
     await queue.drain();
     expect(ran).toEqual(['a', 'b', 'b', 'c']);
     expect(await operator.awaitResult('run-1', { timeoutMs: 10 })).toMatchObject({ status: 'completed', value: { a: 'A', b: 'B', c: 'C' } });
-    expect(await store.listActive(10)).toEqual([]);
+    expect((await store.listActive(10)).ids).toEqual([]);
     await worker.close();
+  });
+
+  it('reaches a dead run behind more live runs than one sweep looks at: each sweep goes on where the last stopped', async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const reactor = defineReactor({ name: 'long_running' })
+      .step('a', { run: () => new Promise<string>(() => undefined) })
+      .build();
+    // Three live runs (their caller keeps renewing on the shared clock), then one whose caller died.
+    const live = createRuntime({ store, queue, clock: time, logger, worker: false, leaseTtlMs: 5_000, reactors: [reactor] });
+    for (let i = 0; i < 3; i++) void live.run(reactor, {});
+    const dying = createRuntime({ store, queue, clock: createTestClock(), logger, worker: false, leaseTtlMs: 5_000, generateId: () => 'dead', reactors: [reactor] });
+    void dying.run(reactor, {});
+    await expect.poll(async () => (await store.listActive(10)).ids.length).toBe(4);
+    for (let i = 0; i < 3; i++) time.advance(2_000);
+    const operator = createRuntime({ store, queue, clock: time, logger, worker: false, reactors: [reactor] });
+    // Two entries per sweep: the first sweep sees only live runs, the second reaches the dead one.
+    expect(await operator.sweepOnce({ limit: 2 })).toBe(0);
+    expect(await operator.sweepOnce({ limit: 2 })).toBe(1);
+    expect(queue.pending().map((j) => j.executionId)).toEqual(['dead']);
+    // Then it starts over from the oldest.
+    expect(await operator.sweepOnce({ limit: 2 })).toBe(0);
   });
 
   it('never resumes an aborted run', async () => {
