@@ -109,6 +109,9 @@ export class StepFailure extends XreactorError {
 
 /** A commit was refused because another writer advanced the execution first. */
 export class StaleRevisionError extends XreactorError {
+  /** The execution whose commit was refused. */
+  readonly executionId: string;
+
   constructor(executionId: string, expected: number, actual: number) {
     super(
       'stale_revision',
@@ -116,6 +119,7 @@ export class StaleRevisionError extends XreactorError {
         ? `execution ${executionId} is at revision ${actual}, but its stored snapshot is not the one this commit was computed from (an id reused after its retention expired, or another writer); reload and retry`
         : `execution ${executionId} is at revision ${actual}, not ${expected}: another writer advanced it; reload and retry`,
     );
+    this.executionId = executionId;
   }
 }
 

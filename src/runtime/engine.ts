@@ -192,11 +192,12 @@ export function createEngine(options: EngineOptions): Engine {
       }
     },
   };
-  /** The stored execution, or undefined when it is unknown or unreadable. */
-  const loadOrUndefined = (id: string) => store.load(id).catch((error: unknown) => {
-    if (error instanceof DeserializationError) return undefined;
-    throw error;
-  });
+  /** The stored execution; undefined when it is unknown or unreadable; 'not_here' when another build can read it. */
+  const loadForSweep = (id: string) =>
+    store.load(id).catch((error: unknown) => {
+      if (error instanceof DeserializationError) return error.retryable ? ('not_here' as const) : undefined;
+      throw error;
+    });
   // Where the next sweep starts in the index: each sweep looks at the next `limit` entries, from
   // the oldest again after the last, so runs behind many live ones are reached too.
   let sweepFrom: string | undefined;
@@ -211,6 +212,11 @@ export function createEngine(options: EngineOptions): Engine {
         loaded = await store.load(id);
       } catch (error) {
         if (!(error instanceof DeserializationError)) throw error;
+        if (error.retryable) {
+          // Written by a build this one does not know (a rolling deploy): it stays listed for a sweeper that does.
+          logger.warn({ event: 'xreactor.execution.not_here', executionId: id, err: error }, error.message);
+          continue;
+        }
         logger.error({ event: 'xreactor.sweeper.unreadable', executionId: id, err: error }, error.message);
         await store.markActive(id, false);
         continue;
@@ -221,8 +227,8 @@ export function createEngine(options: EngineOptions): Engine {
         await store.markActive(id, false);
         // Look again after the removal: a run continued or undone meanwhile commits first and
         // lists itself again after; whichever of the two comes last, the run stays listed.
-        const again = await loadOrUndefined(id);
-        if (again !== undefined && RECOVERABLE.includes(statusOf(again.snapshot.value))) await store.markActive(id, true);
+        const again = await loadForSweep(id);
+        if (again === 'not_here' || (again !== undefined && RECOVERABLE.includes(statusOf(again.snapshot.value)))) await store.markActive(id, true);
         continue;
       }
       if (await store.hasLease(id)) continue;

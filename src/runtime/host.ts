@@ -278,15 +278,16 @@ export class ExecutionHost {
               ...(fromJob === undefined || held.lease === undefined ? {} : { takeLease: held.lease.request, ifSnapshot: fromJob.ifSnapshot }),
               announce,
             };
+      // A root becoming recoverable again (continued after a pause, undone after its end) is listed
+      // for the sweeper before this commit (should the process die right after it) and again
+      // after it (a sweep that dropped it meanwhile may have removed the first entry).
+      const relist = held.snapshot.context.parentId === null && !isRecoverable(statusOf(held.snapshot.value)) && isRecoverable(commit.status);
+      if (relist) await this.#deps.store.markActive(held.id, true);
       const committing = this.#deps.store.commit(held.id, held.revision, commit, options);
       if (place === 'caller') this.#sendHandOffEarly(held, effects, held.revision + 1, commit.snapshot);
       held.revision = await committing;
       lease?.released();
-      // Back in the sweeper's index before any effect runs when the run becomes recoverable again
-      // (continued after a pause, undone after its end): a sweep may have dropped it meanwhile.
-      if (held.snapshot.context.parentId === null && !isRecoverable(statusOf(held.snapshot.value)) && isRecoverable(commit.status)) {
-        await this.#deps.store.markActive(held.id, true);
-      }
+      if (relist) await this.#deps.store.markActive(held.id, true);
       if (fromJob !== undefined) {
         held.fromJob = undefined;
         held.lease?.taken();

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ExecutionEvent } from '../../machines/execution-types.js';
-import { ExecutionNotFoundError, InputValidationError, InterruptTimeoutError, InvalidStateError } from '../errors/index.js';
+import { InputValidationError, InterruptTimeoutError, InvalidStateError } from '../errors/index.js';
 import type { ExecutionId } from '../internal/ids.js';
 import { describeIssues, validateWith } from '../internal/standard-schema.js';
 import { serializeError } from '../serialization/index.js';
@@ -80,10 +80,14 @@ async function descend(engine: Engine, root: Loaded, composePath: readonly strin
  */
 async function applyAndPropagate(chain: readonly Loaded[], event: ExecutionEvent, signal: AbortSignal, place: Place): Promise<void> {
   const target = chain[chain.length - 1]!;
-  // Not accepted (the child was cancelled meanwhile, or the interrupt resumed already): its
-  // parents have nothing to pick up. Resuming them anyway would find the child unfinished and
-  // fail the compose step, rolling back a run nobody asked to roll back.
-  if (!(await target.host.drive(target.held, event, signal, place))) return;
+  const accepted = await target.host.drive(target.held, event, signal, place);
+  // Refused by a child that was cancelled meanwhile, or that still waits (another interrupt):
+  // its parents have nothing to pick up; resuming them would find the child unfinished and fail
+  // the compose step, rolling back a run nobody asked to roll back. Refused by one that moved on
+  // (this is a redelivery after the process that applied the event died): the parents must pick
+  // up its new state, as they would have then.
+  const now = statusOf(target.held.snapshot.value);
+  if (!accepted && (now === 'cancelled' || now === 'paused')) return;
   for (let i = chain.length - 2; i >= 0; i -= 1) {
     const parent = chain[i]!;
     await parent.host.drive(parent.held, { type: 'xreactor.execution.resume', at: event.at }, signal, place);
@@ -196,12 +200,12 @@ export async function cancelUnderLease(engine: Engine, id: string, reason: strin
   if (status !== 'paused' && status !== 'running') throw new InvalidStateError(`cannot cancel execution ${id}: it is ${status}; only running or paused runs can be cancelled`);
   const child = childInFlight(loaded);
   if (child !== undefined) {
-    try {
-      await cancelUnderLease(engine, descendantId(id, [child]), reason, signal);
-    } catch (error) {
-      // A child not created yet, or already finished: there is nothing of it to stop.
-      if (!(error instanceof ExecutionNotFoundError || error instanceof InvalidStateError)) throw error;
-    }
+    const childId = descendantId(id, [child]);
+    const stored = await engine.store.load(childId);
+    const childStatus = stored === undefined ? undefined : statusOf(stored.snapshot.value);
+    if (childStatus === 'rolling_back') throw new InvalidStateError(`cannot cancel execution ${id}: its composed child ${childId} is rolling back`);
+    // A child not created yet, or finished already, has nothing left to stop.
+    if (childStatus === 'running' || childStatus === 'paused') await cancelUnderLease(engine, childId, reason, signal);
   }
   await loaded.host.drive(loaded.held, { type: 'xreactor.operator.cancel', at: engine.clock.now(), reason }, signal, 'caller');
 }

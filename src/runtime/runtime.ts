@@ -159,14 +159,27 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
   // Every step in flight listens on this one signal; many concurrent runs are normal.
   setMaxListeners(0, stopping.signal);
   const workerOption = options.worker ?? ownsQueue;
-  // The embedded worker's jobs stop on shutdown() too (they commit nothing and are redelivered).
-  const handle = createJobHandler(engine);
   const consumer: Consumer | undefined =
     workerOption === false
       ? undefined
-      : queue.consume((job, signal) => handle(job, AbortSignal.any([signal, stopping.signal])), {
-          concurrency: workerOption === true ? 1 : (workerOption.concurrency ?? 1),
-        });
+      : queue.consume(createJobHandler(engine), { concurrency: workerOption === true ? 1 : (workerOption.concurrency ?? 1) });
+
+  /**
+   * A commit refused because an operator cancelled the run (or the composed child it was in)
+   * while this process ran it: an `invalid_state` error that says so. Any other error as it is.
+   */
+  const cancelledMeanwhile = async (id: string, error: unknown): Promise<unknown> => {
+    if (!(error instanceof StaleRevisionError)) return error;
+    for (const candidate of new Set([id, error.executionId])) {
+      const now = await store.load(candidate).catch(() => undefined);
+      if (now === undefined || statusOf(now.snapshot.value) !== 'cancelled') continue;
+      const why = (now.snapshot.context as { cancelReason?: string | null }).cancelReason;
+      return new InvalidStateError(`execution ${candidate} was cancelled while this process ran it${why ? ` (${why})` : ''}; its remaining steps did not run`, {
+        cause: error,
+      });
+    }
+    return error;
+  };
 
   const signalFor = (signal: AbortSignal | undefined) => (signal === undefined ? stopping.signal : AbortSignal.any([signal, stopping.signal]));
   const busy = (id: string) => new XreactorError('execution_busy', `execution ${id} is being advanced by another live process; try again when it settles`);
@@ -218,7 +231,9 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     continue: async (id: string, request: ContinueRequest, continueOptions: { readonly signal?: AbortSignal } = {}): Promise<ContinueResult | DispatchedResult> => {
       const prepared = await prepareResume(engine, id, request);
       const applied = await engine.withLease(id, async (lease) => {
-        await deliverAtPath(engine, id, prepared.path, prepared.event, signalFor(continueOptions.signal), 'caller', lease);
+        await deliverAtPath(engine, id, prepared.path, prepared.event, signalFor(continueOptions.signal), 'caller', lease).catch(async (error: unknown) => {
+          throw await cancelledMeanwhile(id, error);
+        });
         const { definition, held } = await engine.load(id);
         return (await heldOutcome(definition, held)) as ContinueResult;
       });
@@ -249,15 +264,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         const held = await host.start(id, input, signalFor(runOptions.signal), undefined, 'caller', lease);
         return (await heldOutcome(reactor, held)) as RunReturn<typeof reactor>;
       } catch (error) {
-        // Refused because an operator cancelled the run meanwhile: say so, not "stale revision".
-        if (error instanceof StaleRevisionError) {
-          const now = await store.load(id).catch(() => undefined);
-          if (now !== undefined && statusOf(now.snapshot.value) === 'cancelled') {
-            const why = (now.snapshot.context as { cancelReason?: string | null }).cancelReason;
-            throw new InvalidStateError(`execution ${id} was cancelled while this process ran it${why ? ` (${why})` : ''}; its remaining steps did not run`, { cause: error });
-          }
-        }
-        throw error;
+        throw await cancelledMeanwhile(id, error);
       } finally {
         await lease.end();
       }
@@ -297,7 +304,8 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         const stopWaiting = new AbortController();
         const remainingNow = Math.max(1, deadline - clock.now());
         const wait = store.waitSettled(id, Math.min(remainingNow, recheckMs), awaitOptions.signal === undefined ? stopWaiting.signal : AbortSignal.any([awaitOptions.signal, stopWaiting.signal]));
-        await wait.listening;
+        // Listening, or given up (timeout, abort): a stuck SUBSCRIBE must not outlast timeoutMs.
+        await Promise.race([wait.listening, wait.settled]);
         const loaded = await loadOrUnreadable(store, id).catch((error: unknown) => {
           stopWaiting.abort();
           throw error;
@@ -386,6 +394,11 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
 
     shutdown(reason = 'runtime shutdown') {
       stopping.abort(new Error(reason));
+      // The embedded worker stops too: its jobs in progress are interrupted (they commit nothing
+      // and are delivered again) and it takes no new ones. close() may call this again.
+      consumer?.close({ force: true }).catch((error: unknown) => {
+        engine.logger.warn({ event: 'xreactor.worker.close_failed', err: error }, 'could not close the embedded worker');
+      });
     },
 
     async close() {

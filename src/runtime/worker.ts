@@ -75,7 +75,8 @@ export function createJobHandler(engine: Engine): JobHandler {
           // This build cannot advance it (a reactor it was not given, or a version a newer build
           // wrote): the run and the job are left for a worker that can (a rolling deploy, or
           // worker pools with different reactors on one queue). The job is retried after its
-          // backoff; should its attempts run out, the sweeper enqueues the run again.
+          // backoff, and the run stays listed for the sweeper; if no worker that can advance it
+          // takes a job of it within their attempts, it waits for the next revision's sweep job.
           log.warn({ event: 'xreactor.execution.not_here', executionId: job.executionId, reactor: job.reactor, err: error }, error.message);
           throw new XreactorError('execution_not_here', `this worker cannot advance execution ${job.executionId}: ${error.message}; the job is retried`, {
             retryable: true,

@@ -133,7 +133,7 @@ function toSerialized(e: unknown, depth: number, seen: Set<unknown>): Serialized
   } else if (e instanceof RecordedError) {
     claimed.push('detail', 'originalName', 'data');
     if (e.detail !== undefined) out.detail = e.detail;
-  } else if (e instanceof ExecutionAbortedError) {
+  } else if (e instanceof ExecutionAbortedError || e instanceof StaleRevisionError) {
     claimed.push('executionId');
     out.executionId = e.executionId;
   }
@@ -247,7 +247,7 @@ function registerBuiltIns(): void {
   registerErrorClass(OutputValidationError.name, (s) => new OutputValidationError(s.message, s.issues ?? []));
   registerErrorClass(StepFailure.name, (s) => new StepFailure(s.message, { detail: s.detail }));
   // These constructors compose their own message; revive() puts the recorded one back.
-  registerErrorClass(StaleRevisionError.name, () => new StaleRevisionError('', 0, 0));
+  registerErrorClass(StaleRevisionError.name, (s) => new StaleRevisionError(s.executionId ?? '', 0, 0));
   registerErrorClass(ExecutionNotFoundError.name, () => new ExecutionNotFoundError(''));
   registerErrorClass(ExecutionAbortedError.name, (s) => new ExecutionAbortedError(s.executionId ?? '', s.reactor ?? ''));
   registerErrorClass(UnknownReactorError.name, () => new UnknownReactorError(''));

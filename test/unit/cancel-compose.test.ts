@@ -108,4 +108,92 @@ describe('cancel with a composed child', () => {
     expect(ran).toEqual(['p1']);
     expect((await runtime.find('root')).status).toBe('cancelled');
   });
+
+  it('a caller whose composed child is refused between the cancel of the child and of the run still learns it was cancelled', async () => {
+    const time = createTestClock();
+    const inner = createMemoryStore({ clock: time });
+    let letRootCancelGo: () => void = () => undefined;
+    const rootCancelHeld = new Promise<void>((resolve) => (letRootCancelGo = resolve));
+    let childCancelled: () => void = () => undefined;
+    const childIsCancelled = new Promise<void>((resolve) => (childCancelled = resolve));
+    const store: Store = new Proxy(inner, {
+      get(target, key, receiver) {
+        if (key !== 'commit') return Reflect.get(target, key, receiver) as unknown;
+        return async (...args: Parameters<Store['commit']>) => {
+          if (args[0] === 'root' && args[2].status === 'cancelled') await rootCancelHeld;
+          const revision = await target.commit(...args);
+          if (args[0] === 'root.sub' && args[2].status === 'cancelled') childCancelled();
+          return revision;
+        };
+      },
+    });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const ran: string[] = [];
+    let release: () => void = () => undefined;
+    const child = defineReactor({ name: 'cm_child' })
+      .step('c1', { run: () => (ran.push('c1'), new Promise<string>((resolve) => (release = () => resolve('C1')))) })
+      .step('c2', { waitFor: ['c1'], run: () => (ran.push('c2'), 'C2') })
+      .build();
+    const parent = defineReactor({ name: 'cm_parent' })
+      .step('p1', { run: () => (ran.push('p1'), 'P1') })
+      .compose('sub', child, { waitFor: ['p1'] })
+      .build();
+    const caller = createRuntime({ store, queue, clock: time, logger, worker: false, generateId: () => 'root', reactors: [parent] });
+    const running = caller.run(parent, {}).catch((error: unknown) => error);
+    await expect.poll(() => ran).toEqual(['p1', 'c1']);
+    const cancelled = caller.cancel('root', 'stop');
+    await childIsCancelled;
+    release(); // c1 ends while the run itself is not cancelled yet: the child's commit is refused
+    expect(await running).toMatchObject({ code: 'invalid_state', message: expect.stringMatching(/root\.sub was cancelled/) as string });
+    letRootCancelGo();
+    expect(await cancelled).toMatchObject({ status: 'cancelled' });
+    expect(ran).toEqual(['p1', 'c1']);
+  });
+
+  it('a continue whose run is cancelled under it fails with invalid_state', async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const ran: string[] = [];
+    let release: () => void = () => undefined;
+    const reactor = defineReactor({ name: 'cancel_under_continue' })
+      .interrupt('approve', {})
+      .step('b', { waitFor: ['approve'], run: () => (ran.push('b'), new Promise<string>((resolve) => (release = () => resolve('B')))) })
+      .step('c', { waitFor: ['b'], run: () => (ran.push('c'), 'C') })
+      .build();
+    const runtime = createRuntime({ store, queue, clock: time, logger, worker: false, generateId: () => 'root', reactors: [reactor] });
+    expect(await runtime.run(reactor, {})).toMatchObject({ status: 'paused' });
+    const continuing = runtime.continue('root', { step: 'approve', payload: 1 }).catch((error: unknown) => error);
+    await expect.poll(() => ran).toEqual(['b']);
+    expect(await runtime.cancel('root', 'stop')).toMatchObject({ status: 'cancelled' });
+    release();
+    expect(await continuing).toMatchObject({ code: 'invalid_state', message: expect.stringMatching(/root was cancelled while this process ran it \(stop\)/) as string });
+    expect(ran).toEqual(['b']);
+  });
+
+  it('cancel is refused while the composed child the run waits on is rolling back', async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    let releaseUndo: () => void = () => undefined;
+    const child = defineReactor({ name: 'rb_child' })
+      .step('c1', { run: () => 'C1', undo: () => new Promise<void>((resolve) => (releaseUndo = resolve)) })
+      .step('c2', {
+        waitFor: ['c1'],
+        run: () => {
+          throw new Error('c2 fails');
+        },
+      })
+      .build();
+    const parent = defineReactor({ name: 'rb_parent' })
+      .step('p1', { run: () => 'P1' })
+      .compose('sub', child, { waitFor: ['p1'] })
+      .build();
+    const caller = createRuntime({ store, queue, clock: time, logger, worker: false, generateId: () => 'root', reactors: [parent] });
+    const running = caller.run(parent, {}).catch((error: unknown) => error);
+    await expect.poll(async () => (await store.load('root.sub'))?.snapshot.value).toMatchObject({ rolling_back: expect.anything() as unknown });
+    await expect(caller.cancel('root', 'stop')).rejects.toMatchObject({ code: 'invalid_state', message: expect.stringMatching(/composed child root\.sub is rolling back/) as string });
+    releaseUndo();
+    await running;
+  });
 });

@@ -150,6 +150,43 @@ describe('recovery at awkward moments', () => {
     expect((await caller.find('run-j')).status).toBe('completed');
   });
 
+  it('a nested interrupt job delivered again after its worker died inside the child finishes the run', async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const ran: string[] = [];
+    let hang = true;
+    const child = defineReactor({ name: 'nested_job_child' })
+      .interrupt('approve', {})
+      .step('c1', { waitFor: ['approve'], run: () => (ran.push('c1'), hang ? new Promise<string>(() => undefined) : 'C1') })
+      .build();
+    const parent = defineReactor({ name: 'nested_job_parent' })
+      .step('p1', { run: () => (ran.push('p1'), 'P1') })
+      .compose('sub', child, { waitFor: ['p1'] })
+      .step('p2', { waitFor: ['sub'], run: () => (ran.push('p2'), 'P2') })
+      .build();
+    const caller = createRuntime({ store, queue, clock: time, logger, worker: false, generateId: () => 'root', reactors: [parent] });
+    expect(await caller.run(parent, {})).toMatchObject({ status: 'paused' });
+    const job: JobSpec = {
+      id: 'root.resume.sub.approve',
+      kind: 'advance',
+      executionId: 'root',
+      reactor: parent.name,
+      event: { type: 'xreactor.interrupt.resume', at: time.now(), step: 'approve', payload: 'ok', path: ['sub', 'approve'] },
+    };
+    const signal = new AbortController().signal;
+    // The first worker resumes the child and dies inside c1, before the root picked that up.
+    void createJobHandler(createEngine({ store, queue, clock: createTestClock(), logger, reactors: [parent], leaseTtlMs: 5_000 }))(job, signal);
+    await expect.poll(() => ran).toEqual(['p1', 'c1']);
+    time.advance(5_001);
+    hang = false;
+    // Delivered again: the root is still paused, the child refuses the resume (it moved on) and
+    // the root must still pick up the child's new state.
+    await createJobHandler(createEngine({ store, queue, clock: time, logger, reactors: [parent] }))(job, signal);
+    expect(ran).toEqual(['p1', 'c1', 'c1', 'p2']);
+    expect((await caller.find('root')).status).toBe('completed');
+  });
+
   it('an undo whose process died is recovered by the sweeper', async () => {
     const time = createTestClock();
     const store = createMemoryStore({ clock: time });
@@ -211,6 +248,35 @@ describe('recovery at awkward moments', () => {
     runtime.shutdown('SIGTERM');
     const closed = await Promise.race([runtime.close().then(() => 'closed'), new Promise((r) => setTimeout(() => r('hung'), 1_000))]);
     expect({ closed, sawAbort }).toEqual({ closed: 'closed', sawAbort: true });
+  });
+
+  it('after shutdown() the embedded worker takes no new jobs (it would fail each one at once)', async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    let attempts = 0;
+    const reactor = defineReactor({ name: 'retry_after_shutdown' })
+      .step('a', {
+        retries: { maxAttempts: 3, backoff: 'fixed', baseDelayMs: 1000 },
+        run: () => {
+          attempts += 1;
+          if (attempts === 1) throw new Error('once');
+          return 'A';
+        },
+      })
+      .background({ all: true })
+      .build();
+    const runtime = createRuntime({ store, queue, clock: time, logger, worker: true, generateId: () => 'r', reactors: [reactor] });
+    await runtime.run(reactor, {});
+    await queue.drain();
+    expect(queue.pending().map((job) => job.id)).toEqual(['r.timer.0.1']);
+    runtime.shutdown('SIGTERM');
+    time.advance(2_000);
+    await queue.drain().catch(() => undefined);
+    // The retry's timer job is left for a worker that runs: not burnt through its attempts here.
+    expect(queue.failed()).toEqual([]);
+    expect(queue.pending().map((job) => job.id)).toEqual(['r.timer.0.1']);
+    expect(attempts).toBe(1);
   });
 
   it('a worker restarted on the same in-process queue still gets its scheduled sweeps', async () => {

@@ -1,6 +1,7 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { createMemoryStore, createRuntime, createWorker, defineReactor, ExecutionAbortedError } from '../../src/index.js';
+import { createMemoryStore, createRuntime, createWorker, defineReactor, DeserializationError, ExecutionAbortedError } from '../../src/index.js';
+import type { Store } from '../../src/index.js';
 import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
 
 const logger = pino({ level: 'silent' });
@@ -69,6 +70,29 @@ describe('sweeper', () => {
     expect(queue.pending().map((j) => j.executionId)).toEqual(['dead']);
     // Then it starts over from the oldest.
     expect(await operator.sweepOnce({ limit: 2 })).toBe(0);
+  });
+
+  it('keeps listed a run a newer build wrote: a sweeper that cannot read it leaves it for one that can', async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const reactor = defineReactor({ name: 'newer_build' })
+      .step('a', { run: () => new Promise<string>(() => undefined) })
+      .build();
+    const caller = createRuntime({ store, queue, clock: createTestClock(), logger, worker: false, leaseTtlMs: 5_000, generateId: () => 'run-n', reactors: [reactor] });
+    void caller.run(reactor, {});
+    await expect.poll(async () => (await store.listActive(10)).ids).toEqual(['run-n']);
+    // This build meets a machine version it does not know (as decodeEnvelope reports it: retryable).
+    const olderBuild: Store = new Proxy(store, {
+      get: (target, key, receiver) =>
+        key === 'load'
+          ? () => Promise.reject(new DeserializationError('stored execution snapshot has machine version 99; this build knows 5', { retryable: true }))
+          : (Reflect.get(target, key, receiver) as unknown),
+    });
+    const older = createRuntime({ store: olderBuild, queue, clock: time, logger, worker: false, reactors: [] });
+    time.advance(5_001);
+    expect(await older.sweepOnce()).toBe(0);
+    expect((await store.listActive(10)).ids).toEqual(['run-n']);
   });
 
   it('never resumes an aborted run', async () => {
