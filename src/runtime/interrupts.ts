@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ExecutionEvent } from '../../machines/execution-types.js';
-import { InputValidationError, InterruptTimeoutError, InvalidStateError } from '../errors/index.js';
+import { ExecutionNotFoundError, InputValidationError, InterruptTimeoutError, InvalidStateError } from '../errors/index.js';
 import type { ExecutionId } from '../internal/ids.js';
 import { describeIssues, validateWith } from '../internal/standard-schema.js';
 import { serializeError } from '../serialization/index.js';
@@ -81,16 +81,19 @@ async function descend(engine: Engine, root: Loaded, composePath: readonly strin
 async function applyAndPropagate(chain: readonly Loaded[], event: ExecutionEvent, signal: AbortSignal, place: Place): Promise<void> {
   const target = chain[chain.length - 1]!;
   const accepted = await target.host.drive(target.held, event, signal, place);
-  // Refused by a child that was cancelled meanwhile, or that still waits (another interrupt):
+  // Refused by a child that was cancelled, aborted or undone meanwhile, or that still waits:
   // its parents have nothing to pick up; resuming them would find the child unfinished and fail
   // the compose step, rolling back a run nobody asked to roll back. Refused by one that moved on
-  // (this is a redelivery after the process that applied the event died): the parents must pick
-  // up its new state, as they would have then.
-  const now = statusOf(target.held.snapshot.value);
-  if (!accepted && (now === 'cancelled' || now === 'paused')) return;
-  for (let i = chain.length - 2; i >= 0; i -= 1) {
-    const parent = chain[i]!;
-    await parent.host.drive(parent.held, { type: 'xreactor.execution.resume', at: event.at }, signal, place);
+  // (a redelivery after the process that applied the event died): they pick up its new state.
+  if (!accepted && !movedOn(target)) return;
+  await propagate(chain.slice(0, -1), event.at, signal, place);
+}
+
+/** Let each parent in `parents` (root first) pick up its child's new state, innermost first. */
+async function propagate(parents: readonly Loaded[], at: number, signal: AbortSignal, place: Place): Promise<void> {
+  for (let i = parents.length - 1; i >= 0; i -= 1) {
+    const parent = parents[i]!;
+    await parent.host.drive(parent.held, { type: 'xreactor.execution.resume', at }, signal, place);
   }
 }
 
@@ -177,15 +180,30 @@ export async function deliverAtPath(
   const root = await engine.load(rootId);
   if (statusOf(root.held.snapshot.value) !== 'paused') return false;
   if (lease !== undefined) root.held.lease = lease;
-  let chain: Loaded[];
-  try {
-    chain = await descend(engine, root, path.slice(0, -1), path[path.length - 1] ?? '');
-  } catch (error) {
-    if (error instanceof InvalidStateError) return true;
-    throw error;
+  // Down through the paused compose steps to the interrupt's execution. A link that is no longer
+  // paused on the next one has moved on (this is a redelivery after the process that applied the
+  // event died): the links above it pick up its new state, as they would have then.
+  const chain: Loaded[] = [root];
+  for (const step of path.slice(0, -1)) {
+    const current = chain[chain.length - 1]!;
+    if (current.held.snapshot.context.paused?.child !== step) {
+      if (chain.length > 1 && movedOn(current)) await propagate(chain.slice(0, -1), event.at, signal, place);
+      return true;
+    }
+    chain.push(await engine.load(descendantId(current.held.id, [step])));
   }
   await applyAndPropagate(chain, event, signal, place);
   return true;
+}
+
+/**
+ * Statuses of a composed child whose parents must pick up its state: it runs, or it ended by
+ * itself. Not a child that was cancelled, aborted or is being undone, or that still waits.
+ */
+const MOVED_ON: readonly string[] = ['running', 'completed', 'failed', 'halted'];
+
+function movedOn(link: Loaded): boolean {
+  return MOVED_ON.includes(statusOf(link.held.snapshot.value));
 }
 
 /**
@@ -201,11 +219,17 @@ export async function cancelUnderLease(engine: Engine, id: string, reason: strin
   const child = childInFlight(loaded);
   if (child !== undefined) {
     const childId = descendantId(id, [child]);
-    const stored = await engine.store.load(childId);
-    const childStatus = stored === undefined ? undefined : statusOf(stored.snapshot.value);
-    if (childStatus === 'rolling_back') throw new InvalidStateError(`cannot cancel execution ${id}: its composed child ${childId} is rolling back`);
-    // A child not created yet, or finished already, has nothing left to stop.
-    if (childStatus === 'running' || childStatus === 'paused') await cancelUnderLease(engine, childId, reason, signal);
+    const refused = await cancelUnderLease(engine, childId, reason, signal).then(
+      () => undefined,
+      (error: unknown) => {
+        // A child not created yet, or finished meanwhile, has nothing left to stop.
+        if (error instanceof ExecutionNotFoundError || error instanceof InvalidStateError) return error;
+        throw error;
+      },
+    );
+    if (refused !== undefined && statusOf((await engine.store.load(childId))?.snapshot.value ?? 'missing') === 'rolling_back') {
+      throw new InvalidStateError(`cannot cancel execution ${id}: its composed child ${childId} is rolling back`, { cause: refused });
+    }
   }
   await loaded.host.drive(loaded.held, { type: 'xreactor.operator.cancel', at: engine.clock.now(), reason }, signal, 'caller');
 }

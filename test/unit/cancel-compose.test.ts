@@ -196,4 +196,46 @@ describe('cancel with a composed child', () => {
     releaseUndo();
     await running;
   });
+
+  it('a child that finishes while the cancel reaches it does not make the cancel fail', async () => {
+    const time = createTestClock();
+    const inner = createMemoryStore({ clock: time });
+    let cancelling = false;
+    let release: () => void = () => undefined;
+    let whenChildLoaded: (() => Promise<void>) | undefined;
+    const store: Store = new Proxy(inner, {
+      get(target, key, receiver) {
+        if (key !== 'load') return Reflect.get(target, key, receiver) as unknown;
+        return async (id: string) => {
+          const loaded = await target.load(id);
+          const hook = cancelling && id === 'root.sub' ? whenChildLoaded : undefined;
+          if (hook !== undefined) {
+            whenChildLoaded = undefined;
+            await hook();
+          }
+          return loaded;
+        };
+      },
+    });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const ran: string[] = [];
+    const child = defineReactor({ name: 'fin_child' })
+      .step('c1', { run: () => (ran.push('c1'), new Promise<string>((resolve) => (release = () => resolve('C1')))) })
+      .build();
+    const parent = defineReactor({ name: 'fin_parent' })
+      .compose('sub', child, {})
+      .step('p2', { waitFor: ['sub'], run: () => (ran.push('p2'), new Promise<string>(() => undefined)) })
+      .build();
+    const runtime = createRuntime({ store, queue, clock: time, logger, worker: false, generateId: () => 'root', reactors: [parent] });
+    void runtime.run(parent, {}).catch(() => undefined);
+    await expect.poll(() => ran).toEqual(['c1']);
+    // The cancel has read the child running; the child then completes before it is cancelled.
+    whenChildLoaded = async () => {
+      release();
+      await expect.poll(async () => (await inner.load('root.sub'))?.snapshot.value).toBe('completed');
+    };
+    cancelling = true;
+    expect(await runtime.cancel('root', 'stop')).toMatchObject({ status: 'cancelled' });
+    expect((await inner.load('root.sub'))?.snapshot.value).toBe('completed');
+  });
 });

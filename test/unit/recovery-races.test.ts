@@ -187,6 +187,43 @@ describe('recovery at awkward moments', () => {
     expect((await caller.find('root')).status).toBe('completed');
   });
 
+  it('an interrupt job two composed levels down, delivered again after its worker died in the middle reactor, finishes the run', async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const ran: string[] = [];
+    let hang = true;
+    const leaf = defineReactor({ name: 'depth_leaf' })
+      .interrupt('approve', {})
+      .step('l1', { waitFor: ['approve'], run: () => (ran.push('l1'), 'L1') })
+      .build();
+    const middle = defineReactor({ name: 'depth_middle' })
+      .compose('leafc', leaf, {})
+      .step('m2', { waitFor: ['leafc'], run: () => (ran.push('m2'), hang ? new Promise<string>(() => undefined) : 'M2') })
+      .build();
+    const root = defineReactor({ name: 'depth_root' })
+      .compose('midc', middle, {})
+      .step('r2', { waitFor: ['midc'], run: () => (ran.push('r2'), 'R2') })
+      .build();
+    const caller = createRuntime({ store, queue, clock: time, logger, worker: false, generateId: () => 'root', reactors: [root] });
+    expect(await caller.run(root, {})).toMatchObject({ status: 'paused' });
+    const job: JobSpec = {
+      id: 'root.resume.midc.leafc.approve',
+      kind: 'advance',
+      executionId: 'root',
+      reactor: root.name,
+      event: { type: 'xreactor.interrupt.resume', at: time.now(), step: 'approve', payload: 'ok', path: ['midc', 'leafc', 'approve'] },
+    };
+    const signal = new AbortController().signal;
+    void createJobHandler(createEngine({ store, queue, clock: createTestClock(), logger, reactors: [root], leaseTtlMs: 5_000 }))(job, signal);
+    await expect.poll(() => ran).toEqual(['l1', 'm2']);
+    time.advance(5_001);
+    hang = false;
+    await createJobHandler(createEngine({ store, queue, clock: time, logger, reactors: [root] }))(job, signal);
+    expect(ran).toEqual(['l1', 'm2', 'm2', 'r2']);
+    expect((await caller.find('root')).status).toBe('completed');
+  });
+
   it('an undo whose process died is recovered by the sweeper', async () => {
     const time = createTestClock();
     const store = createMemoryStore({ clock: time });
