@@ -197,13 +197,17 @@ export async function deliverAtPath(
 }
 
 /**
- * Statuses of a composed child whose parents must pick up its state: it runs, or it ended by
- * itself. Not a child that was cancelled, aborted or is being undone, or that still waits.
+ * Statuses of a composed child whose parents must pick up its state: it runs, it ended by itself,
+ * or it rolls back by itself (see movedOn). Not a child that was cancelled, aborted or is being
+ * undone by an operator, or that still waits.
  */
 const MOVED_ON: readonly string[] = ['running', 'completed', 'failed', 'halted'];
 
 function movedOn(link: Loaded): boolean {
-  return MOVED_ON.includes(statusOf(link.held.snapshot.value));
+  const status = statusOf(link.held.snapshot.value);
+  // A rollback it began by itself (an interrupt failure, a failed step) is an end in progress.
+  if (status === 'rolling_back') return link.held.snapshot.context.rollbackReason !== 'operator';
+  return MOVED_ON.includes(status);
 }
 
 /**
@@ -227,8 +231,11 @@ export async function cancelUnderLease(engine: Engine, id: string, reason: strin
         throw error;
       },
     );
-    if (refused !== undefined && statusOf((await engine.store.load(childId))?.snapshot.value ?? 'missing') === 'rolling_back') {
-      throw new InvalidStateError(`cannot cancel execution ${id}: its composed child ${childId} is rolling back`, { cause: refused });
+    if (refused !== undefined) {
+      const now = statusOf((await engine.store.load(childId))?.snapshot.value ?? 'missing');
+      if (now === 'rolling_back') throw new InvalidStateError(`cannot cancel execution ${id}: its composed child ${childId} is rolling back`, { cause: refused });
+      // Still active: the refusal came from further down (a grandchild rolling back).
+      if (now === 'running' || now === 'paused') throw refused;
     }
   }
   await loaded.host.drive(loaded.held, { type: 'xreactor.operator.cancel', at: engine.clock.now(), reason }, signal, 'caller');

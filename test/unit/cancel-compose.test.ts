@@ -238,4 +238,32 @@ describe('cancel with a composed child', () => {
     expect(await runtime.cancel('root', 'stop')).toMatchObject({ status: 'cancelled' });
     expect((await inner.load('root.sub'))?.snapshot.value).toBe('completed');
   });
+
+  it('cancel is refused while a grandchild rolls back', async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    let releaseUndo: () => void = () => undefined;
+    const leaf = defineReactor({ name: 'gc_leaf' })
+      .step('c1', { run: () => 'C1', undo: () => new Promise<void>((resolve) => (releaseUndo = resolve)) })
+      .step('c2', {
+        waitFor: ['c1'],
+        run: () => {
+          throw new Error('c2 fails');
+        },
+      })
+      .build();
+    const middle = defineReactor({ name: 'gc_middle' }).compose('leaf', leaf, {}).build();
+    const parent = defineReactor({ name: 'gc_root' })
+      .step('p1', { run: () => 'P1' })
+      .compose('mid', middle, { waitFor: ['p1'] })
+      .build();
+    const caller = createRuntime({ store, queue, clock: time, logger, worker: false, generateId: () => 'root', reactors: [parent] });
+    const running = caller.run(parent, {}).catch((error: unknown) => error);
+    await expect.poll(async () => (await store.load('root.mid.leaf'))?.snapshot.value).toMatchObject({ rolling_back: expect.anything() as unknown });
+    await expect(caller.cancel('root', 'stop')).rejects.toMatchObject({ code: 'invalid_state', message: expect.stringMatching(/root\.mid\.leaf is rolling back/) as string });
+    releaseUndo();
+    await running;
+    expect((await store.load('root'))?.snapshot.value).not.toBe('cancelled');
+  });
 });

@@ -10,6 +10,7 @@ import { createMemoryStore, createRuntime, createWorker, defineReactor } from '.
 import type { JobSpec, Store } from '../../src/index.js';
 import { createEngine } from '../../src/runtime/engine.js';
 import { createJobHandler } from '../../src/runtime/worker.js';
+import { serializeError } from '../../src/serialization/index.js';
 import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
 
 const logger = pino({ level: 'silent' });
@@ -222,6 +223,39 @@ describe('recovery at awkward moments', () => {
     await createJobHandler(createEngine({ store, queue, clock: time, logger, reactors: [root] }))(job, signal);
     expect(ran).toEqual(['l1', 'm2', 'm2', 'r2']);
     expect((await caller.find('root')).status).toBe('completed');
+  });
+
+  it('an interrupt failure job delivered again after its worker died inside the child rollback ends the run failed', async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const ran: string[] = [];
+    let hang = true;
+    const child = defineReactor({ name: 'fail_job_child' })
+      .step('c0', { run: () => 'C0', undo: () => (ran.push('undo:c0'), hang ? new Promise<void>(() => undefined) : undefined) })
+      .interrupt('approve', { waitFor: ['c0'] })
+      .build();
+    const root = defineReactor({ name: 'fail_job_root' })
+      .compose('sub', child, {})
+      .step('r2', { waitFor: ['sub'], run: () => 'R2' })
+      .build();
+    const caller = createRuntime({ store, queue, clock: time, logger, worker: false, generateId: () => 'root', reactors: [root] });
+    expect(await caller.run(root, {})).toMatchObject({ status: 'paused' });
+    const job: JobSpec = {
+      id: 'root.timeout.sub.approve',
+      kind: 'advance',
+      executionId: 'root',
+      reactor: root.name,
+      event: { type: 'xreactor.interrupt.fail', at: time.now(), step: 'approve', error: serializeError(new Error('timed out')), path: ['sub', 'approve'] },
+    };
+    const signal = new AbortController().signal;
+    void createJobHandler(createEngine({ store, queue, clock: createTestClock(), logger, reactors: [root], leaseTtlMs: 5_000 }))(job, signal);
+    await expect.poll(() => ran).toEqual(['undo:c0']);
+    time.advance(5_001);
+    hang = false;
+    await createJobHandler(createEngine({ store, queue, clock: time, logger, reactors: [root] }))(job, signal);
+    expect(ran).toEqual(['undo:c0', 'undo:c0']);
+    expect((await caller.find('root')).status).toBe('failed');
   });
 
   it('an undo whose process died is recovered by the sweeper', async () => {
