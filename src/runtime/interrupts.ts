@@ -176,6 +176,7 @@ export async function deliverAtPath(
   signal: AbortSignal,
   place: Place,
   lease?: HeldLease,
+  again = true,
 ): Promise<boolean> {
   const root = await engine.load(rootId);
   if (statusOf(root.held.snapshot.value) !== 'paused') return false;
@@ -187,7 +188,12 @@ export async function deliverAtPath(
   for (const step of path.slice(0, -1)) {
     const current = chain[chain.length - 1]!;
     if (current.held.snapshot.context.paused?.child !== step) {
-      if (chain.length > 1 && movedOn(current)) await propagate(chain.slice(0, -1), event.at, signal, place);
+      if (chain.length > 1 && movedOn(current)) {
+        await propagate(chain.slice(0, -1), event.at, signal, place);
+        // A link running only to pick up another interrupt of the same execution re-pauses on this
+        // one: the event was never applied. Look once more.
+        if (again) await deliverAtPath(engine, rootId, path, event, signal, place, lease, false);
+      }
       return true;
     }
     chain.push(await engine.load(descendantId(current.held.id, [step])));

@@ -230,18 +230,30 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
      */
     continue: async (id: string, request: ContinueRequest, continueOptions: { readonly signal?: AbortSignal } = {}): Promise<ContinueResult | DispatchedResult> => {
       const prepared = await prepareResume(engine, id, request);
+      const { definition: rootDefinition } = await engine.load(id);
+      const resumeJob = { id: jobId(id, 'resume', ...prepared.path), kind: 'advance' as const, executionId: id, reactor: rootDefinition.name, event: { ...prepared.event, path: prepared.path } };
       const applied = await engine.withLease(id, async (lease) => {
-        await deliverAtPath(engine, id, prepared.path, prepared.event, signalFor(continueOptions.signal), 'caller', lease).catch(async (error: unknown) => {
+        // Durable first: should this process die while applying the resume, the job finishes it.
+        await queue.enqueue([{ ...resumeJob, delayMs: options.leaseTtlMs ?? 30_000 }]);
+        const signal = signalFor(continueOptions.signal);
+        const deliver = (again: boolean) => deliverAtPath(engine, id, prepared.path, prepared.event, signal, 'caller', lease, again);
+        await (async () => {
+          if (await deliver(true)) return;
+          // Not paused: running or rolling back under a lease we now hold (its process died), perhaps
+          // only to pick up another interrupt. Recover it, then deliver again.
+          const { host, held } = await engine.load(id);
+          if (!['running', 'rolling_back'].includes(statusOf(held.snapshot.value))) return;
+          held.lease = lease;
+          await host.resume(held, held.outbox, signal, 'caller');
+          await deliver(false);
+        })().catch(async (error: unknown) => {
           throw await cancelledMeanwhile(id, error);
         });
         const { definition, held } = await engine.load(id);
         return (await heldOutcome(definition, held)) as ContinueResult;
       });
       if (applied !== undefined) return applied.value;
-      const { definition } = await engine.load(id);
-      await queue.enqueue([
-        { id: jobId(id, 'resume', ...prepared.path), kind: 'advance', executionId: id, reactor: definition.name, event: { ...prepared.event, path: prepared.path } },
-      ]);
+      await queue.enqueue([resumeJob]);
       engine.logger.info({ event: 'xreactor.resume.deferred', executionId: id, step: prepared.path, reason: 'run_busy' }, 'resume handed to a worker');
       return { status: 'dispatched', executionId: id as ExecutionId, reason: 'run_busy' };
     },

@@ -106,6 +106,9 @@ export function createJobHandler(engine: Engine): JobHandler {
         // process that applied it died): perform the last commit's outbox, as for any job.
         if (await deliverAtPath(engine, job.executionId, path as string[], job.event as unknown as ExecutionEvent, signal, 'worker', lease)) return;
         await host.resume(held, outbox, signal, 'worker');
+        // The root may have been running only to pick up another interrupt (its process died):
+        // it is paused again now, possibly on this very interrupt.
+        await deliverAtPath(engine, job.executionId, path as string[], job.event as unknown as ExecutionEvent, signal, 'worker', lease, false);
         return;
       }
       if (job.event !== undefined && (await host.drive(held, job.event as unknown as ExecutionEvent, signal, 'worker'))) return;
