@@ -224,11 +224,22 @@ export class ExecutionHost {
     const indexed = lineage.parentId === null ? store.markActive(id, true) : undefined;
     [held.revision] = await Promise.all([create, indexed]);
     if (takeLease) lease.taken();
+    // A composed child created just as its parent was cancelled: cancel it before it runs
+    // anything (the cancel looked for it before it existed; see cancelUnderLease).
+    if (lineage.parentId !== null && (await this.#isCancelled(lineage.parentId))) {
+      await this.drive(held, { type: 'xreactor.operator.cancel', at: clock.now(), reason: `its parent ${lineage.parentId} was cancelled` }, signal, place);
+      return held;
+    }
     if (event.type === 'xreactor.input.accepted') this.#deps.hooks.emit('reactorStart', { ...this.#base(held), input: inputs });
     await this.#afterCommit(held, event, effects);
     const next = await this.#performAll(held, effects, signal, place);
     if (next !== undefined) await this.drive(held, next, signal, place);
     return held;
+  }
+
+  async #isCancelled(id: string): Promise<boolean> {
+    const stored = await this.#deps.store.load(id);
+    return stored !== undefined && statusOf(stored.snapshot.value) === 'cancelled';
   }
 
   /** Load a stored execution into a held actor. */

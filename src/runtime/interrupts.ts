@@ -245,6 +245,14 @@ export async function cancelUnderLease(engine: Engine, id: string, reason: strin
     }
   }
   await loaded.host.drive(loaded.held, { type: 'xreactor.operator.cancel', at: engine.clock.now(), reason }, signal, 'caller');
+  // A child created while this cancel was under way (its parent had just moved into the compose
+  // step): cancel it too. One created after this look sees its parent cancelled and stops itself.
+  if (child !== undefined) {
+    const childId = descendantId(id, [child]);
+    const stored = await engine.store.load(childId);
+    const now = stored === undefined ? undefined : statusOf(stored.snapshot.value);
+    if (now === 'running' || now === 'paused') await cancelUnderLease(engine, childId, reason, signal);
+  }
 }
 
 /** The compose step whose child this run waits on: paused there, or running at the cursor. */

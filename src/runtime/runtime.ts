@@ -215,6 +215,21 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
   };
 
   /** Undo a paused composed child first (its completed steps), then the execution itself. */
+  /** Paused links all the way down, or an InvalidStateError naming the first child that moved on. */
+  const checkPausedChain = async (rootId: string, id: string): Promise<void> => {
+    const { held } = await engine.load(id);
+    const child = held.snapshot.context.paused?.child;
+    if (child == null) return;
+    const childId = descendantId(id, [child]);
+    const stored = await store.load(childId);
+    const status = stored === undefined ? 'missing' : statusOf(stored.snapshot.value);
+    if (status !== 'paused') {
+      // Its parent has not picked it up yet: the process doing so died, and a job will deliver it again.
+      throw new InvalidStateError(`cannot undo execution ${rootId}: its composed child ${childId} is ${status} and has not been picked up yet; try again once the run settles`);
+    }
+    await checkPausedChain(rootId, childId);
+  };
+
   const undoTree = async (id: string, signal: AbortSignal): Promise<void> => {
     const { host, held } = await engine.load(id);
     const child = held.snapshot.context.paused?.child;
@@ -394,6 +409,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         if (!['completed', 'halted', 'aborted', 'paused'].includes(status)) {
           throw new InvalidStateError(`execution ${id} is ${status}; only completed, halted, paused or aborted executions can be undone`);
         }
+        if (status === 'paused') await checkPausedChain(id, id);
         await undoTree(id, signalFor(undoOptions.signal));
         const after = await engine.load(id);
         return (await outcome(definition, id, statusOf(after.held.snapshot.value), after.held.snapshot.context)) as CancelledResult;
