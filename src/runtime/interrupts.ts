@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ExecutionEvent } from '../../machines/execution-types.js';
-import { ExecutionNotFoundError, InputValidationError, InterruptTimeoutError, InvalidStateError } from '../errors/index.js';
+import { ExecutionNotFoundError, InputValidationError, InterruptTimeoutError, InvalidStateError, StaleRevisionError } from '../errors/index.js';
 import type { ExecutionId } from '../internal/ids.js';
 import { describeIssues, validateWith } from '../internal/standard-schema.js';
 import { serializeError } from '../serialization/index.js';
@@ -210,9 +210,13 @@ export async function deliverAtPath(
 const MOVED_ON: readonly string[] = ['running', 'completed', 'failed', 'halted'];
 
 function movedOn(link: Loaded): boolean {
-  const status = statusOf(link.held.snapshot.value);
+  return childMovedOn(statusOf(link.held.snapshot.value), link.held.snapshot.context);
+}
+
+/** Whether a composed child in `status` has moved on (see MOVED_ON); its parent must pick it up. */
+export function childMovedOn(status: string, context: { readonly rollbackReason?: string | null }): boolean {
   // A rollback it began by itself (an interrupt failure, a failed step) is an end in progress.
-  if (status === 'rolling_back') return link.held.snapshot.context.rollbackReason !== 'operator';
+  if (status === 'rolling_back') return context.rollbackReason !== 'operator';
   return MOVED_ON.includes(status);
 }
 
@@ -237,7 +241,8 @@ export async function cancelUnderLease(engine: Engine, id: string, reason: strin
         throw error;
       },
     );
-    if (refused !== undefined) {
+    // A child not created yet is looked for again after the run is cancelled (below).
+    if (refused instanceof InvalidStateError) {
       const now = statusOf((await engine.store.load(childId))?.snapshot.value ?? 'missing');
       if (now === 'rolling_back') throw new InvalidStateError(`cannot cancel execution ${id}: its composed child ${childId} is rolling back`, { cause: refused });
       // Still active: the refusal came from further down (a grandchild rolling back).
@@ -247,11 +252,22 @@ export async function cancelUnderLease(engine: Engine, id: string, reason: strin
   await loaded.host.drive(loaded.held, { type: 'xreactor.operator.cancel', at: engine.clock.now(), reason }, signal, 'caller');
   // A child created while this cancel was under way (its parent had just moved into the compose
   // step): cancel it too. One created after this look sees its parent cancelled and stops itself.
-  if (child !== undefined) {
-    const childId = descendantId(id, [child]);
+  if (child !== undefined) await cancelCreatedChild(engine, descendantId(id, [child]), reason, signal);
+}
+
+/** Cancel `childId` if it is running or paused, retrying while the process advancing it commits first. */
+async function cancelCreatedChild(engine: Engine, childId: string, reason: string, signal: AbortSignal): Promise<void> {
+  for (let attempt = 1; ; attempt += 1) {
     const stored = await engine.store.load(childId);
     const now = stored === undefined ? undefined : statusOf(stored.snapshot.value);
-    if (now === 'running' || now === 'paused') await cancelUnderLease(engine, childId, reason, signal);
+    if (now !== 'running' && now !== 'paused') return;
+    try {
+      await cancelUnderLease(engine, childId, reason, signal);
+      return;
+    } catch (error) {
+      // The child moved meanwhile: look again (it may have finished, or be refused from further down).
+      if (!(error instanceof StaleRevisionError || error instanceof InvalidStateError || error instanceof ExecutionNotFoundError) || attempt >= 5) throw error;
+    }
   }
 }
 

@@ -15,7 +15,7 @@ import type { CancelledResult, DispatchedResult, ExecutionView, FailedResult, Ru
 import { buildResult } from './results.js';
 import { createJobHandler } from './worker.js';
 import type { ContinueRequest, PausedResult } from './interrupts.js';
-import { cancelUnderLease, deliverAtPath, prepareResume, readyInterrupts } from './interrupts.js';
+import { cancelUnderLease, childMovedOn, deliverAtPath, prepareResume, readyInterrupts } from './interrupts.js';
 import { jobId } from '../queue/job-ids.js';
 import { correlationKey, descendantId } from './lineage.js';
 import type { HeldExecution } from './host.js';
@@ -222,12 +222,13 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     if (child == null) return;
     const childId = descendantId(id, [child]);
     const stored = await store.load(childId);
-    const status = stored === undefined ? 'missing' : statusOf(stored.snapshot.value);
-    if (status !== 'paused') {
+    if (stored === undefined) return;
+    const status = statusOf(stored.snapshot.value);
+    if (childMovedOn(status, stored.snapshot.context as { rollbackReason?: string | null })) {
       // Its parent has not picked it up yet: the process doing so died, and a job will deliver it again.
       throw new InvalidStateError(`cannot undo execution ${rootId}: its composed child ${childId} is ${status} and has not been picked up yet; try again once the run settles`);
     }
-    await checkPausedChain(rootId, childId);
+    if (status === 'paused') await checkPausedChain(rootId, childId);
   };
 
   const undoTree = async (id: string, signal: AbortSignal): Promise<void> => {
@@ -245,11 +246,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
      */
     continue: async (id: string, request: ContinueRequest, continueOptions: { readonly signal?: AbortSignal } = {}): Promise<ContinueResult | DispatchedResult> => {
       const prepared = await prepareResume(engine, id, request);
-      const { definition: rootDefinition } = await engine.load(id);
-      const resumeJob = { id: jobId(id, 'resume', ...prepared.path), kind: 'advance' as const, executionId: id, reactor: rootDefinition.name, event: { ...prepared.event, path: prepared.path } };
       const applied = await engine.withLease(id, async (lease) => {
-        // Durable first: should this process die while applying the resume, the job finishes it.
-        await queue.enqueue([{ ...resumeJob, delayMs: options.leaseTtlMs ?? 30_000 }]);
         const signal = signalFor(continueOptions.signal);
         const deliver = (again: boolean) => deliverAtPath(engine, id, prepared.path, prepared.event, signal, 'caller', lease, again);
         await (async () => {
@@ -268,7 +265,10 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         return (await heldOutcome(definition, held)) as ContinueResult;
       });
       if (applied !== undefined) return applied.value;
-      await queue.enqueue([resumeJob]);
+      const { definition } = await engine.load(id);
+      await queue.enqueue([
+        { id: jobId(id, 'resume', ...prepared.path), kind: 'advance', executionId: id, reactor: definition.name, event: { ...prepared.event, path: prepared.path } },
+      ]);
       engine.logger.info({ event: 'xreactor.resume.deferred', executionId: id, step: prepared.path, reason: 'run_busy' }, 'resume handed to a worker');
       return { status: 'dispatched', executionId: id as ExecutionId, reason: 'run_busy' };
     },

@@ -6,7 +6,9 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createMemoryStore, createRuntime, defineReactor } from '../../src/index.js';
-import type { Store } from '../../src/index.js';
+import type { JobSpec, Store } from '../../src/index.js';
+import { createEngine } from '../../src/runtime/engine.js';
+import { createJobHandler } from '../../src/runtime/worker.js';
 import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
 
 const logger = pino({ level: 'silent' });
@@ -265,5 +267,69 @@ describe('cancel with a composed child', () => {
     releaseUndo();
     await running;
     expect((await store.load('root'))?.snapshot.value).not.toBe('cancelled');
+  });
+
+  it('a cancel whose child appears between its two looks still cancels the run (and does not fail)', async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const defer = () => {
+      let resolve: () => void = () => undefined;
+      const promise = new Promise<void>((r) => (resolve = r));
+      return { promise, resolve };
+    };
+    const ran: string[] = [];
+    const c1Go = defer();
+    const child = defineReactor({ name: 'appear_child' })
+      .step('c1', { run: async () => (ran.push('c1'), await c1Go.promise, 'C1') })
+      .step('c2', { waitFor: ['c1'], run: () => (ran.push('c2'), 'C2') })
+      .build();
+    const root = defineReactor({ name: 'appear_root' }).interrupt('x', {}).compose('sub', child, { waitFor: ['x'] }).build();
+    const caller = createRuntime({ store, queue, clock: time, logger, worker: false, generateId: () => 'root', reactors: [root] });
+    expect(await caller.run(root, {})).toMatchObject({ status: 'paused' });
+    // The worker resuming the root waits to create the child until the cancel has looked for it once.
+    const atCreate = defer();
+    const mayCreate = defer();
+    const workerStore: Store = new Proxy(store, {
+      get: (target, key, receiver) =>
+        key === 'create'
+          ? async (...args: Parameters<Store['create']>) => {
+              if (args[0].id === 'root.sub') {
+                atCreate.resolve();
+                await mayCreate.promise;
+              }
+              return target.create(...args);
+            }
+          : (Reflect.get(target, key, receiver) as unknown),
+    });
+    let childLooks = 0;
+    const cancelStore: Store = new Proxy(store, {
+      get: (target, key, receiver) =>
+        key === 'load'
+          ? async (id: string) => {
+              const loaded = await target.load(id);
+              if (id === 'root.sub' && (childLooks += 1) === 1) mayCreate.resolve();
+              return loaded;
+            }
+          : (Reflect.get(target, key, receiver) as unknown),
+    });
+    const job: JobSpec = {
+      id: 'root.resume.x',
+      kind: 'advance',
+      executionId: 'root',
+      reactor: root.name,
+      event: { type: 'xreactor.interrupt.resume', at: time.now(), step: 'x', payload: 1, path: ['x'] },
+    };
+    const handled = createJobHandler(createEngine({ store: workerStore, queue, clock: time, logger, reactors: [root] }))(job, new AbortController().signal).catch(() => undefined);
+    await atCreate.promise;
+    const operator = createRuntime({ store: cancelStore, queue, clock: time, logger, worker: false, reactors: [root] });
+    const cancelled = operator.cancel('root', 'stop');
+    c1Go.resolve();
+    expect(await cancelled).toMatchObject({ status: 'cancelled' });
+    await handled;
+    expect((await operator.find('root')).status).toBe('cancelled');
+    const childStatus = (await store.load('root.sub'))?.snapshot.value;
+    // Cancelled, or completed by steps already under way before the cancel landed: never left running.
+    expect(['cancelled', 'completed']).toContain(childStatus);
   });
 });

@@ -125,4 +125,22 @@ describe('undo and cancel while a composed run is being recovered', () => {
     expect((await inner.load('root.sub'))?.snapshot.value).toBe('cancelled');
     expect((await rt.find('root')).status).toBe('cancelled');
   });
+
+  it('undo of a root paused on a child cancelled by itself is not refused: nothing will pick that child up', async () => {
+    const ran: string[] = [];
+    const child = defineReactor({ name: 'uc_child' })
+      .step('c0', { run: () => 'C0', undo: () => void ran.push('undo:c0') })
+      .interrupt('ok', { waitFor: ['c0'] })
+      .build();
+    const root = defineReactor({ name: 'uc_root' })
+      .step('r0', { run: () => 'R0', undo: () => void ran.push('undo:r0') })
+      .compose('sub', child, { waitFor: ['r0'] })
+      .build();
+    const runtime = createRuntime({ logger, reactors: [root] });
+    expect(await runtime.run(root, {}, { executionId: 'root' })).toMatchObject({ status: 'paused' });
+    expect(await runtime.cancel('root.sub', 'operator')).toMatchObject({ status: 'cancelled' });
+    expect(await runtime.undo('root')).toMatchObject({ status: 'cancelled' });
+    expect(ran).toEqual(['undo:r0']);
+    await runtime.close();
+  });
 });

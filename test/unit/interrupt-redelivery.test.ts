@@ -199,31 +199,4 @@ describe('continue when its process dies, or after one that died', () => {
     await worker.close();
     expect({ status: (await caller.find('root')).status, ran }).toEqual({ status: 'completed', ran: ['c1', 'r2'] });
   });
-
-  it('a continue of a nested interrupt whose caller dies inside the child is finished by its resume job', async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
-    const ran: string[] = [];
-    let hang = true;
-    const child = defineReactor({ name: 'cd_child' })
-      .interrupt('approve', {})
-      .step('c1', { waitFor: ['approve'], run: () => (ran.push('c1'), hang ? new Promise<string>(() => undefined) : 'C1') })
-      .build();
-    const root = defineReactor({ name: 'cd_root' }).compose('sub', child, {}).step('r2', { waitFor: ['sub'], run: () => (ran.push('r2'), 'R2') }).build();
-    const operator = createRuntime({ store, queue, clock: time, logger, worker: false, generateId: () => 'root', reactors: [root] });
-    expect(await operator.run(root, {})).toMatchObject({ status: 'paused' });
-    const dying = createRuntime({ store, queue, clock: createTestClock(), logger, worker: false, leaseTtlMs: 5_000, reactors: [root] });
-    void dying.continue('root', { step: ['sub', 'approve'], payload: 'ok' });
-    await expect.poll(() => ran).toEqual(['c1']);
-    time.advance(60_000); // the caller died inside c1
-    hang = false;
-    const worker = createWorker({ store, queue, clock: time, logger, reactors: [root], sweepIntervalMs: 0 });
-    const swept = await operator.sweepOnce();
-    await queue.drain();
-    await worker.close();
-    expect(swept).toBe(0); // the root is paused: the sweeper does not list it
-    expect((await operator.find('root')).status).toBe('completed');
-    expect(ran).toEqual(['c1', 'c1', 'r2']);
-  });
 });
