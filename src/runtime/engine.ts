@@ -9,7 +9,7 @@ import { jobId } from '../queue/job-ids.js';
 import type { Middleware } from '../observability/middleware.js';
 import { createHooks } from '../observability/middleware.js';
 import type { Queue } from '../queue/queue.js';
-import type { Store } from '../store/store.js';
+import type { LoadedExecution, Store } from '../store/store.js';
 import type { Clock } from '../internal/clock.js';
 import { systemClock } from '../internal/clock.js';
 import { ExecutionHost, RECOVERABLE, statusOf } from './host.js';
@@ -192,12 +192,25 @@ export function createEngine(options: EngineOptions): Engine {
       }
     },
   };
-  /** The stored execution; undefined when it is unknown or unreadable; 'not_here' when another build can read it. */
-  const loadForSweep = (id: string) =>
-    store.load(id).catch((error: unknown) => {
-      if (error instanceof DeserializationError) return error.retryable ? ('not_here' as const) : undefined;
-      throw error;
-    });
+  /**
+   * What a sweep finds under `id`: the execution; undefined when it is unknown or unreadable
+   * (logged); 'not_here' when it was written by a build this one does not know (logged).
+   */
+  const look = async (id: string): Promise<LoadedExecution | undefined | 'not_here'> => {
+    try {
+      return await store.load(id);
+    } catch (error) {
+      if (!(error instanceof DeserializationError)) throw error;
+      if (error.retryable) {
+        logger.warn({ event: 'xreactor.execution.not_here', executionId: id, err: error }, error.message);
+        return 'not_here';
+      }
+      logger.error({ event: 'xreactor.sweeper.unreadable', executionId: id, err: error }, error.message);
+      return undefined;
+    }
+  };
+  const recoverable = (found: LoadedExecution | undefined | 'not_here'): found is LoadedExecution =>
+    found !== undefined && found !== 'not_here' && RECOVERABLE.includes(statusOf(found.snapshot.value));
   // Where the next sweep starts in the index: each sweep looks at the next `limit` entries, from
   // the oldest again after the last, so runs behind many live ones are reached too.
   let sweepFrom: string | undefined;
@@ -207,30 +220,18 @@ export function createEngine(options: EngineOptions): Engine {
     const page = await store.listActive(limit, sweepFrom);
     sweepFrom = page.next;
     for (const id of page.ids) {
-      let loaded: Awaited<ReturnType<Store['load']>>;
-      try {
-        loaded = await store.load(id);
-      } catch (error) {
-        if (!(error instanceof DeserializationError)) throw error;
-        if (error.retryable) {
-          // Written by a build this one does not know (a rolling deploy): it stays listed for a sweeper that does.
-          logger.warn({ event: 'xreactor.execution.not_here', executionId: id, err: error }, error.message);
-          continue;
-        }
-        logger.error({ event: 'xreactor.sweeper.unreadable', executionId: id, err: error }, error.message);
-        await store.markActive(id, false);
-        continue;
-      }
-      const status = loaded === undefined ? undefined : statusOf(loaded.snapshot.value);
-      if (loaded === undefined || status === undefined || !RECOVERABLE.includes(status)) {
-        if (status === 'pending') continue; // still being created by its caller: leave it listed
+      const loaded = await look(id);
+      // Written by a build this one does not know (a rolling deploy): it stays listed for a sweeper that does.
+      if (loaded === 'not_here') continue;
+      if (!recoverable(loaded)) {
         await store.markActive(id, false);
         // Look again after the removal: a run continued or undone meanwhile commits first and
         // lists itself again after; whichever of the two comes last, the run stays listed.
-        const again = await loadForSweep(id);
-        if (again === 'not_here' || (again !== undefined && RECOVERABLE.includes(statusOf(again.snapshot.value)))) await store.markActive(id, true);
+        const again = await look(id);
+        if (again === 'not_here' || recoverable(again)) await store.markActive(id, true);
         continue;
       }
+      const status = statusOf(loaded.snapshot.value);
       if (await store.hasLease(id)) continue;
       const reactor = (loaded.snapshot.context as { reactor: string }).reactor;
       await queue.enqueue([{ id: jobId(id, 'sweep', loaded.revision), kind: 'advance', executionId: id, reactor }]);

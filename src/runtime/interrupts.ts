@@ -59,18 +59,19 @@ function refuseUnlessPaused(id: string, status: string): void {
   if (status !== 'paused') throw new InvalidStateError(`cannot continue execution ${id}: ${why[status] ?? status}`);
 }
 
-/** Walk from the root through paused compose steps to the execution that owns the interrupt. */
-async function descend(engine: Engine, root: Loaded, composePath: readonly string[], name: string): Promise<Loaded[]> {
+/**
+ * Walk from the root through the paused compose steps of `composePath`. `broken` is the step the
+ * last link of `chain` is not paused on (it waits on something else, or has moved on); undefined
+ * when the walk reached the execution that owns the interrupt.
+ */
+async function descend(engine: Engine, root: Loaded, composePath: readonly string[]): Promise<{ chain: Loaded[]; broken: string | undefined }> {
   const chain: Loaded[] = [root];
   for (const step of composePath) {
     const current = chain[chain.length - 1]!;
-    if (current.held.snapshot.context.paused?.child !== step) {
-      const pending = await readyInterrupts(engine, chain[0]!.held);
-      throw new InvalidStateError(`cannot continue ${JSON.stringify([...composePath, name])}: "${step}" is not a paused composed child; ready interrupts: ${JSON.stringify(pending)}`);
-    }
+    if (current.held.snapshot.context.paused?.child !== step) return { chain, broken: step };
     chain.push(await engine.load(descendantId(current.held.id, [step])));
   }
-  return chain;
+  return { chain, broken: undefined };
 }
 
 /**
@@ -122,7 +123,11 @@ export async function prepareResume(engine: Engine, id: string, request: Continu
     throw new InvalidStateError(`cannot resume interrupt "${path.join('.')}": it was already resumed`);
   }
   refuseUnlessPaused(id, statusOf(root.held.snapshot.value));
-  const chain = await descend(engine, root, path.slice(0, -1), name);
+  const { chain, broken } = await descend(engine, root, path.slice(0, -1));
+  if (broken !== undefined) {
+    const pending = await readyInterrupts(engine, root.held);
+    throw new InvalidStateError(`cannot continue ${JSON.stringify(path)}: "${broken}" is not a paused composed child; ready interrupts: ${JSON.stringify(pending)}`);
+  }
   const target = chain[chain.length - 1]!;
   const step = target.definition.steps.find((s) => s.name === name);
   const ready = target.held.snapshot.context.paused?.ready ?? [];
@@ -182,29 +187,26 @@ export async function deliverAtPath(
   if (statusOf(root.held.snapshot.value) !== 'paused') return false;
   if (lease !== undefined) root.held.lease = lease;
   // Down through the paused compose steps to the interrupt's execution. A link that is no longer
-  // paused on the next one has moved on (this is a redelivery after the process that applied the
-  // event died): the links above it pick up its new state, as they would have then.
-  const chain: Loaded[] = [root];
-  for (const step of path.slice(0, -1)) {
-    const current = chain[chain.length - 1]!;
-    if (current.held.snapshot.context.paused?.child !== step) {
-      if (chain.length > 1 && movedOn(current)) {
-        await propagate(chain.slice(0, -1), event.at, signal, place);
-        // A link running only to pick up another interrupt of the same execution re-pauses on this
-        // one: the event was never applied. Look once more.
-        if (again) await deliverAtPath(engine, rootId, path, event, signal, place, lease, false);
-      }
-      return true;
-    }
-    chain.push(await engine.load(descendantId(current.held.id, [step])));
+  // paused on the next one and has moved on (this is a redelivery after the process that applied
+  // the event died): the links above it pick up its new state, as they would have then.
+  const { chain, broken } = await descend(engine, root, path.slice(0, -1));
+  if (broken === undefined) {
+    await applyAndPropagate(chain, event, signal, place);
+    return true;
   }
-  await applyAndPropagate(chain, event, signal, place);
+  const link = chain[chain.length - 1]!;
+  if (chain.length > 1 && movedOn(link)) {
+    await propagate(chain.slice(0, -1), event.at, signal, place);
+    // A link running only to pick up another interrupt of the same execution re-pauses on this
+    // one: the event was never applied. Look once more.
+    if (again) await deliverAtPath(engine, rootId, path, event, signal, place, lease, false);
+  }
   return true;
 }
 
 /**
  * Statuses of a composed child whose parents must pick up its state: it runs, it ended by itself,
- * or it rolls back by itself (see movedOn). Not a child that was cancelled, aborted or is being
+ * or it rolls back by itself (see childMovedOn). Not a child that was cancelled, aborted or is being
  * undone by an operator, or that still waits.
  */
 const MOVED_ON: readonly string[] = ['running', 'completed', 'failed', 'halted'];
@@ -231,42 +233,37 @@ export async function cancelUnderLease(engine: Engine, id: string, reason: strin
   if (status === 'rolling_back') throw new InvalidStateError(`cannot cancel execution ${id}: a rollback is in progress`);
   if (status !== 'paused' && status !== 'running') throw new InvalidStateError(`cannot cancel execution ${id}: it is ${status}; only running or paused runs can be cancelled`);
   const child = childInFlight(loaded);
-  if (child !== undefined) {
-    const childId = descendantId(id, [child]);
-    const refused = await cancelUnderLease(engine, childId, reason, signal).then(
-      () => undefined,
-      (error: unknown) => {
-        // A child not created yet, or finished meanwhile, has nothing left to stop.
-        if (error instanceof ExecutionNotFoundError || error instanceof InvalidStateError) return error;
-        throw error;
-      },
-    );
-    // A child not created yet is looked for again after the run is cancelled (below).
-    if (refused instanceof InvalidStateError) {
-      const now = statusOf((await engine.store.load(childId))?.snapshot.value ?? 'missing');
-      if (now === 'rolling_back') throw new InvalidStateError(`cannot cancel execution ${id}: its composed child ${childId} is rolling back`, { cause: refused });
-      // Still active: the refusal came from further down (a grandchild rolling back).
-      if (now === 'running' || now === 'paused') throw refused;
-    }
-  }
+  const childId = child === undefined ? undefined : descendantId(id, [child]);
+  if (childId !== undefined) await cancelChild(engine, id, childId, reason, signal, 'refuse_rollback');
   await loaded.host.drive(loaded.held, { type: 'xreactor.operator.cancel', at: engine.clock.now(), reason }, signal, 'caller');
   // A child created while this cancel was under way (its parent had just moved into the compose
   // step): cancel it too. One created after this look sees its parent cancelled and stops itself.
-  if (child !== undefined) await cancelCreatedChild(engine, descendantId(id, [child]), reason, signal);
+  if (childId !== undefined) await cancelChild(engine, id, childId, reason, signal, 'leave_rollback');
 }
 
-/** Cancel `childId` if it is running or paused, retrying while the process advancing it commits first. */
-async function cancelCreatedChild(engine: Engine, childId: string, reason: string, signal: AbortSignal): Promise<void> {
+/**
+ * Cancel the composed child `childId` of `parentId` if it is running or paused; nothing to do for
+ * one not created yet or ended. A child rolling back refuses the parent's cancel (before the
+ * parent is cancelled) or is left to finish (after). A refusal from further down (a grandchild
+ * rolling back) is passed on; the child's process committing first is retried.
+ */
+async function cancelChild(engine: Engine, parentId: string, childId: string, reason: string, signal: AbortSignal, rollingBack: 'refuse_rollback' | 'leave_rollback'): Promise<void> {
   for (let attempt = 1; ; attempt += 1) {
     const stored = await engine.store.load(childId);
     const now = stored === undefined ? undefined : statusOf(stored.snapshot.value);
+    if (now === 'rolling_back' && rollingBack === 'refuse_rollback') {
+      throw new InvalidStateError(`cannot cancel execution ${parentId}: its composed child ${childId} is rolling back`);
+    }
     if (now !== 'running' && now !== 'paused') return;
     try {
       await cancelUnderLease(engine, childId, reason, signal);
       return;
     } catch (error) {
-      // The child moved meanwhile: look again (it may have finished, or be refused from further down).
-      if (!(error instanceof StaleRevisionError || error instanceof InvalidStateError || error instanceof ExecutionNotFoundError) || attempt >= 5) throw error;
+      // Refused although the child is still running or paused: the refusal came from further down.
+      const moved = error instanceof StaleRevisionError || error instanceof ExecutionNotFoundError || error instanceof InvalidStateError;
+      if (!moved || attempt >= 5) throw error;
+      const after = await engine.store.load(childId);
+      if (error instanceof InvalidStateError && after !== undefined && ['running', 'paused'].includes(statusOf(after.snapshot.value))) throw error;
     }
   }
 }
