@@ -6,18 +6,17 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createMemoryStore, createRuntime, defineReactor } from '../../src/index.js';
-import type { JobSpec, Store } from '../../src/index.js';
+import type { AnyReactorDefinition, JobSpec, Store } from '../../src/index.js';
 import { createEngine } from '../../src/runtime/engine.js';
 import { createJobHandler } from '../../src/runtime/worker.js';
 import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
+import { manualWorld } from '../support/recovery-kit.js';
 
 const logger = pino({ level: 'silent' });
 
 describe('cancel with a composed child', () => {
   it('cancel of a root whose child is inside a step stops the child: none of its remaining steps run', async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const { time, store, queue } = manualWorld();
     const ran: string[] = [];
     let release: () => void = () => undefined;
     const child = defineReactor({ name: 'cc_child' })
@@ -153,9 +152,7 @@ describe('cancel with a composed child', () => {
   });
 
   it('a continue whose run is cancelled under it fails with invalid_state', async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const { time, store, queue } = manualWorld();
     const ran: string[] = [];
     let release: () => void = () => undefined;
     const reactor = defineReactor({ name: 'cancel_under_continue' })
@@ -173,12 +170,14 @@ describe('cancel with a composed child', () => {
     expect(ran).toEqual(['b']);
   });
 
-  it('cancel is refused while the composed child the run waits on is rolling back', async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+  it.each([
+    { what: 'the composed child the run waits on', path: ['sub'] },
+    { what: 'a grandchild', path: ['mid', 'leaf'] },
+  ])('cancel is refused while $what rolls back', async ({ path }) => {
+    const { time, store, queue } = manualWorld();
     let releaseUndo: () => void = () => undefined;
-    const child = defineReactor({ name: 'rb_child' })
+    // The innermost reactor fails at c2 and rolls back, its undo of c1 held until released.
+    let inner = defineReactor({ name: `rb_${path.join('_')}_0` })
       .step('c1', { run: () => 'C1', undo: () => new Promise<void>((resolve) => (releaseUndo = resolve)) })
       .step('c2', {
         waitFor: ['c1'],
@@ -186,17 +185,23 @@ describe('cancel with a composed child', () => {
           throw new Error('c2 fails');
         },
       })
-      .build();
-    const parent = defineReactor({ name: 'rb_parent' })
+      .build() as AnyReactorDefinition;
+    for (const [level, step] of path.slice(1).reverse().entries()) inner = defineReactor({ name: `rb_${path.join('_')}_${level + 1}` }).compose(step, inner, {}).build() as AnyReactorDefinition;
+    const parent = defineReactor({ name: `rb_${path.join('_')}_root` })
       .step('p1', { run: () => 'P1' })
-      .compose('sub', child, { waitFor: ['p1'] })
+      .compose(path[0]!, inner, { waitFor: ['p1'] })
       .build();
+    const descendant = ['root', ...path].join('.');
     const caller = createRuntime({ store, queue, clock: time, logger, worker: false, generateId: () => 'root', reactors: [parent] });
     const running = caller.run(parent, {}).catch((error: unknown) => error);
-    await expect.poll(async () => (await store.load('root.sub'))?.snapshot.value).toMatchObject({ rolling_back: expect.anything() as unknown });
-    await expect(caller.cancel('root', 'stop')).rejects.toMatchObject({ code: 'invalid_state', message: expect.stringMatching(/composed child root\.sub is rolling back/) as string });
+    await expect.poll(async () => (await store.load(descendant))?.snapshot.value).toMatchObject({ rolling_back: expect.anything() as unknown });
+    await expect(caller.cancel('root', 'stop')).rejects.toMatchObject({
+      code: 'invalid_state',
+      message: expect.stringContaining(`composed child ${descendant} is rolling back`) as string,
+    });
     releaseUndo();
     await running;
+    expect((await store.load('root'))?.snapshot.value).not.toBe('cancelled');
   });
 
   it('a child that finishes while the cancel reaches it does not make the cancel fail', async () => {
@@ -241,38 +246,8 @@ describe('cancel with a composed child', () => {
     expect((await inner.load('root.sub'))?.snapshot.value).toBe('completed');
   });
 
-  it('cancel is refused while a grandchild rolls back', async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
-    let releaseUndo: () => void = () => undefined;
-    const leaf = defineReactor({ name: 'gc_leaf' })
-      .step('c1', { run: () => 'C1', undo: () => new Promise<void>((resolve) => (releaseUndo = resolve)) })
-      .step('c2', {
-        waitFor: ['c1'],
-        run: () => {
-          throw new Error('c2 fails');
-        },
-      })
-      .build();
-    const middle = defineReactor({ name: 'gc_middle' }).compose('leaf', leaf, {}).build();
-    const parent = defineReactor({ name: 'gc_root' })
-      .step('p1', { run: () => 'P1' })
-      .compose('mid', middle, { waitFor: ['p1'] })
-      .build();
-    const caller = createRuntime({ store, queue, clock: time, logger, worker: false, generateId: () => 'root', reactors: [parent] });
-    const running = caller.run(parent, {}).catch((error: unknown) => error);
-    await expect.poll(async () => (await store.load('root.mid.leaf'))?.snapshot.value).toMatchObject({ rolling_back: expect.anything() as unknown });
-    await expect(caller.cancel('root', 'stop')).rejects.toMatchObject({ code: 'invalid_state', message: expect.stringMatching(/root\.mid\.leaf is rolling back/) as string });
-    releaseUndo();
-    await running;
-    expect((await store.load('root'))?.snapshot.value).not.toBe('cancelled');
-  });
-
   it('a cancel whose child appears between its two looks still cancels the run (and does not fail)', async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const { time, store, queue } = manualWorld();
     const defer = () => {
       let resolve: () => void = () => undefined;
       const promise = new Promise<void>((r) => (resolve = r));

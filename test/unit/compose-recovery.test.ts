@@ -7,19 +7,19 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createMemoryStore, createRuntime, defineReactor } from '../../src/index.js';
-import type { JobSpec, Store } from '../../src/index.js';
+import type { Store } from '../../src/index.js';
 import { createEngine } from '../../src/runtime/engine.js';
 import { createJobHandler } from '../../src/runtime/worker.js';
 import { serializeError } from '../../src/serialization/index.js';
 import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
+import { handleInWorker, interruptJob, manualWorld, outliveLease, startDoomedWorker } from '../support/recovery-kit.js';
 
 const logger = pino({ level: 'silent' });
 
 describe('undo and cancel while a composed run is being recovered', () => {
   it('undo of a root paused on a child its dead worker had resumed is refused until the job delivers it again; then it undoes the child too', async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const world = manualWorld();
+    const { time, store, queue } = world;
     const ran: string[] = [];
     let hang = true;
     const child = defineReactor({ name: 'ud_child' })
@@ -33,28 +33,21 @@ describe('undo and cancel while a composed run is being recovered', () => {
       .build();
     const operator = createRuntime({ store, queue, clock: time, logger, worker: false, generateId: () => 'root', reactors: [root] });
     expect(await operator.run(root, {})).toMatchObject({ status: 'paused' });
-    const job: JobSpec = {
-      id: 'root.resume.sub.approve',
-      kind: 'advance',
-      executionId: 'root',
-      reactor: root.name,
-      event: { type: 'xreactor.interrupt.resume', at: time.now(), step: 'approve', payload: 'ok', path: ['sub', 'approve'] },
-    };
-    void createJobHandler(createEngine({ store, queue, clock: createTestClock(), logger, reactors: [root], leaseTtlMs: 5_000 }))(job, new AbortController().signal);
+    const job = interruptJob('root.resume.sub.approve', 'root', root, ['sub', 'approve'], { payload: 'ok' });
+    startDoomedWorker(world, [root], job);
     await expect.poll(() => ran).toEqual(['c1']);
-    time.advance(5_001); // the worker died inside c1; its job will be delivered again
+    outliveLease(world); // the worker died inside c1; its job will be delivered again
     await expect(operator.undo('root')).rejects.toMatchObject({ code: 'invalid_state', message: expect.stringMatching(/composed child root\.sub is running and has not been picked up yet/) as string });
     hang = false;
-    await createJobHandler(createEngine({ store, queue, clock: time, logger, reactors: [root] }))(job, new AbortController().signal);
+    await handleInWorker(world, [root], job);
     expect((await operator.find('root')).status).toBe('completed');
     expect(await operator.undo('root')).toMatchObject({ status: 'cancelled' });
     expect(ran).toEqual(['c1', 'c1', 'undo:c1', 'undo:c0', 'undo:p0']);
   });
 
   it('undo of a root paused on a child rolling back by itself is refused; the delivered job finishes the rollback', async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const world = manualWorld();
+    const { time, store, queue } = world;
     const ran: string[] = [];
     let hang = true;
     const child = defineReactor({ name: 'ur_child' })
@@ -64,19 +57,13 @@ describe('undo and cancel while a composed run is being recovered', () => {
     const root = defineReactor({ name: 'ur_root' }).compose('sub', child, {}).build();
     const operator = createRuntime({ store, queue, clock: time, logger, worker: false, generateId: () => 'root', reactors: [root] });
     expect(await operator.run(root, {})).toMatchObject({ status: 'paused' });
-    const job: JobSpec = {
-      id: 'root.timeout.sub.approve',
-      kind: 'advance',
-      executionId: 'root',
-      reactor: root.name,
-      event: { type: 'xreactor.interrupt.fail', at: time.now(), step: 'approve', error: serializeError(new Error('timed out')), path: ['sub', 'approve'] },
-    };
-    void createJobHandler(createEngine({ store, queue, clock: createTestClock(), logger, reactors: [root], leaseTtlMs: 5_000 }))(job, new AbortController().signal);
+    const job = interruptJob('root.timeout.sub.approve', 'root', root, ['sub', 'approve'], { error: serializeError(new Error('timed out')) });
+    startDoomedWorker(world, [root], job);
     await expect.poll(() => ran).toEqual(['undo:c0']);
-    time.advance(5_001);
+    outliveLease(world);
     hang = false;
     await expect(operator.undo('root')).rejects.toMatchObject({ code: 'invalid_state' });
-    await createJobHandler(createEngine({ store, queue, clock: time, logger, reactors: [root] }))(job, new AbortController().signal);
+    await handleInWorker(world, [root], job);
     expect((await store.load('root.sub'))?.snapshot.value).toBe('failed');
     expect((await operator.find('root')).status).toBe('failed');
   });
@@ -109,13 +96,7 @@ describe('undo and cancel while a composed run is being recovered', () => {
     const root = defineReactor({ name: 'nc_root' }).interrupt('x', {}).compose('sub', child, { waitFor: ['x'] }).build();
     const rt = createRuntime({ store, queue, clock: time, logger, worker: false, generateId: () => 'root', reactors: [root] });
     expect(await rt.run(root, {})).toMatchObject({ status: 'paused' });
-    const job: JobSpec = {
-      id: 'root.resume.x',
-      kind: 'advance',
-      executionId: 'root',
-      reactor: root.name,
-      event: { type: 'xreactor.interrupt.resume', at: time.now(), step: 'x', payload: 1, path: ['x'] },
-    };
+    const job = interruptJob('root.resume.x', 'root', root, ['x'], { payload: 1 });
     const handled = createJobHandler(createEngine({ store, queue, clock: time, logger, reactors: [root] }))(job, new AbortController().signal).catch((e: Error) => e.message);
     await atCreate;
     expect(await rt.cancel('root', 'stop')).toMatchObject({ status: 'cancelled' });

@@ -6,11 +6,10 @@
  */
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { createMemoryStore, createRuntime, createWorker, defineReactor } from '../../src/index.js';
-import type { JobSpec, Store } from '../../src/index.js';
-import { createEngine } from '../../src/runtime/engine.js';
-import { createJobHandler } from '../../src/runtime/worker.js';
-import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
+import { createRuntime, createWorker, defineReactor } from '../../src/index.js';
+import type { Store } from '../../src/index.js';
+import { createTestClock } from '../../src/testing/index.js';
+import { interruptJob, manualWorld, outliveLease, startDoomedWorker } from '../support/recovery-kit.js';
 
 const logger = pino({ level: 'silent' });
 
@@ -35,9 +34,8 @@ function dyingAt(store: Store, id: string, status: string, before?: () => Promis
 
 describe('an interrupt delivered while a link is picking up a sibling interrupt', () => {
   it('a job for "x" that meets the root running to pick up "a" applies x once the root pauses on it again', async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const world = manualWorld();
+    const { time, store, queue } = world;
     const ran: string[] = [];
     const child = defineReactor({ name: 'rf_child' })
       .interrupt('a', {})
@@ -60,29 +58,25 @@ describe('an interrupt delivered while a link is picking up a sibling interrupt'
       w1AtChild();
       await w1Go;
     });
-    const jobA: JobSpec = {
-      id: 'root.resume.sub.a', kind: 'advance', executionId: 'root', reactor: root.name,
-      event: { type: 'xreactor.interrupt.resume', at: time.now(), step: 'a', payload: 'A', path: ['sub', 'a'] },
-    };
-    void createJobHandler(createEngine({ store: w1Store, queue, clock: createTestClock(), logger, reactors: [root], leaseTtlMs: 5_000 }))(jobA, new AbortController().signal);
+    const jobA = interruptJob('root.resume.sub.a', 'root', root, ['sub', 'a'], { payload: 'A' });
+    startDoomedWorker(world, [root], jobA, w1Store);
     await atChild;
     // Meanwhile x is continued: checked and claimed, the lease is busy, so it becomes a job.
     expect(await caller.continue('root', { step: ['sub', 'x'], payload: 'X' })).toMatchObject({ status: 'dispatched' });
     letW1Go();
     await expect.poll(async () => (await store.load('root'))?.snapshot.value).toMatchObject({ running: expect.anything() as unknown });
-    time.advance(5_001); // W1 is dead; its lease expires
+    outliveLease(world); // W1 is dead; its lease expires
     const worker = createWorker({ store, queue, clock: time, logger, reactors: [root], sweepIntervalMs: 0 });
     await queue.drain();
     await worker.close();
     const view = await caller.find('root');
-    // Expected: x applied, the run completes. Actual: paused, x claimed, nothing left to deliver it.
+    // x is applied once the root pauses on it again: the run completes, nothing is left pending.
     expect({ status: view.status, ran, pending: queue.pending().length }).toEqual({ status: 'completed', ran: ['c1', 'r2'], pending: 0 });
   });
 
   it('root -> mid -> leaf: a job for "x" that meets mid running to pick up "a" applies x', async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const world = manualWorld();
+    const { time, store, queue } = world;
     const ran: string[] = [];
     const leaf = defineReactor({ name: 'rf3_leaf' })
       .interrupt('a', {})
@@ -104,16 +98,13 @@ describe('an interrupt delivered while a link is picking up a sibling interrupt'
       w1AtLeaf();
       await w1Go;
     });
-    const jobA: JobSpec = {
-      id: 'root.resume.midc.leafc.a', kind: 'advance', executionId: 'root', reactor: root.name,
-      event: { type: 'xreactor.interrupt.resume', at: time.now(), step: 'a', payload: 'A', path: ['midc', 'leafc', 'a'] },
-    };
-    void createJobHandler(createEngine({ store: w1Store, queue, clock: createTestClock(), logger, reactors: [root], leaseTtlMs: 5_000 }))(jobA, new AbortController().signal);
+    const jobA = interruptJob('root.resume.midc.leafc.a', 'root', root, ['midc', 'leafc', 'a'], { payload: 'A' });
+    startDoomedWorker(world, [root], jobA, w1Store);
     await atLeaf;
     expect(await caller.continue('root', { step: ['midc', 'leafc', 'x'], payload: 'X' })).toMatchObject({ status: 'dispatched' });
     letW1Go();
     await expect.poll(async () => (await store.load('root.midc'))?.snapshot.value).toMatchObject({ running: expect.anything() as unknown });
-    time.advance(5_001);
+    outliveLease(world);
     const worker = createWorker({ store, queue, clock: time, logger, reactors: [root], sweepIntervalMs: 0 });
     await queue.drain();
     await worker.close();
@@ -122,9 +113,8 @@ describe('an interrupt delivered while a link is picking up a sibling interrupt'
   });
 
   it('the active timeout of "x" that fires while the root picks up "a" is not lost', async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const world = manualWorld();
+    const { time, store, queue } = world;
     const child = defineReactor({ name: 'rft_child' })
       .interrupt('a', {})
       .interrupt('x', { timeout: { ms: 10_000, strategy: 'active' } })
@@ -142,15 +132,14 @@ describe('an interrupt delivered while a link is picking up a sibling interrupt'
     const worker = createWorker({ store, queue, clock: time, logger, reactors: [root], sweepIntervalMs: 0 });
     await queue.drain();
     await worker.close();
-    // Expected: x timed out, the run failed. Actual: paused on x forever (no timeout job left).
+    // The timeout of x is applied once the root pauses on it again: the run fails.
     expect({ status: (await caller.find('root')).status, pending: queue.pending().map((j) => j.id) }).toEqual({ status: 'failed', pending: [] });
   });
 });
 describe('continue when its process dies, or after one that died', () => {
   it('a continue of "x" that gets the lease after a continue of "a" died mid-pickup still applies x', async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const world = manualWorld();
+    const { time, store, queue } = world;
     const ran: string[] = [];
     const child = defineReactor({ name: 'rc_child' })
       .interrupt('a', {})
@@ -189,7 +178,7 @@ describe('continue when its process dies, or after one that died', () => {
     const aCaller = createRuntime({ store: dyingStore, queue, clock: createTestClock(), logger, worker: false, leaseTtlMs: 5_000, reactors: [root] });
     void aCaller.continue('root', { step: ['sub', 'a'], payload: 'A' });
     await expect.poll(async () => (await store.load('root'))?.snapshot.value).toMatchObject({ running: expect.anything() as unknown });
-    time.advance(5_001);
+    outliveLease(world);
     letLease();
     await xDone;
     // Whatever x's continue returns, the sweeper then recovers the root: it re-pauses on x, claimed.

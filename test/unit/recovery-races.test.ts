@@ -6,21 +6,19 @@
  */
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { createMemoryStore, createRuntime, createWorker, defineReactor } from '../../src/index.js';
-import type { JobSpec, Store } from '../../src/index.js';
-import { createEngine } from '../../src/runtime/engine.js';
-import { createJobHandler } from '../../src/runtime/worker.js';
+import { createRuntime, createWorker, defineReactor } from '../../src/index.js';
+import type { Store } from '../../src/index.js';
 import { serializeError } from '../../src/serialization/index.js';
-import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
+import { createTestClock } from '../../src/testing/index.js';
+import { handleInWorker, interruptJob, manualWorld, outliveLease, startDoomedWorker } from '../support/recovery-kit.js';
 
 const logger = pino({ level: 'silent' });
 const tick = () => new Promise((r) => setImmediate(r));
 
 describe('recovery at awkward moments', () => {
   it('a worker that redoes a run up to its cut carries on itself: its own job id does not swallow the hand-off', async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const world = manualWorld();
+    const { time, store, queue } = world;
     const ran: string[] = [];
     const reactor = defineReactor({ name: 'after-a' })
       .step('a', { run: () => (ran.push('a'), 'A') })
@@ -38,7 +36,7 @@ describe('recovery at awkward moments', () => {
     const caller = createRuntime({ store: dying, queue, clock: createTestClock(), logger, worker: false, leaseTtlMs: 5_000, generateId: () => 'run-1', reactors: [reactor] });
     void caller.run(reactor, {});
     while (queue.pending().length === 0) await tick();
-    time.advance(5_001);
+    outliveLease(world);
     const worker = createWorker({ store, queue, clock: time, logger, reactors: [reactor], sweepIntervalMs: 0 });
     const operator = createRuntime({ store, queue, clock: time, logger, worker: false, reactors: [reactor] });
     await queue.drain();
@@ -50,9 +48,8 @@ describe('recovery at awkward moments', () => {
   });
 
   it('a run continued after a sweep saw it paused is still recovered by the sweeper when its process dies', async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const world = manualWorld();
+    const { time, store, queue } = world;
     const ran: string[] = [];
     const reactor = defineReactor({ name: 'approve' })
       .step('a', { run: () => (ran.push('a'), 'A') })
@@ -65,15 +62,14 @@ describe('recovery at awkward moments', () => {
     await operator.sweepOnce(); // sees it paused
     void caller.continue('run-1', { step: 'approval', payload: {} });
     while (!ran.includes('b')) await tick();
-    time.advance(5_001); // the caller died inside b
+    outliveLease(world); // the caller died inside b
     expect((await operator.find('run-1')).status).toBe('running');
     expect(await operator.sweepOnce()).toBe(1);
   });
 
   it('a sweep that drops a paused run while it is being continued lists it again: the run stays recoverable', async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const world = manualWorld();
+    const { time, store, queue } = world;
     const ran: string[] = [];
     const reactor = defineReactor({ name: 'approve_race' })
       .step('a', { run: () => (ran.push('a'), 'A') })
@@ -108,14 +104,13 @@ describe('recovery at awkward moments', () => {
     letRemovalGo();
     expect(await sweep).toBe(0);
     // The caller dies inside b: its lease expires, and the sweeper still finds the run.
-    time.advance(5_001);
+    outliveLease(world);
     expect(await operator.sweepOnce()).toBe(1);
   });
 
   it('an interrupt job delivered again after its worker died inside the next step performs that step again', async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const world = manualWorld();
+    const { time, store, queue } = world;
     const ran: string[] = [];
     let hang = true;
     const reactor = defineReactor({ name: 'approve_job' })
@@ -132,29 +127,21 @@ describe('recovery at awkward moments', () => {
     const caller = createRuntime({ store, queue, clock: time, logger, worker: false, generateId: () => 'run-j', reactors: [reactor] });
     expect(await caller.run(reactor, {})).toMatchObject({ status: 'paused' });
     // A resume handed to a worker (as continue does when the run's lease is busy).
-    const job: JobSpec = {
-      id: 'run-j.resume.approval',
-      kind: 'advance',
-      executionId: 'run-j',
-      reactor: reactor.name,
-      event: { type: 'xreactor.interrupt.resume', at: time.now(), step: 'approval', payload: 'ok', path: ['approval'] },
-    };
-    const signal = new AbortController().signal;
+    const job = interruptJob('run-j.resume.approval', 'run-j', reactor, ['approval'], { payload: 'ok' });
     // The first worker applies it and dies inside c (its clock stands still, its lease expires).
-    void createJobHandler(createEngine({ store, queue, clock: createTestClock(), logger, reactors: [reactor], leaseTtlMs: 5_000 }))(job, signal);
+    startDoomedWorker(world, [reactor], job);
     await expect.poll(() => ran).toEqual(['a', 'c']);
-    time.advance(5_001);
+    outliveLease(world);
     hang = false;
     // The queue delivers the stalled job again to another worker: the run is no longer paused.
-    await createJobHandler(createEngine({ store, queue, clock: time, logger, reactors: [reactor] }))(job, signal);
+    await handleInWorker(world, [reactor], job);
     expect(ran).toEqual(['a', 'c', 'c']);
     expect((await caller.find('run-j')).status).toBe('completed');
   });
 
   it('a nested interrupt job delivered again after its worker died inside the child finishes the run', async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const world = manualWorld();
+    const { time, store, queue } = world;
     const ran: string[] = [];
     let hang = true;
     const child = defineReactor({ name: 'nested_job_child' })
@@ -168,30 +155,22 @@ describe('recovery at awkward moments', () => {
       .build();
     const caller = createRuntime({ store, queue, clock: time, logger, worker: false, generateId: () => 'root', reactors: [parent] });
     expect(await caller.run(parent, {})).toMatchObject({ status: 'paused' });
-    const job: JobSpec = {
-      id: 'root.resume.sub.approve',
-      kind: 'advance',
-      executionId: 'root',
-      reactor: parent.name,
-      event: { type: 'xreactor.interrupt.resume', at: time.now(), step: 'approve', payload: 'ok', path: ['sub', 'approve'] },
-    };
-    const signal = new AbortController().signal;
+    const job = interruptJob('root.resume.sub.approve', 'root', parent, ['sub', 'approve'], { payload: 'ok' });
     // The first worker resumes the child and dies inside c1, before the root picked that up.
-    void createJobHandler(createEngine({ store, queue, clock: createTestClock(), logger, reactors: [parent], leaseTtlMs: 5_000 }))(job, signal);
+    startDoomedWorker(world, [parent], job);
     await expect.poll(() => ran).toEqual(['p1', 'c1']);
-    time.advance(5_001);
+    outliveLease(world);
     hang = false;
     // Delivered again: the root is still paused, the child refuses the resume (it moved on) and
     // the root must still pick up the child's new state.
-    await createJobHandler(createEngine({ store, queue, clock: time, logger, reactors: [parent] }))(job, signal);
+    await handleInWorker(world, [parent], job);
     expect(ran).toEqual(['p1', 'c1', 'c1', 'p2']);
     expect((await caller.find('root')).status).toBe('completed');
   });
 
   it('an interrupt job two composed levels down, delivered again after its worker died in the middle reactor, finishes the run', async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const world = manualWorld();
+    const { time, store, queue } = world;
     const ran: string[] = [];
     let hang = true;
     const leaf = defineReactor({ name: 'depth_leaf' })
@@ -208,27 +187,19 @@ describe('recovery at awkward moments', () => {
       .build();
     const caller = createRuntime({ store, queue, clock: time, logger, worker: false, generateId: () => 'root', reactors: [root] });
     expect(await caller.run(root, {})).toMatchObject({ status: 'paused' });
-    const job: JobSpec = {
-      id: 'root.resume.midc.leafc.approve',
-      kind: 'advance',
-      executionId: 'root',
-      reactor: root.name,
-      event: { type: 'xreactor.interrupt.resume', at: time.now(), step: 'approve', payload: 'ok', path: ['midc', 'leafc', 'approve'] },
-    };
-    const signal = new AbortController().signal;
-    void createJobHandler(createEngine({ store, queue, clock: createTestClock(), logger, reactors: [root], leaseTtlMs: 5_000 }))(job, signal);
+    const job = interruptJob('root.resume.midc.leafc.approve', 'root', root, ['midc', 'leafc', 'approve'], { payload: 'ok' });
+    startDoomedWorker(world, [root], job);
     await expect.poll(() => ran).toEqual(['l1', 'm2']);
-    time.advance(5_001);
+    outliveLease(world);
     hang = false;
-    await createJobHandler(createEngine({ store, queue, clock: time, logger, reactors: [root] }))(job, signal);
+    await handleInWorker(world, [root], job);
     expect(ran).toEqual(['l1', 'm2', 'm2', 'r2']);
     expect((await caller.find('root')).status).toBe('completed');
   });
 
   it('an interrupt failure job delivered again after its worker died inside the child rollback ends the run failed', async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const world = manualWorld();
+    const { time, store, queue } = world;
     const ran: string[] = [];
     let hang = true;
     const child = defineReactor({ name: 'fail_job_child' })
@@ -241,27 +212,19 @@ describe('recovery at awkward moments', () => {
       .build();
     const caller = createRuntime({ store, queue, clock: time, logger, worker: false, generateId: () => 'root', reactors: [root] });
     expect(await caller.run(root, {})).toMatchObject({ status: 'paused' });
-    const job: JobSpec = {
-      id: 'root.timeout.sub.approve',
-      kind: 'advance',
-      executionId: 'root',
-      reactor: root.name,
-      event: { type: 'xreactor.interrupt.fail', at: time.now(), step: 'approve', error: serializeError(new Error('timed out')), path: ['sub', 'approve'] },
-    };
-    const signal = new AbortController().signal;
-    void createJobHandler(createEngine({ store, queue, clock: createTestClock(), logger, reactors: [root], leaseTtlMs: 5_000 }))(job, signal);
+    const job = interruptJob('root.timeout.sub.approve', 'root', root, ['sub', 'approve'], { error: serializeError(new Error('timed out')) });
+    startDoomedWorker(world, [root], job);
     await expect.poll(() => ran).toEqual(['undo:c0']);
-    time.advance(5_001);
+    outliveLease(world);
     hang = false;
-    await createJobHandler(createEngine({ store, queue, clock: time, logger, reactors: [root] }))(job, signal);
+    await handleInWorker(world, [root], job);
     expect(ran).toEqual(['undo:c0', 'undo:c0']);
     expect((await caller.find('root')).status).toBe('failed');
   });
 
   it('an undo whose process died is recovered by the sweeper', async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const world = manualWorld();
+    const { time, store, queue } = world;
     let hang = true;
     const reactor = defineReactor({ name: 'undoable' })
       .step('a', { run: () => 'A', undo: () => undefined })
@@ -272,7 +235,7 @@ describe('recovery at awkward moments', () => {
     await caller.run(reactor, {});
     void caller.undo('run-1');
     for (let i = 0; i < 20; i++) await tick();
-    time.advance(5_001);
+    outliveLease(world);
     hang = false;
     expect((await operator.find('run-1')).status).toBe('rolling_back');
     expect(await operator.sweepOnce()).toBe(1);
@@ -283,9 +246,8 @@ describe('recovery at awkward moments', () => {
   });
 
   it('a worker that does not know the reactor leaves the job and the run for a worker that does', async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const world = manualWorld();
+    const { time, store, queue } = world;
     const reactor = defineReactor({ name: 'new-reactor' }).step('a', { run: () => 'A' }).background({ all: true }).build();
     const caller = createRuntime({ store, queue, clock: time, logger, worker: false, generateId: () => 'run-1', reactors: [reactor] });
     await caller.run(reactor, {});
@@ -322,9 +284,8 @@ describe('recovery at awkward moments', () => {
   });
 
   it('after shutdown() the embedded worker takes no new jobs (it would fail each one at once)', async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const world = manualWorld();
+    const { time, store, queue } = world;
     let attempts = 0;
     const reactor = defineReactor({ name: 'retry_after_shutdown' })
       .step('a', {
@@ -351,9 +312,8 @@ describe('recovery at awkward moments', () => {
   });
 
   it('a worker restarted on the same in-process queue still gets its scheduled sweeps', async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const world = manualWorld();
+    const { time, store, queue } = world;
     const w1 = createWorker({ store, queue, clock: time, logger, reactors: [], sweepIntervalMs: 1_000 });
     await tick();
     time.advance(3_000);
