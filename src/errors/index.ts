@@ -112,14 +112,35 @@ export class StaleRevisionError extends XreactorError {
   /** The execution whose commit was refused. */
   readonly executionId: string;
 
-  constructor(executionId: string, expected: number, actual: number) {
+  constructor(executionId: string, expected: number, actual: number, refusal?: { readonly code: string; readonly message: string }) {
     super(
-      'stale_revision',
-      actual === expected
+      refusal?.code ?? 'stale_revision',
+      refusal !== undefined
+        ? refusal.message
+        : actual === expected
         ? `execution ${executionId} is at revision ${actual}, but its stored snapshot is not the one this commit was computed from (an id reused after its retention expired, or another writer); reload and retry`
         : `execution ${executionId} is at revision ${actual}, not ${expected}: another writer advanced it; reload and retry`,
     );
     this.executionId = executionId;
+  }
+}
+
+/**
+ * A commit refused because the actor's inbox holds a signal the commit was not computed with
+ * (code `inbox_pending`): another actor or an operator signalled it since it was loaded. Nothing was
+ * written; reload the actor (with its inbox), apply the entries its state accepts, and commit again.
+ * A subclass of StaleRevisionError: every caller that reloads on a stale revision reloads here too.
+ */
+export class InboxPendingError extends StaleRevisionError {
+  /** The highest inbox sequence number the store holds for the actor. */
+  readonly inboxSeq: number;
+
+  constructor(executionId: string, revision: number, inboxSeq: number) {
+    super(executionId, revision, revision, {
+      code: 'inbox_pending',
+      message: `actor ${executionId} has a signal in its inbox (entry ${inboxSeq}) this commit was not computed with; reload it, apply its inbox, and commit again`,
+    });
+    this.inboxSeq = inboxSeq;
   }
 }
 

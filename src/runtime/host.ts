@@ -97,7 +97,7 @@ export function statusOf(value: unknown): ExecutionStatus {
 }
 
 function persist(snapshot: Snapshot): PersistedSnapshot {
-  return { machineVersion: EXECUTION_MACHINE_VERSION, value: snapshot.value, context: snapshot.context };
+  return { kind: 'execution', machineVersion: EXECUTION_MACHINE_VERSION, value: snapshot.value, context: snapshot.context };
 }
 
 function partition(actions: readonly { type: string; params?: unknown }[]): { writes: CommitWrites; effects: ExecutionEffect[] } {

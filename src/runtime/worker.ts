@@ -139,7 +139,7 @@ async function advanceFromCarriedState(engine: Engine, lease: HeldLease, job: Jo
   try {
     host = engine.register(engine.definition(job.reactor));
     const snapshot = decodeSnapshot(carried.snapshot);
-    held = await host.load(job.executionId, { snapshot, revision: carried.revision, outbox: [] }, { value: decode(carried.input) });
+    held = await host.load(job.executionId, { snapshot, revision: carried.revision, outbox: [], inbox: { entries: [], seq: 0 } }, { value: decode(carried.input) });
   } catch (error) {
     if (!(error instanceof XreactorError)) throw error;
     engine.logger.debug({ event: 'xreactor.handoff.carried_unusable', executionId: job.executionId, err: error }, 'hand-off job state unusable; reading the store');

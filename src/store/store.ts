@@ -1,8 +1,13 @@
 import type { ExecutionStatus, TraceEntry } from '../../machines/execution-types.js';
 import { XreactorError } from '../errors/index.js';
 
-/** A persisted execution actor: machine version, state value and context. */
+/** A persisted actor: its kind, machine version, state value and context. */
 export interface PersistedSnapshot {
+  /**
+   * The actor's kind (`'execution'`, later `'map'`, ...): the envelope's kind, and the key of the
+   * machine registry. Every adapter stores and returns it.
+   */
+  readonly kind: string;
   readonly machineVersion: number;
   readonly value: unknown;
   readonly context: unknown;
@@ -14,12 +19,56 @@ export interface OutboxEffect {
   readonly params: unknown;
 }
 
+/** A signal's event: plain data, delivered to the recipient's machine as an event. */
+export interface SignalEvent {
+  readonly type: string;
+  readonly [key: string]: unknown;
+}
+
+/**
+ * A signal to an actor: it lands in the recipient's inbox at most once per `dedupeKey` (a second
+ * signal with a key the recipient has seen lands nowhere), and the recipient applies it through a
+ * transition. Signals carried by a commit land atomically with it and must be addressed to actors
+ * of the sender's root (same hash slot); a signal to an actor that does not exist lands nowhere.
+ */
+export interface Signal {
+  /** The recipient actor's id. */
+  readonly to: string;
+  readonly event: SignalEvent;
+  /** At most one entry per recipient and key, ever (within the recipient's retention). */
+  readonly dedupeKey: string;
+  /**
+   * Also deliver the signal, with the same dedupe key, to every actor the recipient awaits
+   * (`Commit.awaits`), and to the actors those await, transitively. How `cancel` fences a tree.
+   */
+  readonly cascade?: boolean;
+}
+
+/** An unconsumed signal in an actor's inbox. */
+export interface InboxEntry {
+  /** Position in the actor's inbox: 1, 2, 3, ... in landing order, never reused. */
+  readonly seq: number;
+  readonly event: SignalEvent;
+  readonly dedupeKey: string;
+}
+
+/** An actor's inbox: its unconsumed entries, oldest first, and the highest seq ever assigned (0: none). */
+export interface Inbox {
+  readonly entries: readonly InboxEntry[];
+  readonly seq: number;
+}
+
 /** The snapshot of an execution as loaded, with the revision a commit must name and its outbox. */
 export interface LoadedExecution {
   readonly snapshot: PersistedSnapshot;
   readonly revision: number;
   /** The effects the last commit asked for: the pending work a recovering host performs again. */
   readonly outbox: readonly OutboxEffect[];
+  /**
+   * The actor's inbox at the same instant. A commit computed from this load names `inbox.seq` as
+   * its `inboxSeen`. (Adapters read it in the same round trip as the snapshot.)
+   */
+  readonly inbox: Inbox;
 }
 
 /** An undo-stack entry: a completed step, its arguments and its result. */
@@ -48,6 +97,43 @@ export interface Commit {
   readonly status: ExecutionStatus;
   readonly writes: CommitWrites;
   readonly outbox: readonly OutboxEffect[];
+  /**
+   * The inbox seq this commit was computed with (the `inbox.seq` of the load, or of the last
+   * `readInbox`). The commit is refused with InboxPendingError, writing nothing, when the actor's
+   * stored inbox seq is higher: a signal landed that the actor has not seen. Default 0 (refused
+   * once any signal has landed). Ignored by `create` (a new actor has no inbox).
+   */
+  readonly inboxSeen?: number;
+  /** Inbox entries (by seq) this commit applied: removed from the inbox with it. */
+  readonly consumed?: readonly number[];
+  /** Signals landing in other actors' inboxes atomically with this commit (same root only). */
+  readonly signals?: readonly Signal[];
+  /**
+   * The actors this actor awaits from this commit on (cascading signals follow them); replaces
+   * the stored set. Undefined: unchanged. `[]`: it awaits nothing.
+   */
+  readonly awaits?: readonly string[];
+  /**
+   * Actors created atomically with this commit (same root only), each with its first commit and,
+   * optionally, its lease. Each records this actor as its parent: its keys, and its ancestors',
+   * share one retention (see the adapters). Refused as a whole (`execution_exists`) when one exists.
+   * A spawned actor's own `signals` land too (a child that settles at its creation signals its parent).
+   */
+  readonly spawn?: readonly SpawnActor[];
+}
+
+/** An actor created by another's commit ({@link Commit.spawn}). */
+export interface SpawnActor extends CreateExecution {
+  /** Take the new actor's lease for this owner in the same atomic step. */
+  readonly lease?: LeaseRequest;
+}
+
+/** What `Store.signal` did. */
+export interface SignalReceipt {
+  /** The actors whose inbox the signal landed in (empty: a duplicate everywhere, or no such actor). */
+  readonly landed: readonly string[];
+  /** With `refuseIn`: the first actor found in one of those statuses; nothing landed anywhere. */
+  readonly refusedBy?: { readonly id: string; readonly status: string };
 }
 
 /** Creating an execution: its first snapshot, the reactor name and the validated input. */
@@ -172,6 +258,15 @@ export interface Store {
   commit(id: string, expectedRevision: number, commit: Commit, options?: CommitOptions): Promise<number>;
   /** The execution's validated input. */
   readInput(id: string): Promise<unknown>;
+  /** The actor's inbox now (empty entries and seq 0 for an unknown actor). */
+  readInbox(id: string): Promise<Inbox>;
+  /**
+   * Deliver a signal from outside any commit (an operator's cancel, undo or continue; a signal
+   * crossing roots, performed as a job), in one atomic step. With `cascade`, to the recipient and
+   * every actor it awaits, transitively. With `refuseIn`, nothing lands if the recipient (or, with
+   * `cascade`, any actor reached) is in one of those statuses; the receipt names it.
+   */
+  signal(signal: Signal, options?: { readonly refuseIn?: readonly string[] }): Promise<SignalReceipt>;
   /** Results of the named steps (absent steps are omitted). Without names: every recorded result. */
   readResults(id: string, steps?: readonly string[]): Promise<Map<string, unknown>>;
   /** The undo-stack entry at `position` (0 is the oldest). */
