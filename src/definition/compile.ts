@@ -133,6 +133,7 @@ function compileCompose(raw: RawStep, order: number, reactor: string, resolveArg
 interface CompileInput {
   readonly background: unknown;
   readonly name: string;
+  readonly version: unknown;
   readonly input: AnySchema | undefined;
   readonly steps: readonly RawStep[];
   readonly returns: string | undefined;
@@ -151,6 +152,15 @@ function checkName(kind: string, name: unknown, where: string): asserts name is 
   }
 }
 
+function checkVersion(version: unknown, reactor: string): number {
+  if (version === undefined) return 1;
+  if (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 1) {
+    const got = typeof version === 'number' ? String(version) : typeof version === 'string' ? `${JSON.stringify(version)} (a string)` : `a value of type ${typeof version}`;
+    throw new DefinitionError(`reactor "${reactor}": version must be a positive integer (1, 2, 3, ...), got ${got}; leave it out for version 1`);
+  }
+  return version;
+}
+
 function checkOptions(
   options: Readonly<Record<string, unknown>>,
   allowed: ReadonlySet<string>,
@@ -163,7 +173,7 @@ function checkOptions(
       throw new DeprecatedOptionError(`${where}: option "${key}" was removed; ${replacement}`);
     }
     if (!allowed.has(key)) {
-      const known = allowed.size === 0 ? 'it takes no options besides name and input' : `known options are ${[...allowed].join(', ')}`;
+      const known = allowed.size === 0 ? 'it takes no options besides name, input and version' : `known options are ${[...allowed].join(', ')}`;
       throw new DefinitionError(`${where}: unknown option "${key}"; ${known}`);
     }
   }
@@ -269,6 +279,7 @@ export function compileDefinition<TName extends string, TInput, TResults, TOutpu
 ): ReactorDefinition<TName, TInput, TResults, TOutput, TMode> {
   checkName('reactor', input.name, 'defineReactor');
   const reactor = input.name;
+  const version = checkVersion(input.version, reactor);
   checkOptions(input.options, new Set(), REMOVED_REACTOR_OPTIONS, `reactor "${reactor}"`);
   const seen = new Set<string>();
   const steps = input.steps.map((raw, order) => {
@@ -311,6 +322,7 @@ export function compileDefinition<TName extends string, TInput, TResults, TOutpu
   return Object.freeze({
     kind: 'reactor',
     name: reactor as TName,
+    version,
     input: input.input,
     steps: Object.freeze(byOrder),
     plan: Object.freeze(plan),

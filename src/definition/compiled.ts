@@ -83,6 +83,8 @@ export interface CompiledStep {
 export interface ReactorDefinition<TName extends string = string, TInput = any, TResults = any, TOutput = any, TMode extends RunMode = RunMode> {
   readonly kind: 'reactor';
   readonly name: TName;
+  /** The plan's version, a positive integer (`defineReactor({ version })`, default 1). */
+  readonly version: number;
   readonly input: AnySchema | undefined;
   /** Steps in definition order. */
   readonly steps: readonly CompiledStep[];

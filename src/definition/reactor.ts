@@ -9,6 +9,7 @@ import { DefinitionError } from '../errors/index.js';
 
 interface BuilderState {
   readonly name: string;
+  readonly version: unknown;
   readonly input: AnySchema | undefined;
   readonly steps: readonly RawStep[];
   readonly returns: string | undefined;
@@ -211,10 +212,19 @@ export interface DefineReactorOptions<TName extends string, S extends AnySchema 
   readonly name: TName;
   /** Input contract (any Standard Schema). Invalid input fails the run before any step. */
   readonly input?: S;
+  /**
+   * Version of this reactor's plan, a positive integer. Runtimes register reactors by name and
+   * version, so several versions of one name can be deployed together; an execution stays with
+   * the version it started with. Declare a new version when a change alters the plan while
+   * executions of the old one may still be stored.
+   * @defaultValue 1
+   */
+  readonly version?: number;
 }
 
 /**
  * Start defining a reactor: a DAG of steps with run, compensate and undo.
+ * `version` (default 1) tells apart reactors of one name whose plans differ.
  * @example
  * const checkout = defineReactor({ name: 'checkout', input: z.object({ sku: z.string(), cents: z.number() }) })
  *   .step('reserve', { args: ({ input }) => ({ sku: input('sku') }), run: reserve, undo: release })
@@ -231,8 +241,8 @@ export function defineReactor<const TName extends string, S extends AnySchema | 
   never,
   S extends AnySchema ? SchemaInput<S> : Record<string, never>
 > {
-  const { name, input, ...rest } = options as DefineReactorOptions<TName, S> & Record<string, unknown>;
-  return new ReactorBuilder({ name, input, steps: [], returns: undefined, options: rest, background: undefined });
+  const { name, input, version, ...rest } = options as DefineReactorOptions<TName, S> & Record<string, unknown>;
+  return new ReactorBuilder({ name, version, input, steps: [], returns: undefined, options: rest, background: undefined });
 }
 
 export type { CompiledStep, ReactorDefinition };

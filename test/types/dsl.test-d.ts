@@ -219,6 +219,25 @@ describe('step names', () => {
   });
 });
 
+describe('reactor version', () => {
+  it('accepts a version and exposes it as a number', () => {
+    const def = defineReactor({ name: 'versioned', version: 2, input: order }).step('a', { run: () => 1 }).build();
+    expectTypeOf(def.version).toEqualTypeOf<number>();
+    expectTypeOf(defineReactor({ name: 'unversioned' }).build().version).toEqualTypeOf<number>();
+  });
+
+  it('rejects a version that is not a number', () => {
+    // @ts-expect-error version is a number
+    defineReactor({ name: 'versioned', version: '2' });
+  });
+
+  it('version is read-only on a built definition', () => {
+    const def = defineReactor({ name: 'versioned', version: 2 }).build();
+    // @ts-expect-error version is readonly
+    def.version = 3;
+  });
+});
+
 describe('what a step receives', () => {
   it('a step without args or contract receives all reactor inputs', () => {
     defineReactor({ name: 'all', input: order }).step('s', {

@@ -203,7 +203,36 @@ describe('defineReactor build(): options', () => {
     const error = buildError(unchecked('opts', { concurrency: 4 }).step('a', { run }));
     expect(error).toBeInstanceOf(DefinitionError);
     expect(error).not.toBeInstanceOf(DeprecatedOptionError);
-    expect(error.message).toMatch(/^reactor "opts": unknown option "concurrency"/);
+    expect(error.message).toBe('reactor "opts": unknown option "concurrency"; it takes no options besides name, input and version');
+  });
+});
+
+describe('defineReactor build(): version', () => {
+  it('is 1 when not declared', () => {
+    expect(defineReactor({ name: 'v' }).step('a', { run }).build().version).toBe(1);
+  });
+
+  it('is the declared positive integer', () => {
+    expect(defineReactor({ name: 'v', version: 3 }).step('a', { run }).build().version).toBe(3);
+  });
+
+  it.each([
+    [0, '0'],
+    [-1, '-1'],
+    [1.5, '1.5'],
+    [Number.NaN, 'NaN'],
+    [Number.POSITIVE_INFINITY, 'Infinity'],
+    [2 ** 53, String(2 ** 53)],
+    ['2', '"2" (a string)'],
+    [null, 'a value of type object'],
+    [2n, 'a value of type bigint'],
+  ])('rejects version %s, naming the reactor and what is allowed', (version, got) => {
+    const error = buildError(unchecked('v', { version }).step('a', { run }));
+    expect(error).toBeInstanceOf(DefinitionError);
+    expect(error).toMatchObject({
+      code: 'definition_invalid',
+      message: `reactor "v": version must be a positive integer (1, 2, 3, ...), got ${got}; leave it out for version 1`,
+    });
   });
 });
 
