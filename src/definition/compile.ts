@@ -4,6 +4,7 @@ import { resultDependencies } from './sources.js';
 import { compileRetryOptions, NO_RETRY } from './retry.js';
 import type { AnySchema } from './step.js';
 import type { CompiledStep, Handoff, RawStep, ReactorDefinition, RunMode } from './compiled.js';
+import { fingerprintPlan } from './fingerprint.js';
 
 /** Prefix reserved for the library's own event and step names. */
 export const RESERVED_PREFIX = 'xreactor';
@@ -323,6 +324,7 @@ export function compileDefinition<TName extends string, TInput, TResults, TOutpu
     kind: 'reactor',
     name: reactor as TName,
     version,
+    fingerprint: fingerprintPlan({ name: reactor, plan, returns: input.returns, handoff }),
     input: input.input,
     steps: Object.freeze(byOrder),
     plan: Object.freeze(plan),

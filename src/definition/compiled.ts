@@ -85,6 +85,12 @@ export interface ReactorDefinition<TName extends string = string, TInput = any, 
   readonly name: TName;
   /** The plan's version, a positive integer (`defineReactor({ version })`, default 1). */
   readonly version: number;
+  /**
+   * The plan's fingerprint (`planFingerprint`), computed at `build()`. It changes with the
+   * plan (steps, their order, kinds, dependencies, hand-off, `returns`, composed children), not
+   * with step bodies, transforms or schemas.
+   */
+  readonly fingerprint: string;
   readonly input: AnySchema | undefined;
   /** Steps in definition order. */
   readonly steps: readonly CompiledStep[];

@@ -215,8 +215,8 @@ export interface DefineReactorOptions<TName extends string, S extends AnySchema 
   /**
    * Version of this reactor's plan, a positive integer. Runtimes register reactors by name and
    * version, so several versions of one name can be deployed together; an execution stays with
-   * the version it started with. Declare a new version when a change alters the plan while
-   * executions of the old one may still be stored.
+   * the version it started with. Declare a new version when a change alters the plan (its
+   * `planFingerprint`) while executions of the old one may still be stored.
    * @defaultValue 1
    */
   readonly version?: number;

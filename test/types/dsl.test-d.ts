@@ -1,7 +1,7 @@
 import { assertType, describe, expectTypeOf, it } from 'vitest';
 import * as v from 'valibot';
 import { z } from 'zod';
-import { createRuntime, defineReactor, defineStep, fail, halt, skip } from '../../src/index.js';
+import { createRuntime, defineReactor, defineStep, fail, halt, planFingerprint, skip } from '../../src/index.js';
 import type {
   CompletedResult,
   Fail,
@@ -235,6 +235,22 @@ describe('reactor version', () => {
     const def = defineReactor({ name: 'versioned', version: 2 }).build();
     // @ts-expect-error version is readonly
     def.version = 3;
+  });
+});
+
+describe('plan fingerprint', () => {
+  const def = defineReactor({ name: 'fingerprinted' }).step('a', { run: () => 1 }).build();
+
+  it('is a read-only string on a built definition, and planFingerprint returns one', () => {
+    expectTypeOf(def.fingerprint).toEqualTypeOf<string>();
+    expectTypeOf(planFingerprint(def)).toEqualTypeOf<string>();
+    // @ts-expect-error fingerprint is readonly
+    def.fingerprint = 'p1-0000000000000000';
+  });
+
+  it('planFingerprint takes a built definition, not a builder', () => {
+    // @ts-expect-error a builder has no plan yet: call .build()
+    planFingerprint(defineReactor({ name: 'unbuilt' }));
   });
 });
 

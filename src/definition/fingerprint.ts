@@ -1,0 +1,81 @@
+import { createHash } from 'node:crypto';
+import type { AnyReactorDefinition, CompiledStep } from './compiled.js';
+
+/** The parts of a definition its plan fingerprint is computed from. */
+export type PlanParts = Pick<AnyReactorDefinition, 'name' | 'plan' | 'returns' | 'handoff'>;
+
+/**
+ * Names the canonical encoding below. Change it (and the `p<n>-` prefix) whenever the encoding
+ * changes, so fingerprints of different encodings never compare equal by accident.
+ */
+const ENCODING = 'xreactor.plan/1';
+const PREFIX = 'p1-';
+const HEX_LENGTH = 16;
+
+/**
+ * The interrupts ready together with the one at plan index `index`: consecutive interrupts
+ * whose dependencies all complete before `index`. The execution machine pauses on the whole
+ * group at once.
+ */
+export function interruptGroup(plan: readonly CompiledStep[], index: number): string[] {
+  const before = new Set(plan.slice(0, index).map((s) => s.name));
+  const group: string[] = [];
+  for (let j = index; j < plan.length; j += 1) {
+    const step = plan[j]!;
+    if (step.kind !== 'interrupt' || ![...step.reads, ...step.waitFor].every((d) => before.has(d))) break;
+    group.push(step.name);
+  }
+  return group;
+}
+
+/**
+ * The plan as nested arrays of strings, integers, booleans and null: no object keys, so the
+ * JSON text depends only on the values and their positions. Each step is
+ * `[name, kind, reads, waitFor, maxAttempts, tracked, interrupt, child]`, in plan order.
+ */
+function encodePlan(parts: PlanParts): unknown[] {
+  return [
+    ENCODING,
+    parts.name,
+    parts.returns ?? null,
+    parts.handoff?.index ?? null,
+    parts.plan.map((step, index) => [
+      step.name,
+      step.kind,
+      [...step.reads],
+      [...step.waitFor],
+      step.retry.maxAttempts,
+      step.tracked,
+      step.kind === 'interrupt' ? [interruptGroup(parts.plan, index), step.interrupt?.timeout !== undefined] : null,
+      step.child === undefined ? null : planFingerprint(step.child),
+    ]),
+  ];
+}
+
+/** Fingerprint of the plan parts of a definition being built. */
+export function fingerprintPlan(parts: PlanParts): string {
+  const digest = createHash('sha256').update(JSON.stringify(encodePlan(parts)), 'utf8').digest('hex');
+  return `${PREFIX}${digest.slice(0, HEX_LENGTH)}`;
+}
+
+/**
+ * A stable fingerprint of a reactor's plan: what a stored execution's state means. Two builds
+ * whose definitions have the same fingerprint can advance each other's executions.
+ *
+ * It covers the reactor name; the steps in plan order with, for each, its name, kind, result
+ * dependencies and `waitFor` (in declared order), retry `maxAttempts`, whether it is pushed on
+ * the undo stack, for an interrupt the group it pauses with and whether it has a timeout, and
+ * for a compose step its child's plan fingerprint; the hand-off point's plan index; and the
+ * `returns` step. It leaves out everything a stored state does not depend on: step bodies
+ * (`run`, `compensate`, `undo`), argument wiring other than which results are read, transforms,
+ * schemas, retry backoff and delays, interrupt timeout lengths and strategies, interrupt payload
+ * attempts, and the reactor's `version` (stored beside the fingerprint).
+ *
+ * The value is `p1-` and 16 hex digits of a SHA-256 over a canonical encoding: the same in every
+ * process and Node version. A built definition carries it as `definition.fingerprint`.
+ * @example
+ * planFingerprint(checkout) === checkout.fingerprint; // 'p1-…'
+ */
+export function planFingerprint(definition: AnyReactorDefinition): string {
+  return fingerprintPlan(definition);
+}
