@@ -32,7 +32,7 @@ export type {
   Handoff,
 } from './definition/compiled.js';
 export { toGraph, toMachineConfig } from './definition/graph.js';
-export { planFingerprint } from './definition/fingerprint.js';
+export { planFingerprint, describePlanMismatch } from './definition/fingerprint.js';
 export type { ReactorGraph, StepGraphNode } from './definition/graph.js';
 
 export { createRuntime } from './runtime/runtime.js';

@@ -79,3 +79,22 @@ export function fingerprintPlan(parts: PlanParts): string {
 export function planFingerprint(definition: AnyReactorDefinition): string {
   return fingerprintPlan(definition);
 }
+
+/**
+ * The message for an execution whose stored plan fingerprint is not the one this build has for
+ * its reactor and version: names both, says the execution stays recoverable and how to advance it.
+ * @example
+ * describePlanMismatch('checkout', 2, 'p1-0123456789abcdef', 'p1-fedcba9876543210');
+ * // 'an execution of reactor "checkout" version 2 was started with plan p1-0123456789abcdef, but
+ * //  this build's reactor "checkout" version 2 has plan p1-fedcba9876543210; …'
+ */
+export function describePlanMismatch(reactor: string, version: number, storedFingerprint: string, ourFingerprint: string): string {
+  const which = `reactor "${reactor}" version ${version}`;
+  return (
+    `an execution of ${which} was started with plan ${storedFingerprint}, but this build's ${which} has plan ${ourFingerprint}; ` +
+    'the execution is left as stored and stays recoverable. ' +
+    `To advance it, run a build whose ${which} has plan ${storedFingerprint}, ` +
+    `or register the old definition (plan ${storedFingerprint}) as version ${version} and declare the changed one with a new version, ` +
+    `e.g. defineReactor({ name: "${reactor}", version: ${version + 1} })`
+  );
+}

@@ -1,7 +1,7 @@
 import { assertType, describe, expectTypeOf, it } from 'vitest';
 import * as v from 'valibot';
 import { z } from 'zod';
-import { createRuntime, defineReactor, defineStep, fail, halt, planFingerprint, skip } from '../../src/index.js';
+import { createRuntime, defineReactor, defineStep, describePlanMismatch, fail, halt, planFingerprint, skip } from '../../src/index.js';
 import type {
   CompletedResult,
   Fail,
@@ -251,6 +251,12 @@ describe('plan fingerprint', () => {
   it('planFingerprint takes a built definition, not a builder', () => {
     // @ts-expect-error a builder has no plan yet: call .build()
     planFingerprint(defineReactor({ name: 'unbuilt' }));
+  });
+
+  it('describePlanMismatch takes the reactor, its version and the two fingerprints', () => {
+    expectTypeOf(describePlanMismatch('checkout', 2, 'p1-a', 'p1-b')).toEqualTypeOf<string>();
+    // @ts-expect-error the version is a number
+    describePlanMismatch('checkout', '2', 'p1-a', 'p1-b');
   });
 });
 

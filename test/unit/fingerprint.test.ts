@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineReactor, defineStep, planFingerprint } from '../../src/index.js';
+import { defineReactor, defineStep, describePlanMismatch, planFingerprint } from '../../src/index.js';
 import type { AnyReactorDefinition, BackgroundCut, SourceHelpers } from '../../src/index.js';
 
 type Sources = SourceHelpers<any, any>;
@@ -174,5 +174,18 @@ describe('planFingerprint', () => {
     expect(a.plan.map((s) => s.name)).toStrictEqual(['x', 'y', 'z']);
     expect(b.plan.map((s) => s.name)).toStrictEqual(['x', 'y', 'z']);
     expect(b.fingerprint).toBe(a.fingerprint);
+  });
+});
+
+describe('describePlanMismatch', () => {
+  it('names the reactor, the version and both fingerprints, and says how to advance the execution', () => {
+    expect(describePlanMismatch('checkout', 2, 'p1-0123456789abcdef', 'p1-fedcba9876543210')).toBe(
+      'an execution of reactor "checkout" version 2 was started with plan p1-0123456789abcdef, ' +
+        'but this build\'s reactor "checkout" version 2 has plan p1-fedcba9876543210; ' +
+        'the execution is left as stored and stays recoverable. ' +
+        'To advance it, run a build whose reactor "checkout" version 2 has plan p1-0123456789abcdef, ' +
+        'or register the old definition (plan p1-0123456789abcdef) as version 2 and declare the changed one with a new version, ' +
+        'e.g. defineReactor({ name: "checkout", version: 3 })',
+    );
   });
 });
