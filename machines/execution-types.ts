@@ -2,7 +2,7 @@ import type { RetryPolicy } from '../src/definition/retry.js';
 import type { ErrorData } from '../src/internal/error-data.js';
 
 /** Version of the execution machine; stored with every snapshot. */
-export const EXECUTION_MACHINE_VERSION = 5;
+export const EXECUTION_MACHINE_VERSION = 6;
 
 /** What the machine knows of an interrupt step. */
 export interface InterruptView {
@@ -70,13 +70,19 @@ export interface TraceEntry {
     | 'input_rejected'
     | 'paused'
     | 'resumed'
-    | 'cancelled';
+    | 'cancelled'
+    | 'awaiting'
+    | 'parked'
+    | 'signal_discarded';
   readonly step?: string;
   readonly attempt?: number;
   readonly at: number;
   readonly reason?: string;
   readonly delayMs?: number;
   readonly error?: ErrorData;
+  /** For `awaiting`: the actors awaited; for `signal_discarded`: the signal's type. */
+  readonly actors?: readonly string[];
+  readonly signal?: string;
 }
 
 /** The execution actor's context: small and of constant size per step. */
@@ -114,6 +120,10 @@ export interface ExecutionContext {
   readonly readyAt: Readonly<Record<string, number>>;
   /** While paused: the interrupts that may be continued, when each times out, or the composed child that paused. */
   readonly paused: PauseRecord | null;
+  /** While a compose step waits for its child: the step, its plan index, attempt and resolved arguments. */
+  readonly awaiting: AwaitRecord | null;
+  /** Pauses entered so far (a composed child's pause and resume signals are keyed by it). */
+  readonly pauses: number;
   /** Why an operator cancelled the run. */
   readonly cancelReason: string | null;
   readonly abortReason: string | null;
@@ -126,7 +136,22 @@ export interface PauseRecord {
   readonly ready: readonly { readonly step: string; readonly timeoutAt: number | null }[];
   /** The compose step whose child paused (its interrupts are addressed by path). */
   readonly child: string | null;
+  /** The child's ready interrupts, as the child reported them (names or paths below it). */
+  readonly nested: readonly (string | readonly string[])[];
   readonly since: number;
+}
+
+/** A compose step waiting for its child actor. */
+export interface AwaitRecord {
+  readonly step: string;
+  readonly index: number;
+  readonly attempt: number;
+  readonly child: string;
+  /** The compose step's resolved arguments (the child's input), for its undo-stack entry. */
+  readonly args: unknown;
+  /** Waiting for the child to run (`run`), or to be undone (`undo`: of the undo-stack entry at `position`, or of the paused child when null). */
+  readonly purpose: 'run' | 'undo';
+  readonly position: number | null;
 }
 
 /** Input that creates an execution actor. */
@@ -176,14 +201,34 @@ export type ExecutionEvent =
   | { readonly type: 'xreactor.operator.cancel'; readonly at: number; readonly reason: string }
   | { readonly type: 'xreactor.interrupt.resume'; readonly at: number; readonly step: string; readonly payload: unknown }
   | { readonly type: 'xreactor.interrupt.fail'; readonly at: number; readonly step: string; readonly error: ErrorData }
-  | { readonly type: 'xreactor.child.paused'; readonly at: number; readonly index: number; readonly attempt: number };
+  /** A compose step's arguments are resolved and its child's input checked: the child is spawned with this transition. */
+  | { readonly type: 'xreactor.compose.spawn'; readonly at: number; readonly index: number; readonly attempt: number; readonly args: unknown }
+  /** The compose step's child exists and has not settled (found on recovery): wait for its signal. */
+  | { readonly type: 'xreactor.compose.awaiting'; readonly at: number; readonly index: number; readonly attempt: number; readonly args: unknown }
+  /** An undo-stack entry of a compose step: its child must be undone; wait for it. */
+  | { readonly type: 'xreactor.undo.child'; readonly at: number; readonly epoch: number; readonly position: number; readonly step: string }
+  /** Signals from a composed child (through the inbox). */
+  | { readonly type: 'xreactor.child.settled'; readonly at: number; readonly child: string; readonly status: ExecutionStatus }
+  | { readonly type: 'xreactor.child.paused'; readonly at: number; readonly child: string; readonly ready: readonly (string | readonly string[])[] }
+  | { readonly type: 'xreactor.child.resumed'; readonly at: number; readonly child: string }
+  /** The awaited child is gone (its retention expired): reported by the sweeper. */
+  | { readonly type: 'xreactor.child.lost'; readonly at: number; readonly child: string };
 
 /** Store writes a transition asks for; committed atomically with the snapshot. */
 export type ExecutionWrite =
   | { readonly type: 'xreactor.write.result'; readonly params: { readonly step: string; readonly value: unknown } }
   | { readonly type: 'xreactor.write.pushUndo'; readonly params: { readonly position: number; readonly step: string; readonly args: unknown; readonly result: unknown } }
   | { readonly type: 'xreactor.write.popUndo'; readonly params: { readonly position: number } }
-  | { readonly type: 'xreactor.write.trace'; readonly params: TraceEntry };
+  | { readonly type: 'xreactor.write.trace'; readonly params: TraceEntry }
+  /** A signal to another actor of this root, landing atomically with the commit (`to` null: no recipient, nothing is sent). */
+  | { readonly type: 'xreactor.write.signal'; readonly params: { readonly to: string | null; readonly event: ExecutionSignalEvent; readonly dedupeKey: string } }
+  /** Create a composed child with this commit (the host builds its first commit). */
+  | { readonly type: 'xreactor.write.spawn'; readonly params: { readonly step: string; readonly child: string; readonly input: unknown } }
+  /** The actors this one awaits from this commit on. */
+  | { readonly type: 'xreactor.write.awaits'; readonly params: { readonly actors: readonly string[] } };
+
+/** Events an execution sends to other actors. */
+export type ExecutionSignalEvent = Extract<ExecutionEvent, { type: 'xreactor.child.settled' | 'xreactor.child.paused' | 'xreactor.child.resumed' | 'xreactor.operator.undo' }>;
 
 /** Effects a transition asks the host to perform after the commit. */
 export type ExecutionEffect =
@@ -193,7 +238,9 @@ export type ExecutionEffect =
   | { readonly type: 'xreactor.effect.wait'; readonly params: { readonly index: number; readonly step: string; readonly attempt: number; readonly delayMs: number; readonly error: ErrorData } }
   | { readonly type: 'xreactor.effect.compensate'; readonly params: { readonly index: number; readonly step: string; readonly error: ErrorData; readonly args: unknown; readonly epoch: number } }
   | { readonly type: 'xreactor.effect.undo'; readonly params: { readonly position: number; readonly epoch: number } }
-  | { readonly type: 'xreactor.effect.finished'; readonly params: { readonly status: ExecutionStatus } };
+  | { readonly type: 'xreactor.effect.finished'; readonly params: { readonly status: ExecutionStatus } }
+  /** Advance the awaited child in this call when nothing else does, then look at the inbox. */
+  | { readonly type: 'xreactor.effect.awaitChild'; readonly params: { readonly child: string } };
 
 /** Lifecycle states of an execution. */
 export type ExecutionStatus =

@@ -1,6 +1,9 @@
 import { assign, enqueueActions, setup } from 'xstate';
 import { backoffDelayMs } from '../src/definition/retry.js';
 import type {
+  ActorTag,
+} from './registry-types.js';
+import type {
   ExecutionContext,
   ExecutionEffect,
   ExecutionEvent,
@@ -15,6 +18,39 @@ export * from './execution-types.js';
 
 type EventOf<T extends ExecutionEvent['type']> = Extract<ExecutionEvent, { type: T }>;
 type ParamsOf<U extends { type: string; params: unknown }, T extends U['type']> = Extract<U, { type: T }>['params'];
+type SignalParams = ParamsOf<ExecutionWrite, 'xreactor.write.signal'>;
+
+/**
+ * Tags of the execution machine's states, declared once: the machine's state nodes carry them, and
+ * {@link executionTagsOf} answers the same question for a stored state value without the machine
+ * (a process that does not know the reactor, the sweeper, `find`).
+ */
+export const EXECUTION_STATE_TAGS = {
+  pending: [],
+  'running.handedOff': ['recoverable'],
+  'running.executing': ['recoverable'],
+  'running.awaiting': ['awaiting'],
+  'running.parked': ['parked', 'recoverable'],
+  paused: ['paused'],
+  'rolling_back.compensating': ['recoverable'],
+  'rolling_back.undoingEntry': ['recoverable'],
+  'rolling_back.undoingChild': ['awaiting'],
+  'rolling_back.undoingPausedChild': ['awaiting'],
+  completed: ['settled', 'undoable'],
+  halted: ['settled', 'undoable'],
+  aborted: ['settled', 'undoable'],
+  failed: ['settled'],
+  cancelled: ['settled'],
+} as const satisfies Record<string, readonly ActorTag[]>;
+
+type TaggedState = keyof typeof EXECUTION_STATE_TAGS;
+const tagsAt = (path: TaggedState): ActorTag[] => [...EXECUTION_STATE_TAGS[path]];
+
+/** The tags of a stored execution state value (`'paused'`, `{ running: 'awaiting' }`, ...). */
+export function executionTagsOf(value: unknown): ReadonlySet<ActorTag> {
+  const path = typeof value === 'string' ? value : Object.entries(value as Record<string, string>).map(([k, v]) => `${k}.${v}`)[0];
+  return new Set((EXECUTION_STATE_TAGS as Record<string, readonly ActorTag[]>)[path ?? ''] ?? []);
+}
 
 /** No-op implementations: these actions are data the host performs after the commit. */
 const hostPerformed = <P>() => (_: unknown, _params: P): void => undefined;
@@ -34,7 +70,44 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
   };
   const isCurrent = (context: ExecutionContext, event: { index: number; attempt: number }) =>
     event.index === context.cursor && event.attempt === context.attempt;
-  const terminal = (status: ExecutionStatus) => ({ type: 'xreactor.effect.finished' as const, params: { status } });
+  // A composed child tells its parent (a root has none: `to` is null and nothing is sent), once per
+  // settle: the epoch tells a later undo's settle apart.
+  const terminal = (status: ExecutionStatus) => [
+    { type: 'xreactor.effect.finished' as const, params: { status } },
+    {
+      type: 'xreactor.write.signal' as const,
+      params: ({ context }: { context: ExecutionContext }) => ({
+        to: context.parentId,
+        event: { type: 'xreactor.child.settled' as const, at: context.updatedAt, child: context.executionId, status },
+        dedupeKey: `settled.${status}.${context.rollbackEpoch}`,
+      }),
+    },
+  ];
+  /** A composed child tells its parent it left its pause by itself (resumed, or failed there). */
+  const signalResumed = {
+    type: 'xreactor.write.signal' as const,
+    params: ({ context, event }: { context: ExecutionContext; event: ExecutionEvent }) => ({
+      to: context.parentId,
+      event: { type: 'xreactor.child.resumed' as const, at: event.at, child: context.executionId },
+      dedupeKey: `resumed.${context.pauses}`,
+    }),
+  };
+  /** Entering a pause: a composed child tells its parent which interrupts are ready below it. */
+  const signalPaused = {
+    type: 'xreactor.write.signal' as const,
+    params: ({ context }: { context: ExecutionContext }) => {
+      const paused = context.paused!;
+      const ready = [
+        ...paused.ready.map((r) => r.step),
+        ...paused.nested.map((p) => (paused.child === null ? p : [paused.child, ...(typeof p === 'string' ? [p] : p)])),
+      ];
+      return { to: context.parentId, event: { type: 'xreactor.child.paused' as const, at: context.updatedAt, child: context.executionId, ready }, dedupeKey: `paused.${context.pauses}` };
+    },
+  };
+  const childId = (context: ExecutionContext, step: string) => `${context.executionId}.${step}`;
+  const fromChild = ({ context, event }: { context: ExecutionContext; event: ExecutionEvent }) => context.awaiting !== null && (event as { child?: string }).child === context.awaiting.child;
+  const fromPausedChild = ({ context, event }: { context: ExecutionContext; event: ExecutionEvent }) =>
+    context.paused?.child != null && (event as { child?: string }).child === childId(context, context.paused.child);
 
   return setup({
     types: {
@@ -54,6 +127,10 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       'xreactor.write.pushUndo': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.pushUndo'>>(),
       'xreactor.write.popUndo': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.popUndo'>>(),
       'xreactor.write.trace': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.trace'>>(),
+      'xreactor.write.signal': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.signal'>>(),
+      'xreactor.write.spawn': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.spawn'>>(),
+      'xreactor.write.awaits': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.awaits'>>(),
+      'xreactor.effect.awaitChild': hostPerformed<ParamsOf<ExecutionEffect, 'xreactor.effect.awaitChild'>>(),
       // An interruption (signal, shutdown) from running or rolling back: no rollback runs.
       recordAbort: enqueueActions(({ event, enqueue }) => {
         const e = event as EventOf<'xreactor.execution.abort'>;
@@ -74,9 +151,37 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
               return { step, timeoutAt: ms === null ? null : readyAt[step]! + ms };
             }),
             child: null,
+            nested: [],
             since: context.updatedAt,
           },
         };
+      }),
+      // A step failed for good (or a composed child failed, or is gone): roll back.
+      recordStepFailure: enqueueActions(({ context, event, enqueue }) => {
+        const e = event as EventOf<'xreactor.step.failed'>;
+        enqueue({ type: 'xreactor.write.trace', params: { type: 'failed', step: stepAt(e.index).name, attempt: e.attempt, at: e.at, error: e.error } });
+        enqueue.assign({
+          failure: { step: stepAt(e.index).name, index: e.index, error: e.error, args: e.args, compensationPending: e.started, compensationFailed: false },
+          rollbackReason: 'failure' as const,
+          rollbackFailures: [...context.rollbackFailures, ...(e.nested ?? [])],
+          rollbackEpoch: context.rollbackEpoch + 1,
+          awaiting: null,
+          updatedAt: e.at,
+        });
+      }),
+      /** Waiting for the compose step's child: record it and what it is awaited for. */
+      startAwaiting: enqueueActions(({ context, event, enqueue }) => {
+        const e = event as EventOf<'xreactor.compose.spawn'>;
+        const step = stepAt(e.index).name;
+        const child = childId(context, step);
+        enqueue.assign({ awaiting: { step, index: e.index, attempt: e.attempt, child, args: e.args, purpose: 'run', position: null }, updatedAt: e.at });
+        if (e.type === 'xreactor.compose.spawn') enqueue({ type: 'xreactor.write.spawn', params: { step, child, input: e.args } });
+        enqueue({ type: 'xreactor.write.awaits', params: { actors: [child] } });
+        enqueue({ type: 'xreactor.write.trace', params: { type: 'awaiting', step, at: e.at, actors: [child] } });
+      }),
+      stopAwaiting: enqueueActions(({ event, enqueue }) => {
+        enqueue.assign({ awaiting: null, updatedAt: event.at });
+        enqueue({ type: 'xreactor.write.awaits', params: { actors: [] } });
       }),
       recordCancel: assign(({ event }) => {
         const e = event as EventOf<'xreactor.operator.cancel'>;
@@ -96,10 +201,16 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
         const step = (event as EventOf<'xreactor.interrupt.resume'>).step;
         return context.paused?.ready.some((r) => r.step === step) === true;
       },
-      isPausedOnChild: ({ context }) => context.paused?.child != null,
+      fromChild,
+      fromPausedChild,
+      pausedOnChild: ({ context }) => context.paused?.child != null,
       atHandoff: ({ context }) => plan.handoffIndex !== null && !context.handedOff && context.cursor === plan.handoffIndex,
       isCurrentSuccess: ({ context, event }) => isCurrent(context, event as EventOf<'xreactor.step.succeeded'>),
       isCurrentOutcome: ({ context, event }) => isCurrent(context, event as EventOf<'xreactor.step.halted'>),
+      isCurrentUndoChild: ({ context, event }) => {
+        const e = event as EventOf<'xreactor.undo.child'>;
+        return e.epoch === context.rollbackEpoch && e.position === context.undoDepth - 1;
+      },
       canRetry: ({ context, event }) => {
         const e = event as EventOf<'xreactor.step.failed'>;
         return isCurrent(context, e) && e.started && e.retryable && context.attempt < stepAt(context.cursor).retry.maxAttempts;
@@ -136,6 +247,8 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       resumed: [],
       readyAt: {},
       paused: null,
+      awaiting: null,
+      pauses: 0,
       cancelReason: null,
       abortReason: null,
       createdAt: input?.at ?? 0,
@@ -173,6 +286,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
             ],
           },
           handedOff: {
+            tags: tagsAt('running.handedOff'),
             entry: [
               assign({ handedOff: true }),
               { type: 'xreactor.effect.handOff', params: ({ context }) => ({ index: context.cursor }) },
@@ -182,6 +296,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
             },
           },
           executing: {
+            tags: tagsAt('running.executing'),
             entry: {
               type: 'xreactor.effect.runStep',
               params: ({ context }) => ({ index: context.cursor, step: stepAt(context.cursor).name, attempt: context.attempt }),
@@ -216,14 +331,8 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
                   assign(({ context, event }) => ({ cursor: context.cursor + 1, attempt: 1, updatedAt: event.at })),
                 ],
               },
-              'xreactor.child.paused': {
-                guard: 'isCurrentOutcome',
-                target: '#execution.paused',
-                actions: assign(({ context, event }) => ({
-                  paused: { ready: [], child: stepAt(context.cursor).name, since: event.at },
-                  updatedAt: event.at,
-                })),
-              },
+              'xreactor.compose.spawn': { guard: 'isCurrentOutcome', target: 'awaiting', actions: 'startAwaiting' },
+              'xreactor.compose.awaiting': { guard: 'isCurrentOutcome', target: 'awaiting', actions: 'startAwaiting' },
               'xreactor.step.halted': {
                 guard: 'isCurrentOutcome',
                 target: '#execution.halted',
@@ -235,7 +344,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
               'xreactor.step.failed': [
                 {
                   guard: 'canRetry',
-                  target: 'waitingToRetry',
+                  target: 'parked',
                   actions: [
                     {
                       type: 'xreactor.write.trace',
@@ -261,34 +370,30 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
                     assign(({ event }) => ({ updatedAt: event.at })),
                   ],
                 },
-                {
-                  guard: 'isCurrentOutcome',
-                  target: '#execution.rolling_back',
-                  actions: [
-                    {
-                      type: 'xreactor.write.trace',
-                      params: ({ event }) => ({ type: 'failed', step: stepAt(event.index).name, attempt: event.attempt, at: event.at, error: event.error }),
-                    },
-                    assign(({ context, event }) => ({
-                      failure: {
-                        step: stepAt(event.index).name,
-                        index: event.index,
-                        error: event.error,
-                        args: event.args,
-                        compensationPending: event.started,
-                        compensationFailed: false,
-                      },
-                      rollbackReason: 'failure' as const,
-                      rollbackFailures: [...context.rollbackFailures, ...(event.nested ?? [])],
-                      rollbackEpoch: context.rollbackEpoch + 1,
-                      updatedAt: event.at,
-                    })),
-                  ],
-                },
+                { guard: 'isCurrentOutcome', target: '#execution.rolling_back', actions: 'recordStepFailure' },
               ],
             },
           },
-          waitingToRetry: {
+          awaiting: {
+            tags: tagsAt('running.awaiting'),
+            entry: { type: 'xreactor.effect.awaitChild', params: ({ context }) => ({ child: context.awaiting!.child }) },
+            on: {
+              // The child is gone (reported by the sweeper): the compose step fails.
+              'xreactor.step.failed': { guard: 'isCurrentOutcome', target: '#execution.rolling_back', actions: ['recordStepFailure', { type: 'xreactor.write.awaits', params: { actors: [] } }] },
+              // The child settled: run the compose step again to collect its outcome (value, failure, rollback failures).
+              'xreactor.child.settled': { guard: 'fromChild', target: 'executing', actions: 'stopAwaiting' },
+              'xreactor.child.paused': {
+                guard: 'fromChild',
+                target: '#execution.paused',
+                actions: assign(({ context, event }) => ({
+                  paused: { ready: [], child: context.awaiting!.step, nested: event.ready, since: event.at },
+                  updatedAt: event.at,
+                })),
+              },
+            },
+          },
+          parked: {
+            tags: tagsAt('running.parked'),
             on: {
               'xreactor.timer.fired': {
                 guard: ({ context, event }) => isCurrent(context, event),
@@ -309,6 +414,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
             always: [{ guard: 'compensationPending', target: 'compensating' }, { target: 'undoing' }],
           },
           compensating: {
+            tags: tagsAt('rolling_back.compensating'),
             entry: {
               type: 'xreactor.effect.compensate',
               params: ({ context }) => {
@@ -346,8 +452,21 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
             always: [{ guard: 'hasUndoLeft', target: 'undoingEntry' }, { target: 'done' }],
           },
           undoingEntry: {
+            tags: tagsAt('rolling_back.undoingEntry'),
             entry: { type: 'xreactor.effect.undo', params: ({ context }) => ({ position: context.undoDepth - 1, epoch: context.rollbackEpoch }) },
             on: {
+              // A compose step's entry: its child rolls itself back; this waits for it to settle.
+              'xreactor.undo.child': {
+                guard: 'isCurrentUndoChild',
+                target: 'undoingChild',
+                actions: enqueueActions(({ context, event, enqueue }) => {
+                  const child = childId(context, event.step);
+                  enqueue.assign({ awaiting: { step: event.step, index: -1, attempt: 0, child, args: undefined, purpose: 'undo', position: event.position }, updatedAt: event.at });
+                  enqueue({ type: 'xreactor.write.signal', params: { to: child, event: { type: 'xreactor.operator.undo', at: event.at }, dedupeKey: `undo.${context.executionId}.${event.epoch}.${event.position}` } });
+                  enqueue({ type: 'xreactor.write.awaits', params: { actors: [child] } });
+                  enqueue({ type: 'xreactor.write.trace', params: { type: 'awaiting', step: event.step, at: event.at, actors: [child] } });
+                }),
+              },
               'xreactor.undo.finished': {
                 guard: 'isCurrentUndo',
                 target: 'undoing',
@@ -375,15 +494,35 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
               },
             },
           },
+          undoingChild: {
+            tags: tagsAt('rolling_back.undoingChild'),
+            entry: { type: 'xreactor.effect.awaitChild', params: ({ context }) => ({ child: context.awaiting!.child }) },
+            on: {
+              // Undo the entry again: the child has settled, so the undo collects its rollback failures.
+              'xreactor.child.settled': { guard: 'fromChild', target: 'undoingEntry', actions: 'stopAwaiting' },
+              'xreactor.child.lost': { guard: 'fromChild', target: 'undoingEntry', actions: 'stopAwaiting' },
+            },
+          },
+          undoingPausedChild: {
+            tags: tagsAt('rolling_back.undoingPausedChild'),
+            entry: { type: 'xreactor.effect.awaitChild', params: ({ context }) => ({ child: context.awaiting!.child }) },
+            on: {
+              'xreactor.child.settled': { guard: 'fromChild', target: 'deciding', actions: 'stopAwaiting' },
+              'xreactor.child.lost': { guard: 'fromChild', target: 'deciding', actions: 'stopAwaiting' },
+            },
+          },
           done: {
             always: [{ guard: 'isOperatorUndo', target: '#execution.cancelled' }, { target: '#execution.failed' }],
           },
         },
       },
       paused: {
+        tags: tagsAt('paused'),
         entry: [
           { type: 'xreactor.effect.paused', params: ({ context }) => context.paused! },
           { type: 'xreactor.write.trace', params: ({ context }) => ({ type: 'paused', at: context.updatedAt, step: context.paused!.child ?? context.paused!.ready.map((r) => r.step).join(',') }) },
+          assign(({ context }) => ({ pauses: context.pauses + 1 })),
+          signalPaused,
         ],
         on: {
           'xreactor.interrupt.resume': {
@@ -392,13 +531,26 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
             actions: [
               { type: 'xreactor.write.result', params: ({ event }) => ({ step: event.step, value: event.payload }) },
               { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'resumed', step: event.step, at: event.at }) },
+              signalResumed,
               assign(({ context, event }) => ({ resumed: [...context.resumed, event.step], paused: null, updatedAt: event.at })),
             ],
+          },
+          // The paused child was continued: wait for it again (it signals its settle or its next pause).
+          'xreactor.child.resumed': {
+            guard: 'fromPausedChild',
+            target: 'running.awaiting',
+            actions: [signalResumed, assign(({ event }) => ({ paused: null, updatedAt: event.at }))],
+          },
+          'xreactor.child.settled': {
+            guard: 'fromPausedChild',
+            target: 'running.executing',
+            actions: [signalResumed, assign(({ event }) => ({ paused: null, awaiting: null, updatedAt: event.at })), { type: 'xreactor.write.awaits', params: { actors: [] } }],
           },
           'xreactor.interrupt.fail': {
             guard: 'isReadyInterrupt',
             target: 'rolling_back',
             actions: [
+              signalResumed,
               { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'failed', step: event.step, at: event.at, error: event.error }) },
               assign(({ context, event }) => ({
                 failure: {
@@ -416,30 +568,44 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
               })),
             ],
           },
-          // A composed child that paused was continued: run the compose step again to pick up its end.
-          'xreactor.execution.resume': {
-            guard: 'isPausedOnChild',
-            target: 'running.executing',
-            actions: assign(({ event }) => ({ paused: null, updatedAt: event.at })),
-          },
           'xreactor.operator.cancel': { target: 'cancelled', actions: ['recordCancel', { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'cancelled', at: event.at, reason: event.reason }) }] },
-          'xreactor.operator.undo': { target: 'rolling_back', actions: ['recordOperatorUndo', assign({ paused: null })] },
+          'xreactor.operator.undo': [
+            {
+              // Paused on a composed child: the child undoes its completed steps first, then this run its own.
+              guard: 'pausedOnChild',
+              target: 'rolling_back.undoingPausedChild',
+              actions: [
+                'recordOperatorUndo',
+                enqueueActions(({ context, event, enqueue }) => {
+                  const step = context.paused!.child!;
+                  const child = childId(context, step);
+                  enqueue.assign({ awaiting: { step, index: -1, attempt: 0, child, args: undefined, purpose: 'undo', position: null }, paused: null });
+                  enqueue({ type: 'xreactor.write.signal', params: { to: child, event: { type: 'xreactor.operator.undo', at: event.at }, dedupeKey: `undo.${context.executionId}.${context.rollbackEpoch}.paused` } });
+                  enqueue({ type: 'xreactor.write.awaits', params: { actors: [child] } });
+                }),
+              ],
+            },
+            { target: 'rolling_back', actions: ['recordOperatorUndo', assign({ paused: null })] },
+          ],
         },
       },
       completed: {
+        tags: tagsAt('completed'),
         entry: terminal('completed'),
         on: { 'xreactor.operator.undo': { target: 'rolling_back', actions: 'recordOperatorUndo' } },
       },
       halted: {
+        tags: tagsAt('halted'),
         entry: terminal('halted'),
         on: { 'xreactor.operator.undo': { target: 'rolling_back', actions: 'recordOperatorUndo' } },
       },
       aborted: {
+        tags: tagsAt('aborted'),
         entry: terminal('aborted'),
         on: { 'xreactor.operator.undo': { target: 'rolling_back', actions: 'recordOperatorUndo' } },
       },
-      failed: { type: 'final', entry: terminal('failed') },
-      cancelled: { type: 'final', entry: terminal('cancelled') },
+      failed: { type: 'final', tags: tagsAt('failed'), entry: terminal('failed') },
+      cancelled: { type: 'final', tags: tagsAt('cancelled'), entry: terminal('cancelled') },
     },
   });
 }

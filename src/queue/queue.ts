@@ -18,6 +18,11 @@ export interface JobSpec {
   readonly reactor: string;
   /** The event to deliver (as plain data); absent: perform the execution's committed outbox. */
   readonly event?: { readonly type: string; readonly [key: string]: unknown };
+  /**
+   * Deliver `event` through the actor's inbox under this dedupe key (a continue or an interrupt
+   * timeout): whichever signal with the key lands first is the only one that ever lands.
+   */
+  readonly dedupeKey?: string;
   /** Deliver no sooner than this many milliseconds from now. */
   readonly delayMs?: number;
   /**

@@ -4,7 +4,9 @@ import type { Logger } from 'pino';
 import { createExecutionMachine } from '../../machines/execution.js';
 import type { AnyReactorDefinition } from '../definition/compiled.js';
 import type { ExecutionPlanView } from '../../machines/execution-types.js';
-import { DeserializationError, ExecutionNotFoundError, UnknownReactorError } from '../errors/index.js';
+import { DeserializationError, ExecutionNotFoundError, UnknownReactorError, XreactorError } from '../errors/index.js';
+import { serializeError } from '../serialization/index.js';
+import type { ExecutionContext } from '../../machines/execution-types.js';
 import { jobId } from '../queue/job-ids.js';
 import type { Middleware } from '../observability/middleware.js';
 import { createHooks } from '../observability/middleware.js';
@@ -12,7 +14,8 @@ import type { Queue } from '../queue/queue.js';
 import type { LoadedExecution, Store } from '../store/store.js';
 import type { Clock } from '../internal/clock.js';
 import { systemClock } from '../internal/clock.js';
-import { ExecutionHost, RECOVERABLE, statusOf } from './host.js';
+import { ExecutionHost, isRecoverable, statusOf } from './host.js';
+import { executionTagsOf } from '../../machines/execution.js';
 import type { HeldExecution } from './host.js';
 import { HeldLease } from './lease.js';
 
@@ -133,7 +136,19 @@ export function createEngine(options: EngineOptions): Engine {
       let host = hosts.get(definition);
       if (host === undefined) {
         const machine = createExecutionMachine(planView(definition));
-        host = new ExecutionHost(definition, machine, { store, clock, hooks, logger, queue, hostFor: (child) => engine.register(child) });
+        host = new ExecutionHost(definition, machine, {
+          store,
+          clock,
+          hooks,
+          logger,
+          queue,
+          hostFor: (child) => engine.register(child),
+          lease: (id) => engine.lease(id),
+          loadLeased: async (lease) => {
+            const found = await engine.loadLeased(lease);
+            return typeof found === 'string' ? found : { host: found.host, held: found.held };
+          },
+        });
         hosts.set(definition, host);
         reactors.set(definition.name, definition);
         // Composed children are addressable by id too (find, the dashboard).
@@ -209,8 +224,33 @@ export function createEngine(options: EngineOptions): Engine {
       return undefined;
     }
   };
-  const recoverable = (found: LoadedExecution | undefined | 'not_here'): found is LoadedExecution =>
-    found !== undefined && found !== 'not_here' && RECOVERABLE.includes(statusOf(found.snapshot.value));
+  /**
+   * What a sweep does for a listed actor with no live lease: `job` enqueues a job that applies its
+   * inbox or performs its outbox (it has unconsumed signals, or is running or rolling back);
+   * `child` enqueues the event the awaited child's state calls for (its signal was consumed
+   * without effect, or it expired); `keep` leaves it listed; `drop` removes it from the index.
+   */
+  const verdict = async (id: string, found: LoadedExecution | undefined | 'not_here'): Promise<{ action: 'job' | 'keep' | 'drop' } | { action: 'child'; event: Record<string, unknown> & { type: string } }> => {
+    if (found === 'not_here') return { action: 'keep' };
+    if (found === undefined) return { action: 'drop' };
+    if (found.inbox.entries.length > 0 || isRecoverable(found.snapshot.value)) return { action: 'job' };
+    const tags = executionTagsOf(found.snapshot.value);
+    if (tags.has('awaiting')) {
+      const awaiting = (found.snapshot.context as ExecutionContext).awaiting;
+      if (awaiting === null) return { action: 'job' };
+      const child = await look(awaiting.child);
+      if (child === 'not_here') return { action: 'keep' };
+      const at = clock.now();
+      if (child === undefined) {
+        if (awaiting.purpose === 'undo') return { action: 'child', event: { type: 'xreactor.child.lost', at, child: awaiting.child } };
+        const error = new XreactorError('context_unavailable', `composed execution ${awaiting.child} is gone (its retention expired, or its data is unreadable) while ${id} awaited it`);
+        return { action: 'child', event: { type: 'xreactor.step.failed', at, index: awaiting.index, attempt: awaiting.attempt, error: serializeError(error), started: false, retryable: false, args: awaiting.args } };
+      }
+      if (executionTagsOf(child.snapshot.value).has('settled')) return { action: 'child', event: { type: 'xreactor.child.settled', at, child: awaiting.child, status: statusOf(child.snapshot.value) } };
+      return { action: 'keep' };
+    }
+    return { action: 'drop' };
+  };
   // Where the next sweep starts in the index: each sweep looks at the next `limit` entries, from
   // the oldest again after the last, so runs behind many live ones are reached too.
   let sweepFrom: string | undefined;
@@ -221,21 +261,22 @@ export function createEngine(options: EngineOptions): Engine {
     sweepFrom = page.next;
     for (const id of page.ids) {
       const loaded = await look(id);
-      // Written by a build this one does not know (a rolling deploy): it stays listed for a sweeper that does.
-      if (loaded === 'not_here') continue;
-      if (!recoverable(loaded)) {
+      let decision = await verdict(id, loaded);
+      if (decision.action === 'drop') {
         await store.markActive(id, false);
-        // Look again after the removal: a run continued or undone meanwhile commits first and
-        // lists itself again after; whichever of the two comes last, the run stays listed.
+        // Look again after the removal: an actor continued, undone or signalled meanwhile commits
+        // first and lists itself again after; whichever of the two comes last, it stays listed.
         const again = await look(id);
-        if (again === 'not_here' || recoverable(again)) await store.markActive(id, true);
+        if ((await verdict(id, again)).action !== 'drop') await store.markActive(id, true);
         continue;
       }
-      const status = statusOf(loaded.snapshot.value);
+      if (decision.action === 'keep' || loaded === undefined || loaded === 'not_here') continue;
       if (await store.hasLease(id)) continue;
       const reactor = (loaded.snapshot.context as { reactor: string }).reactor;
-      await queue.enqueue([{ id: jobId(id, 'sweep', loaded.revision), kind: 'advance', executionId: id, reactor }]);
-      logger.info({ event: 'xreactor.sweeper.requeued', executionId: id, status, revision: loaded.revision }, 'requeued an execution with no live lease');
+      const event = decision.action === 'child' ? decision.event : undefined;
+      await queue.enqueue([{ id: jobId(id, 'sweep', loaded.revision), kind: 'advance', executionId: id, reactor, ...(event === undefined ? {} : { event }) }]);
+      logger.info({ event: 'xreactor.sweeper.requeued', executionId: id, status: statusOf(loaded.snapshot.value), revision: loaded.revision }, 'requeued an actor with no live lease');
+      decision = { action: 'keep' };
       requeued += 1;
     }
     return requeued;

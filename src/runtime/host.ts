@@ -3,14 +3,14 @@ import type { ExecutionMachine } from '../../machines/execution.js';
 import { EXECUTION_MACHINE_VERSION } from '../../machines/execution.js';
 import type { ExecutionContext, ExecutionEffect, ExecutionEvent, ExecutionStatus, ExecutionWrite, PauseRecord, TraceEntry } from '../../machines/execution-types.js';
 import type { AnyReactorDefinition, CompiledStep } from '../definition/compiled.js';
-import { DefinitionError, DeserializationError, InputValidationError, InterruptTimeoutError, QueueRequiredError, WorkInterruptedError } from '../errors/index.js';
-import { CORRELATION_TTL_MS, correlationKey, rootIdOf } from './lineage.js';
+import { DefinitionError, DeserializationError, InboxPendingError, InputValidationError, InterruptTimeoutError, QueueRequiredError, WorkInterruptedError } from '../errors/index.js';
+import { CORRELATION_TTL_MS, correlationKey, interruptKey, rootIdOf } from './lineage.js';
 import type { JobSpec, Queue } from '../queue/queue.js';
 import { jobId } from '../queue/job-ids.js';
 import { describeIssues, validateWith } from '../internal/standard-schema.js';
 import type { Hooks } from '../observability/middleware.js';
 import { decode, deserializeError, encode, serializeError } from '../serialization/index.js';
-import type { Commit, CommitOptions, CommitWrites, LoadedExecution, OutboxEffect, PersistedSnapshot, Store, UndoEntry } from '../store/store.js';
+import type { Commit, CommitOptions, Inbox, InboxEntry, LoadedExecution, OutboxEffect, PersistedSnapshot, SpawnActor, Store } from '../store/store.js';
 import { encodeSnapshot } from '../store/snapshot-codec.js';
 import type { Clock } from '../internal/clock.js';
 import type { Attempt, StepScope } from './step-performer.js';
@@ -21,6 +21,11 @@ import type { HeldLease } from './lease.js';
 import type { ExecutionSnapshot, MachineStepper } from './machine-stepper.js';
 import type { ComposeDeps } from './compose.js';
 import { runCompose, undoCompose } from './compose.js';
+import { executionTagsOf } from '../../machines/execution.js';
+import type { Call, Place } from './call.js';
+import { newCall } from './call.js';
+import { mergePlans, planCommit } from './commit-plan.js';
+import type { CommitPlan } from './commit-plan.js';
 
 type Snapshot = ExecutionSnapshot;
 
@@ -34,13 +39,13 @@ export interface HostDeps {
   readonly queue: Queue | undefined;
   /** The host of another reactor (a composed child's). */
   readonly hostFor: (definition: AnyReactorDefinition) => ExecutionHost;
+  /** A lease on an actor for this process, not taken yet. */
+  readonly lease: (id: string) => HeldLease;
+  /** Take an actor's lease and load it with its host, in one store call (see Engine.loadLeased). */
+  readonly loadLeased: (lease: HeldLease) => Promise<{ readonly host: ExecutionHost; readonly held: HeldExecution } | 'busy' | 'missing'>;
 }
 
-/**
- * Who is advancing the execution. A caller that is interrupted stores the run
- * `aborted`; a worker that is interrupted commits nothing, and the job is redelivered.
- */
-export type Place = 'caller' | 'worker';
+export type { Place } from './call.js';
 
 /** An execution actor held by a host: its snapshot, the revision it was loaded at, and its input. */
 export interface HeldExecution {
@@ -48,8 +53,16 @@ export interface HeldExecution {
   snapshot: Snapshot;
   revision: number;
   readonly inputs: unknown;
-  /** The outbox of the commit it was loaded at (empty for a new execution). */
-  readonly outbox: readonly OutboxEffect[];
+  /** The outbox of its last commit: the work pending after it. */
+  outbox: readonly OutboxEffect[];
+  /** A child spawned by its parent's commit whose first effects have not been performed yet. */
+  pendingStart?: boolean;
+  /** Its inbox as last read: unconsumed entries and the highest seq seen (a commit names it). */
+  inbox: Inbox;
+  /** Entries its current state did not accept (tried again after its next transition). */
+  readonly declined: Set<number>;
+  /** Signals may have landed since the inbox was read (after waiting for a child): read it again before going idle. */
+  inboxStale: boolean;
   /**
    * Encoded results this host committed or read, so a step does not read back
    * what was just written (decoded afresh each time: a step can never alias
@@ -67,6 +80,11 @@ export interface HeldExecution {
   fromJob?: { readonly ifSnapshot: Uint8Array } | undefined;
 }
 
+/** An actor held by this process, as loaded or created. */
+function newHeld(id: string, snapshot: Snapshot, revision: number, inputs: unknown, outbox: readonly OutboxEffect[]): HeldExecution {
+  return { id, snapshot, revision, inputs, outbox, inbox: { entries: [], seq: 0 }, declined: new Set(), inboxStale: false, results: new Map(), lease: undefined };
+}
+
 /** Hand-off jobs carry the run's input up to this size (encoded); a larger input is read from the store. */
 const CARRIED_INPUT_MAX_BYTES = 16 * 1024;
 
@@ -79,16 +97,14 @@ function leavesProcess(effects: readonly ExecutionEffect[], place: Place): boole
   return effects.some((e) => e.type === 'xreactor.effect.finished' || (e.type === 'xreactor.effect.handOff' && place === 'caller'));
 }
 
-/** Statuses the sweeper recovers (re-enqueues when no live lease is held): the index lists runs in them. */
-export const RECOVERABLE: readonly ExecutionStatus[] = ['running', 'rolling_back'];
-
-function isRecoverable(status: ExecutionStatus): boolean {
-  return RECOVERABLE.includes(status);
-}
-
 /** Whether a transition's effects settle the run (its waiters are told in the same commit). */
 function settles(effects: readonly ExecutionEffect[]): boolean {
   return effects.some((e) => e.type === 'xreactor.effect.finished');
+}
+
+/** Whether a stored state is recoverable: with no live lease, the sweeper resumes it. */
+export function isRecoverable(value: unknown): boolean {
+  return executionTagsOf(value).has('recoverable');
 }
 
 /** The status an execution snapshot is in. */
@@ -98,34 +114,6 @@ export function statusOf(value: unknown): ExecutionStatus {
 
 function persist(snapshot: Snapshot): PersistedSnapshot {
   return { kind: 'execution', machineVersion: EXECUTION_MACHINE_VERSION, value: snapshot.value, context: snapshot.context };
-}
-
-function partition(actions: readonly { type: string; params?: unknown }[]): { writes: CommitWrites; effects: ExecutionEffect[] } {
-  const results: [string, unknown][] = [];
-  const pushUndo: (UndoEntry & { position: number })[] = [];
-  const trace: TraceEntry[] = [];
-  const effects: ExecutionEffect[] = [];
-  let truncateUndoTo: number | undefined;
-  for (const action of actions as (ExecutionWrite | ExecutionEffect)[]) {
-    switch (action.type) {
-      case 'xreactor.write.result':
-        results.push([action.params.step, action.params.value]);
-        break;
-      case 'xreactor.write.pushUndo':
-        pushUndo.push(action.params);
-        break;
-      case 'xreactor.write.popUndo':
-        truncateUndoTo = action.params.position;
-        break;
-      case 'xreactor.write.trace':
-        trace.push(action.params);
-        break;
-      default:
-        // Only the effect's data: XState's action objects also carry the whole context and event.
-        if (action.type.startsWith('xreactor.effect.')) effects.push({ type: action.type, params: action.params } as ExecutionEffect);
-    }
-  }
-  return { writes: { results, pushUndo, truncateUndoTo, trace }, effects };
 }
 
 const waitersBySignal = new WeakMap<AbortSignal, Set<() => void>>();
@@ -164,23 +152,21 @@ export class ExecutionHost {
     this.#machine = machine;
     this.#stepper = createMachineStepper(machine);
     this.#deps = deps;
-    this.#composeDeps = { store: deps.store, clock: deps.clock, hostFor: deps.hostFor };
+    this.#composeDeps = { store: deps.store, clock: deps.clock };
     this.#byName = new Map(definition.steps.map((s) => [s.name, s]));
   }
 
   /**
-   * Create the execution actor, validate its input and drive it until it settles
-   * or the signal fires. A composed child names its parent and path in `lineage`.
+   * The first commit of a new execution actor and the actor as held after it: its input is
+   * validated, and the creation and the input's verdict are one commit (one round trip fewer
+   * per run), so `pending` is never stored.
    */
-  async start(
+  async creation(
     id: string,
     rawInput: unknown,
-    signal: AbortSignal,
-    lineage: { readonly parentId: string | null; readonly path: readonly string[] } = { parentId: null, path: [] },
-    place: Place = 'caller',
-    lease?: HeldLease,
-  ): Promise<HeldExecution> {
-    const { store, clock } = this.#deps;
+    lineage: { readonly parentId: string | null; readonly path: readonly string[] },
+  ): Promise<{ readonly held: HeldExecution; readonly event: ExecutionEvent; readonly plan: CommitPlan; readonly create: SpawnActor }> {
+    const { clock } = this.#deps;
     const reactor = this.#definition.name;
     const [snapshot, actions] = this.#stepper.initial({ executionId: id, reactor, at: clock.now(), ...lineage });
     let event: ExecutionEvent;
@@ -197,141 +183,326 @@ export class ExecutionHost {
         event = { type: 'xreactor.input.rejected', at: clock.now(), error: serializeError(error) };
       }
     }
-    // The execution is created in the state its input decides: the creation and the
-    // input's verdict are one commit (one round trip fewer per run).
     const [decided, decisionActions] = this.#stepper.next(snapshot, event);
-    const first = partition(actions);
-    const second = partition(decisionActions);
-    const writes: CommitWrites = {
-      results: [...first.writes.results, ...second.writes.results],
-      pushUndo: [...first.writes.pushUndo, ...second.writes.pushUndo],
-      truncateUndoTo: second.writes.truncateUndoTo ?? first.writes.truncateUndoTo,
-      trace: [...first.writes.trace, ...second.writes.trace],
+    const plan = mergePlans(planCommit(actions), planCommit(decisionActions));
+    const held = newHeld(id, decided, 1, inputs, plan.effects);
+    const create: SpawnActor = {
+      id,
+      reactor,
+      input: inputs,
+      commit: { snapshot: persist(decided), status: statusOf(decided.value), writes: plan.writes, outbox: plan.effects, signals: plan.signals },
     };
-    const effects = [...first.effects, ...second.effects];
-    // The lease is taken by the create itself, unless the run leaves this process at once.
-    const takeLease = lease !== undefined && !leavesProcess(effects, place);
-    const held: HeldExecution = { id, snapshot: decided, revision: 0, inputs, outbox: effects, results: new Map(), lease: takeLease ? lease : undefined };
-    const persisted = persist(decided);
-    const create = store.create(
-      { id, reactor, input: inputs, commit: { snapshot: persisted, status: statusOf(decided.value), writes, outbox: effects } },
-      { ...(takeLease ? { lease: lease.request } : {}), announce: settles(effects) },
-    );
-    if (place === 'caller') this.#sendHandOffEarly(held, effects, 1, persisted);
-    // Only roots are recovered by the sweeper: a composed child is advanced by its parent. The
-    // index entry is written alongside the create (one round trip of waiting): an entry whose
-    // execution was never created is dropped by the sweeper.
-    const indexed = lineage.parentId === null ? store.markActive(id, true) : undefined;
-    [held.revision] = await Promise.all([create, indexed]);
-    if (takeLease) lease.taken();
-    // A composed child created just as its parent was cancelled: cancel it before it runs
-    // anything (the cancel looked for it before it existed; see cancelUnderLease).
-    if (lineage.parentId !== null && (await this.#isCancelled(lineage.parentId))) {
-      await this.drive(held, { type: 'xreactor.operator.cancel', at: clock.now(), reason: `its parent ${lineage.parentId} was cancelled` }, signal, place);
-      return held;
-    }
-    if (event.type === 'xreactor.input.accepted') this.#deps.hooks.emit('reactorStart', { ...this.#base(held), input: inputs });
-    await this.#afterCommit(held, event, effects);
-    const next = await this.#performAll(held, effects, signal, place);
-    if (next !== undefined) await this.drive(held, next, signal, place);
-    return held;
+    return { held, event, plan, create };
   }
 
-  async #isCancelled(id: string): Promise<boolean> {
-    const stored = await this.#deps.store.load(id);
-    return stored !== undefined && statusOf(stored.snapshot.value) === 'cancelled';
+  /**
+   * Create a root execution actor, validate its input and drive it until it settles, waits, or
+   * the signal fires.
+   */
+  async start(id: string, rawInput: unknown, signal: AbortSignal, place: Place = 'caller', lease?: HeldLease): Promise<HeldExecution> {
+    const { store } = this.#deps;
+    const { held, event, plan, create } = await this.creation(id, rawInput, { parentId: null, path: [] });
+    const effects = plan.effects;
+    // The lease is taken by the create itself, unless the run leaves this process at once.
+    const takeLease = lease !== undefined && !leavesProcess(effects, place);
+    held.lease = takeLease ? lease : undefined;
+    const created = store.create(create, { ...(takeLease ? { lease: lease.request } : {}), announce: settles(effects) });
+    if (place === 'caller') this.#sendHandOffEarly(held, effects, 1, create.commit.snapshot);
+    // The index entry is written alongside the create (one round trip of waiting): an entry whose
+    // execution was never created is dropped by the sweeper.
+    [held.revision] = await Promise.all([created, store.markActive(id, true)]);
+    if (takeLease) lease.taken();
+    if (event.type === 'xreactor.input.accepted') this.#deps.hooks.emit('reactorStart', { ...this.#base(held), input: held.inputs });
+    await this.#afterCommit(held, event, effects);
+    const call = newCall(signal, place);
+    await this.#continueWith(held, await this.#performAll(held, effects, call), call);
+    return held;
   }
 
   /** Load a stored execution into a held actor. */
   async load(id: string, already?: LoadedExecution, input?: { readonly value: unknown }): Promise<HeldExecution | undefined> {
     const loaded = already ?? (await this.#deps.store.load(id));
     if (loaded === undefined) return undefined;
-    if (loaded.snapshot.machineVersion !== EXECUTION_MACHINE_VERSION) {
-      throw new DeserializationError(`execution ${id} was stored by execution machine version ${loaded.snapshot.machineVersion}; this build runs version ${EXECUTION_MACHINE_VERSION}`, {
-        retryable: true,
-      });
+    if (loaded.snapshot.kind !== 'execution' || loaded.snapshot.machineVersion !== EXECUTION_MACHINE_VERSION) {
+      throw new DeserializationError(
+        `actor ${id} was stored as ${loaded.snapshot.kind} machine version ${loaded.snapshot.machineVersion}; this build runs execution machine version ${EXECUTION_MACHINE_VERSION}`,
+        { retryable: true },
+      );
     }
     const snapshot = this.#machine.resolveState({ value: loaded.snapshot.value as never, context: loaded.snapshot.context as ExecutionContext });
     const inputs = input === undefined ? await this.#deps.store.readInput(id) : input.value;
-    return { id, snapshot, revision: loaded.revision, inputs, outbox: loaded.outbox, results: new Map(), lease: undefined };
+    const held = newHeld(id, snapshot, loaded.revision, inputs, loaded.outbox);
+    held.inbox = loaded.inbox;
+    return held;
   }
 
   /**
-   * Feed `event` to the actor and keep going until no effect produces another
-   * event. Returns whether the actor accepted `first` (a stale or duplicate
-   * delivery is ignored without a commit).
+   * Feed `event` to the actor and keep going until it is idle: no effect produced another event
+   * and its inbox holds nothing its state accepts. Returns whether the actor accepted `first` (a
+   * stale or duplicate delivery is ignored without a commit, and nothing else is done).
    */
-  async drive(held: HeldExecution, first: ExecutionEvent, signal: AbortSignal, place: Place = 'caller'): Promise<boolean> {
-    let event: ExecutionEvent | undefined = first;
-    let accepted = false;
-    while (event !== undefined) {
-      if (event.type === 'xreactor.execution.abort' && place === 'worker') throw new WorkInterruptedError(held.id, event.reason);
-      const [next, actions] = this.#stepper.next(held.snapshot, event);
-      // XState returns the very same snapshot when no transition applies (stale or duplicate delivery).
-      if (next === held.snapshot) {
-        this.#deps.logger.debug({ event: 'xreactor.event.ignored', executionId: held.id, type: event.type }, 'event not accepted in this state');
-        return accepted;
-      }
-      if (event === first) accepted = true;
-      const { writes, effects } = partition(actions);
-      const commit: Commit = { snapshot: persist(next), status: statusOf(next.value), writes, outbox: effects };
-      // A commit that takes the run out of this process releases the lease and tells the run's
-      // waiters, in the same atomic step. The first commit of a run built from a hand-off job's
-      // snapshot takes the lease, fenced by that snapshot.
-      const lease = held.lease?.held === true && leavesProcess(effects, place) ? held.lease : undefined;
-      const announce = settles(effects);
-      const fromJob = held.fromJob;
-      const options: CommitOptions | undefined =
-        lease === undefined && !announce && fromJob === undefined
-          ? undefined
-          : {
-              ...(lease === undefined ? {} : { releaseLease: lease.letGo() }),
-              ...(fromJob === undefined || held.lease === undefined ? {} : { takeLease: held.lease.request, ifSnapshot: fromJob.ifSnapshot }),
-              announce,
-            };
-      // A root becoming recoverable again (continued after a pause, undone after its end) is listed
-      // for the sweeper before this commit (should the process die right after it) and again
-      // after it (a sweep that dropped it meanwhile may have removed the first entry).
-      const relist = held.snapshot.context.parentId === null && !isRecoverable(statusOf(held.snapshot.value)) && isRecoverable(commit.status);
-      if (relist) await this.#deps.store.markActive(held.id, true);
-      const committing = this.#deps.store.commit(held.id, held.revision, commit, options);
-      if (place === 'caller') this.#sendHandOffEarly(held, effects, held.revision + 1, commit.snapshot);
-      held.revision = await committing;
-      lease?.released();
-      if (relist) await this.#deps.store.markActive(held.id, true);
-      if (fromJob !== undefined) {
-        held.fromJob = undefined;
-        held.lease?.taken();
-      }
-      held.snapshot = next;
-      for (const [step, value] of writes.results) held.results.set(step, encode(value));
-      await this.#afterCommit(held, event, effects);
-      event = await this.#performAll(held, effects, signal, place);
+  async drive(held: HeldExecution, first: ExecutionEvent, signal: AbortSignal, place: Place = 'caller', call: Call = newCall(signal, place)): Promise<boolean> {
+    const outcome = await this.#step(held, first, undefined, call);
+    if (outcome.status === 'ignored') {
+      this.#deps.logger.debug({ event: 'xreactor.event.ignored', executionId: held.id, type: first.type }, 'event not accepted in this state');
+      return false;
     }
-    return accepted;
+    await this.#continueWith(held, outcome.status === 'committed' ? outcome.next : first, call);
+    return true;
   }
 
-  /** Perform the committed outbox again (recovery after a crash or a lost job), then keep driving. */
-  async resume(held: HeldExecution, outbox: readonly OutboxEffect[], signal: AbortSignal, place: Place): Promise<void> {
-    const event = await this.#performAll(held, outbox as readonly ExecutionEffect[], signal, place);
-    if (event !== undefined) await this.drive(held, event, signal, place);
+  /**
+   * Recover a loaded actor: apply its inbox first (a signal such as a cancel supersedes the pending
+   * work), else perform its committed outbox again (after a crash or a lost job); then keep driving.
+   */
+  async resume(held: HeldExecution, outbox: readonly OutboxEffect[], signal: AbortSignal, place: Place, call: Call = newCall(signal, place)): Promise<void> {
+    call.active.set(held.id, held);
+    try {
+      if (await this.#applyInbox(held, call)) return void (await this.#continueWith(held, undefined, call));
+      await this.#continueWith(held, await this.#performAll(held, outbox as readonly ExecutionEffect[], call), call);
+    } finally {
+      call.active.delete(held.id);
+    }
   }
 
-  async #performAll(held: HeldExecution, effects: readonly ExecutionEffect[], signal: AbortSignal, place: Place): Promise<ExecutionEvent | undefined> {
+  /** Drive from `event` (when set) until idle, then wake the actors it signalled that this call is not advancing. */
+  async #continueWith(held: HeldExecution, event: ExecutionEvent | undefined, call: Call): Promise<void> {
+    call.active.set(held.id, held);
+    try {
+      let next = event;
+      for (;;) {
+        while (next !== undefined) {
+          const outcome = await this.#step(held, next, undefined, call);
+          if (outcome.status === 'ignored') {
+            this.#deps.logger.debug({ event: 'xreactor.event.ignored', executionId: held.id, type: next.type }, 'event not accepted in this state');
+            break;
+          }
+          // Refused for a signal it had not seen: the inbox was applied; deliver the event again.
+          next = outcome.status === 'committed' ? outcome.next : next;
+        }
+        if (!(await this.#applyInbox(held, call))) break;
+        next = undefined;
+      }
+    } finally {
+      call.active.delete(held.id);
+    }
+    if (call.active.size === 0 || !call.active.has(held.snapshot.context.parentId ?? '')) await this.#wake(call);
+  }
+
+  /**
+   * Apply the first inbox entry the actor's state accepts (reading the inbox again if it may be
+   * stale), with everything that follows from it. Returns false when no entry was accepted. A
+   * settled actor discards the entries it does not accept, with a trace entry each.
+   */
+  async #applyInbox(held: HeldExecution, call: Call): Promise<boolean> {
+    if (held.inboxStale) {
+      held.inbox = await this.#deps.store.readInbox(held.id);
+      held.inboxStale = false;
+    }
+    for (const entry of held.inbox.entries) {
+      if (held.declined.has(entry.seq)) continue;
+      const outcome = await this.#step(held, entry.event as unknown as ExecutionEvent, entry, call);
+      if (outcome.status === 'ignored') {
+        held.declined.add(entry.seq);
+        continue;
+      }
+      if (outcome.status === 'committed') {
+        await this.#continueWith(held, outcome.next, call);
+        call.active.set(held.id, held);
+      }
+      return true;
+    }
+    const left = held.inbox.entries.filter((e) => held.declined.has(e.seq));
+    if (left.length > 0 && executionTagsOf(held.snapshot.value).has('settled') && !executionTagsOf(held.snapshot.value).has('undoable')) await this.#discard(held, left);
+    return false;
+  }
+
+  /** A settled actor's inbox entries no state of it will accept: consumed with a trace entry each, nothing else changes. */
+  async #discard(held: HeldExecution, entries: readonly InboxEntry[]): Promise<void> {
+    const at = this.#deps.clock.now();
+    const commit: Commit = {
+      snapshot: persist(held.snapshot),
+      status: statusOf(held.snapshot.value),
+      writes: { results: [], pushUndo: [], truncateUndoTo: undefined, trace: entries.map((e) => ({ type: 'signal_discarded' as const, at, signal: e.event.type })) },
+      outbox: [],
+      inboxSeen: held.inbox.seq,
+      consumed: entries.map((e) => e.seq),
+    };
+    try {
+      held.revision = await this.#deps.store.commit(held.id, held.revision, commit);
+      held.inbox = { entries: held.inbox.entries.filter((e) => !entries.includes(e)), seq: held.inbox.seq };
+    } catch (error) {
+      // Another process moved it meanwhile: it discards them itself.
+      this.#deps.logger.debug({ event: 'xreactor.inbox.discard_refused', executionId: held.id, err: error }, 'could not discard settled inbox entries');
+    }
+  }
+
+  /**
+   * Wake the actors this call signalled and is not advancing: take each one's lease and drive it
+   * here (so an inline continue returns the root's outcome); one another process holds gets a
+   * wake job instead.
+   */
+  async #wake(call: Call): Promise<void> {
+    for (const id of [...call.woken]) {
+      call.woken.delete(id);
+      if (call.active.has(id)) continue;
+      const lease = this.#deps.lease(id);
+      try {
+        const found = await this.#deps.loadLeased(lease);
+        if (found === 'missing') continue;
+        if (found === 'busy') {
+          await this.#enqueueWake(id);
+          continue;
+        }
+        found.held.lease = lease;
+        await found.host.resume(found.held, found.held.outbox, call.signal, call.place, call);
+      } finally {
+        await lease.end();
+      }
+    }
+  }
+
+  async #enqueueWake(id: string): Promise<void> {
+    const queue = this.#deps.queue;
+    if (queue === undefined) return;
+    await queue.enqueue([{ id: jobId(id, 'wake', this.#deps.clock.now()), kind: 'advance', executionId: id, reactor: '' }]);
+  }
+
+  /**
+   * One transition: from the actor's snapshot and `event` (an inbox entry's, when `entry` is set),
+   * commit the next snapshot with its writes, signals and spawned children, then perform its
+   * effects. `ignored`: the state does not accept the event (nothing written). `refused`: a signal
+   * landed that the actor had not seen; it has been applied, and the caller delivers `event` again.
+   */
+  async #step(
+    held: HeldExecution,
+    event: ExecutionEvent,
+    entry: InboxEntry | undefined,
+    call: Call,
+  ): Promise<{ readonly status: 'ignored' } | { readonly status: 'refused' } | { readonly status: 'committed'; readonly next: ExecutionEvent | undefined }> {
+    const { store } = this.#deps;
+    const place = call.place;
+    if (event.type === 'xreactor.execution.abort' && place === 'worker') throw new WorkInterruptedError(held.id, event.reason);
+    const [next, actions] = this.#stepper.next(held.snapshot, event);
+    // XState returns the very same snapshot when no transition applies (stale or duplicate delivery).
+    if (next === held.snapshot) return { status: 'ignored' };
+    const plan = planCommit(actions);
+    const { writes, effects } = plan;
+    const spawned = await Promise.all(plan.spawns.map((s) => this.#spawn(held, s.step, s.child, s.input)));
+    const commit: Commit = {
+      snapshot: persist(next),
+      status: statusOf(next.value),
+      writes,
+      outbox: effects,
+      inboxSeen: held.inbox.seq,
+      ...(entry === undefined ? {} : { consumed: [entry.seq] }),
+      ...(plan.signals.length === 0 ? {} : { signals: plan.signals }),
+      ...(plan.awaits === undefined ? {} : { awaits: plan.awaits }),
+      ...(spawned.length === 0 ? {} : { spawn: spawned.map((s) => s.create) }),
+    };
+    // A commit that takes the run out of this process releases the lease and tells the run's
+    // waiters, in the same atomic step. The first commit of a run built from a hand-off job's
+    // snapshot takes the lease, fenced by that snapshot.
+    const lease = held.lease?.held === true && leavesProcess(effects, place) ? held.lease : undefined;
+    const announce = settles(effects);
+    const fromJob = held.fromJob;
+    const options: CommitOptions | undefined =
+      lease === undefined && !announce && fromJob === undefined
+        ? undefined
+        : {
+            ...(lease === undefined ? {} : { releaseLease: lease.letGo() }),
+            ...(fromJob === undefined || held.lease === undefined ? {} : { takeLease: held.lease.request, ifSnapshot: fromJob.ifSnapshot }),
+            announce,
+          };
+    // An actor becoming recoverable again (continued after a pause, undone after its end), a
+    // signal's recipient and a spawned child are listed for the sweeper before this commit
+    // (should the process die right after it) and again after it (a sweep that dropped an entry
+    // meanwhile may have removed the first one).
+    const listed = [
+      ...(!isRecoverable(held.snapshot.value) && isRecoverable(next.value) ? [held.id] : []),
+      ...plan.signals.map((s) => s.to),
+      ...plan.spawns.map((s) => s.child),
+    ];
+    const list = () => Promise.all(listed.map((id) => store.markActive(id, true)));
+    if (listed.length > 0) await list();
+    const committing = store.commit(held.id, held.revision, commit, options);
+    if (place === 'caller') this.#sendHandOffEarly(held, effects, held.revision + 1, commit.snapshot);
+    try {
+      held.revision = await committing;
+    } catch (error) {
+      if (lease !== undefined) lease.taken();
+      if (!(error instanceof InboxPendingError)) throw error;
+      // A signal landed since the actor was read: apply it first (a cancel fences the work in flight).
+      held.inbox = await store.readInbox(held.id);
+      held.declined.clear();
+      await this.#applyInbox(held, call);
+      return { status: 'refused' };
+    }
+    lease?.released();
+    if (listed.length > 0) await list();
+    if (fromJob !== undefined) {
+      held.fromJob = undefined;
+      held.lease?.taken();
+    }
+    held.snapshot = next;
+    held.outbox = effects;
+    held.declined.clear();
+    if (entry !== undefined) held.inbox = { entries: held.inbox.entries.filter((e) => e.seq !== entry.seq), seq: held.inbox.seq };
+    for (const [step, value] of writes.results) held.results.set(step, encode(value));
+    for (const child of spawned) {
+      child.lease?.taken();
+      call.spawned.set(child.held.id, child.held);
+    }
+    for (const signalled of plan.signals) if (!call.active.has(signalled.to)) call.woken.add(signalled.to);
+    await this.#afterCommit(held, event, effects);
+    return { status: 'committed', next: await this.#performAll(held, effects, call) };
+  }
+
+  /** Build a composed child's creation for its parent's commit (the child takes its own lease with it). */
+  async #spawn(parent: HeldExecution, step: string, child: string, input: unknown): Promise<{ readonly held: HeldExecution; readonly create: SpawnActor; readonly lease: HeldLease | undefined }> {
+    const definition = this.#byName.get(step)?.child;
+    if (definition === undefined) throw new DefinitionError(`step "${step}" of reactor "${this.#definition.name}" is not a compose step`);
+    const host = this.#deps.hostFor(definition);
+    const { held, create, plan } = await host.creation(child, input, { parentId: parent.id, path: [...parent.snapshot.context.path, step] });
+    const lease = leavesProcess(plan.effects, 'worker') ? undefined : this.#deps.lease(child);
+    held.lease = lease;
+    held.pendingStart = true;
+    return { held, create: { ...create, ...(lease === undefined ? {} : { lease: lease.request }) }, lease };
+  }
+
+  /** Drive a child this call spawned, from its creating commit. */
+  async startSpawned(held: HeldExecution, call: Call): Promise<void> {
+    held.pendingStart = false;
+    const accepted = held.snapshot.context.inputError === null;
+    if (accepted) this.#deps.hooks.emit('reactorStart', { ...this.#base(held), input: held.inputs });
+    await this.#afterCommit(held, { type: accepted ? 'xreactor.input.accepted' : 'xreactor.input.rejected', at: this.#deps.clock.now() } as ExecutionEvent, held.outbox as ExecutionEffect[]);
+    await this.#continueWith(held, await this.#performAll(held, held.outbox as ExecutionEffect[], call), call);
+  }
+
+  async #performAll(held: HeldExecution, effects: readonly ExecutionEffect[], call: Call): Promise<ExecutionEvent | undefined> {
     let event: ExecutionEvent | undefined;
     for (const effect of effects) {
-      const produced = await this.#perform(held, effect, signal, place);
+      const produced = await this.#perform(held, effect, call);
       if (produced !== undefined) event = produced;
     }
     return event;
   }
 
-  async #enqueue(held: HeldExecution, id: string, event: ExecutionEvent, delayMs?: number, executionId = held.id, handoff?: JobSpec['handoff']): Promise<void> {
+  async #enqueue(held: HeldExecution, id: string, event: ExecutionEvent, delayMs?: number, executionId = held.id, handoff?: JobSpec['handoff'], dedupeKey?: string): Promise<void> {
     const queue = this.#deps.queue;
     if (queue === undefined) throw new QueueRequiredError(this.#definition.name);
     this.#deps.hooks.emit('beforeEnqueue', { ...this.#base(held), job: id });
     await queue.enqueue([
-      { id, kind: 'advance', executionId, reactor: this.#definition.name, event, ...(delayMs === undefined ? {} : { delayMs }), ...(handoff === undefined ? {} : { handoff }) },
+      {
+        id,
+        kind: 'advance',
+        executionId,
+        reactor: this.#definition.name,
+        event,
+        ...(delayMs === undefined ? {} : { delayMs }),
+        ...(handoff === undefined ? {} : { handoff }),
+        ...(dedupeKey === undefined ? {} : { dedupeKey }),
+      },
     ]);
   }
 
@@ -415,8 +586,9 @@ export class ExecutionHost {
     });
   }
 
-  async #perform(held: HeldExecution, effect: ExecutionEffect, signal: AbortSignal, place: Place): Promise<ExecutionEvent | undefined> {
+  async #perform(held: HeldExecution, effect: ExecutionEffect, call: Call): Promise<ExecutionEvent | undefined> {
     const { hooks, clock, store } = this.#deps;
+    const { signal, place } = call;
     const reactor = this.#definition.name;
     const executionId = held.id;
     const scope = this.#scope(held, signal);
@@ -433,13 +605,16 @@ export class ExecutionHost {
         };
         const event =
           step.kind === 'compose'
-            ? await runCompose(this.#composeDeps, held, step, attempt, signal, place, loadResults, progress.onStart ?? (() => undefined))
+            ? await runCompose(this.#composeDeps, held, step, attempt, loadResults, progress.onStart ?? (() => undefined))
             : settle(await this.#unlessAborted(signal, () => performStep(step, attempt, scope, loadResults, () => clock.now(), progress)));
         this.#emitStepOutcome(held, step, event);
         return event;
       }
       case 'xreactor.effect.paused':
-        return this.#paused(held, effect.params, place);
+        return this.#paused(held, effect.params);
+      case 'xreactor.effect.awaitChild':
+        await this.#advanceChild(held, effect.params.child, call);
+        return undefined;
       case 'xreactor.effect.handOff': {
         // A worker never hands a run to itself through the queue (its own job id would swallow the
         // job): it goes on with the run at once.
@@ -452,8 +627,8 @@ export class ExecutionHost {
       case 'xreactor.effect.wait': {
         const { step, attempt, delayMs, error } = effect.params;
         hooks.emit('retryAttempt', { ...this.#hook(held, step), attempt, args: undefined, error: deserializeError(error), delayMs, nextAttempt: attempt + 1 });
-        if (held.snapshot.context.handedOff) {
-          // In a worker, a retry backoff is a delayed job: the worker is free in between.
+        if (held.snapshot.context.handedOff || place === 'worker') {
+          // In a worker, a retry backoff is a delayed job (the actor is parked): the worker is free in between.
           const fired: ExecutionEvent = { type: 'xreactor.timer.fired', at: clock.now(), index: effect.params.index, attempt };
           await this.#enqueue(held, jobId(executionId, 'timer', effect.params.index, attempt), fired, delayMs);
           return undefined;
@@ -487,8 +662,8 @@ export class ExecutionHost {
         if (entry === undefined) throw new DeserializationError(`execution ${executionId}: undo-stack entry ${position} is missing from the store`);
         const step = this.#byName.get(entry.step);
         if (step?.kind === 'compose') {
-          hooks.emit('undoStart', { ...this.#hook(held, entry.step), attempt: 1, args: entry.args, result: entry.result });
-          const composed = await undoCompose(this.#composeDeps, held, step, entry, position, epoch, signal, place);
+          const composed = await undoCompose(this.#composeDeps, held, step, entry, position, epoch);
+          if (composed.type !== 'xreactor.undo.child') hooks.emit('undoStart', { ...this.#hook(held, entry.step), attempt: 1, args: entry.args, result: entry.result });
           if (composed.type === 'xreactor.undo.finished') hooks.emit('undoComplete', { ...this.#hook(held, entry.step), attempt: 1, args: entry.args });
           return composed;
         }
@@ -516,10 +691,41 @@ export class ExecutionHost {
   }
 
   /**
+   * A compose step waits for its child: advance the child in this call when nothing else does (a
+   * child this call spawned, or one whose lease is free), then look at the inbox again, where the
+   * child's settle or pause signal lands. A child another process advances signals when it is done.
+   */
+  async #advanceChild(held: HeldExecution, child: string, call: Call): Promise<void> {
+    held.inboxStale = true;
+    call.woken.delete(child);
+    if (call.active.has(child)) return;
+    const spawned = call.spawned.get(child);
+    if (spawned !== undefined) {
+      call.spawned.delete(child);
+      const definition = this.#byName.get(spawned.snapshot.context.path.at(-1) ?? '')?.child;
+      try {
+        if (definition !== undefined) await this.#deps.hostFor(definition).startSpawned(spawned, call);
+      } finally {
+        await spawned.lease?.end();
+      }
+      return;
+    }
+    const lease = this.#deps.lease(child);
+    try {
+      const found = await this.#deps.loadLeased(lease);
+      if (typeof found === 'string') return;
+      found.held.lease = lease;
+      await found.host.resume(found.held, found.held.outbox, call.signal, call.place, call);
+    } finally {
+      await lease.end();
+    }
+  }
+
+  /**
    * A run paused: claim the correlation ids of its ready interrupts, schedule
    * active timeouts, and wake whoever awaits the run.
    */
-  async #paused(held: HeldExecution, pause: PauseRecord, _place: Place): Promise<ExecutionEvent | undefined> {
+  async #paused(held: HeldExecution, pause: PauseRecord): Promise<ExecutionEvent | undefined> {
     const { store, clock } = this.#deps;
     const reactor = this.#definition.name;
     for (const { step: name, timeoutAt } of pause.ready) {
@@ -536,11 +742,11 @@ export class ExecutionHost {
         }
       }
       if (interrupt.timeout?.strategy === 'active' && timeoutAt !== null) {
-        // Delivered to the root with the interrupt's path: the root's lease covers the whole tree.
+        // Delivered through this execution's inbox under the interrupt's key: a continue racing the
+        // timeout is decided where they land, first writer wins.
         const error = new InterruptTimeoutError(held.id, name, interrupt.timeout.ms);
-        const path = [...held.snapshot.context.path, name];
-        const fail = { type: 'xreactor.interrupt.fail', at: clock.now(), step: name, error: serializeError(error), path } as ExecutionEvent;
-        await this.#enqueue(held, jobId(held.id, 'timeout', name), fail, Math.max(0, timeoutAt - clock.now()), rootIdOf(held.id, held.snapshot.context.path));
+        const fail: ExecutionEvent = { type: 'xreactor.interrupt.fail', at: clock.now(), step: name, error: serializeError(error) };
+        await this.#enqueue(held, jobId(held.id, 'timeout', name), fail, Math.max(0, timeoutAt - clock.now()), held.id, undefined, interruptKey(name));
       }
     }
     await store.publishSettled(held.id);

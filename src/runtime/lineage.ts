@@ -19,3 +19,11 @@ export function descendantId(root: string, path: readonly string[]): string {
 export function correlationKey(correlationId: string): string {
   return `correlation:${correlationId}`;
 }
+
+/**
+ * The dedupe key of a resume or failure of interrupt `name`, delivered to its execution's inbox:
+ * whichever lands first (a continue, a timeout) is the only one that ever lands.
+ */
+export function interruptKey(name: string): string {
+  return `interrupt.${name}`;
+}

@@ -58,8 +58,12 @@ export interface CancelledResult {
 export interface DispatchedResult {
   readonly status: 'dispatched';
   readonly executionId: ExecutionId;
-  /** Why the work went to a worker: a background hand-off, or a run busy in another process (`run_busy`). */
-  readonly reason?: 'background' | 'run_busy';
+  /**
+   * Why the work went on elsewhere: a background hand-off, a run busy in another process
+   * (`run_busy`), or a run waiting on actors that are advanced by workers (`awaiting`: a composed
+   * child parked on a retry backoff, later a fan-out map or a lock).
+   */
+  readonly reason?: 'background' | 'run_busy' | 'awaiting';
 }
 
 /** The typed outcome of `run`. */

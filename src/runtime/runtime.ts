@@ -15,10 +15,14 @@ import type { CancelledResult, DispatchedResult, ExecutionView, FailedResult, Ru
 import { buildResult } from './results.js';
 import { createJobHandler } from './worker.js';
 import type { ContinueRequest, PausedResult } from './interrupts.js';
-import { cancelUnderLease, childMovedOn, deliverAtPath, prepareResume, readyInterrupts } from './interrupts.js';
+import { cancelTree, prepareResume, readyInterrupts } from './interrupts.js';
+import { executionTagsOf } from '../../machines/execution.js';
 import { jobId } from '../queue/job-ids.js';
-import { correlationKey, descendantId } from './lineage.js';
+import { correlationKey } from './lineage.js';
 import type { HeldExecution } from './host.js';
+import type { HeldLease } from './lease.js';
+import type { ExecutionEvent } from '../../machines/execution-types.js';
+import type { SignalEvent } from '../store/store.js';
 
 /** Options of {@link createRuntime}. All optional: the default is fully embedded. */
 export interface RuntimeOptions extends Omit<EngineOptions, 'store' | 'queue'> {
@@ -198,13 +202,14 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
   /** The outcome of a held execution: paused, dispatched, or its result. */
   const heldOutcome = async (definition: AnyReactorDefinition, held: HeldExecution): Promise<ContinueResult | DispatchedResult | CancelledResult> => {
     const status = statusOf(held.snapshot.value);
-    if (status === 'paused') return { status: 'paused', executionId: held.id as ExecutionId, readyInterrupts: await readyInterrupts(engine, held) };
+    if (status === 'paused') return { status: 'paused', executionId: held.id as ExecutionId, readyInterrupts: readyInterrupts(held) };
     if (status === 'running' && held.snapshot.context.handedOff) return { status: 'dispatched', executionId: held.id as ExecutionId, reason: 'background' };
+    if (!executionTagsOf(held.snapshot.value).has('settled')) return { status: 'dispatched', executionId: held.id as ExecutionId, reason: 'awaiting' };
     return (await outcome(definition, held.id, status, held.snapshot.context, engine.register(definition).resultsOf(held)))!;
   };
 
   /** Run `work` under the execution's lease, waiting up to `waitMs` for another holder to let go. */
-  const underLease = async <T>(id: string, work: () => Promise<T>, waitMs = 5_000): Promise<T> => {
+  const underLease = async <T>(id: string, work: (lease: HeldLease) => Promise<T>, waitMs = 5_000): Promise<T> => {
     const deadline = clock.now() + waitMs;
     for (;;) {
       const leased = await engine.withLease(id, work);
@@ -214,63 +219,37 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     }
   };
 
-  /** Undo a paused composed child first (its completed steps), then the execution itself. */
-  /** Paused links all the way down, or an InvalidStateError naming the first child that moved on. */
-  const checkPausedChain = async (rootId: string, id: string): Promise<void> => {
-    const { held } = await engine.load(id);
-    const child = held.snapshot.context.paused?.child;
-    if (child == null) return;
-    const childId = descendantId(id, [child]);
-    const stored = await store.load(childId);
-    if (stored === undefined) return;
-    const status = statusOf(stored.snapshot.value);
-    if (childMovedOn(status, stored.snapshot.context as { rollbackReason?: string | null })) {
-      // Its parent has not picked it up yet: the process doing so died, and a job will deliver it again.
-      throw new InvalidStateError(`cannot undo execution ${rootId}: its composed child ${childId} is ${status} and has not been picked up yet; try again once the run settles`);
-    }
-    if (status === 'paused') await checkPausedChain(rootId, childId);
-  };
-
-  const undoTree = async (id: string, signal: AbortSignal): Promise<void> => {
-    const { host, held } = await engine.load(id);
-    const child = held.snapshot.context.paused?.child;
-    if (child != null) await undoTree(descendantId(id, [child]), signal);
-    await host.drive(held, { type: 'xreactor.operator.undo', at: clock.now() }, signal);
-  };
-
   const api = {
     /**
-     * Check the resume here; apply it now when the run's lease is free, or hand it
-     * to a worker (the run is being advanced by another process: it applies the
-     * resume when it lets go).
+     * Check the resume here and deliver it to the interrupt's execution as a signal (the
+     * interrupt is its dedupe key: a second continue lands nowhere). Apply it now when that
+     * execution's lease is free: it runs on, and its parents pick up its signals in this call, up
+     * to the root; or leave it to the process advancing it (`dispatched`, `run_busy`).
      */
     continue: async (id: string, request: ContinueRequest, continueOptions: { readonly signal?: AbortSignal } = {}): Promise<ContinueResult | DispatchedResult> => {
       const prepared = await prepareResume(engine, id, request);
-      const applied = await engine.withLease(id, async (lease) => {
-        const signal = signalFor(continueOptions.signal);
-        const deliver = (again: boolean) => deliverAtPath(engine, id, prepared.path, prepared.event, signal, 'caller', lease, again);
-        await (async () => {
-          if (await deliver(true)) return;
-          // Not paused: running or rolling back under a lease we now hold (its process died), perhaps
-          // only to pick up another interrupt. Recover it, then deliver again.
-          const { host, held } = await engine.load(id);
-          if (!['running', 'rolling_back'].includes(statusOf(held.snapshot.value))) return;
-          held.lease = lease;
-          await host.resume(held, held.outbox, signal, 'caller');
-          await deliver(false);
-        })().catch(async (error: unknown) => {
+      // Listed first: should this process die after the signal lands, a sweep applies it.
+      await store.markActive(prepared.owner, true);
+      const receipt = await store.signal({ to: prepared.owner, event: prepared.event as unknown as SignalEvent, dedupeKey: prepared.dedupeKey });
+      if (receipt.landed.length === 0) throw new InvalidStateError(`cannot resume interrupt "${prepared.path.join('.')}": it was already resumed`);
+      const signal = signalFor(continueOptions.signal);
+      const applied = await engine.withLease(prepared.owner, async (lease) => {
+        const { host, held } = await engine.load(prepared.owner);
+        held.lease = lease;
+        await host.resume(held, [], signal, 'caller').catch(async (error: unknown) => {
           throw await cancelledMeanwhile(id, error);
         });
-        const { definition, held } = await engine.load(id);
-        return (await heldOutcome(definition, held)) as ContinueResult;
       });
-      if (applied !== undefined) return applied.value;
-      const { definition } = await engine.load(id);
-      await queue.enqueue([
-        { id: jobId(id, 'resume', ...prepared.path), kind: 'advance', executionId: id, reactor: definition.name, event: { ...prepared.event, path: prepared.path } },
-      ]);
-      engine.logger.info({ event: 'xreactor.resume.deferred', executionId: id, step: prepared.path, reason: 'run_busy' }, 'resume handed to a worker');
-      return { status: 'dispatched', executionId: id as ExecutionId, reason: 'run_busy' };
+      if (applied === undefined) {
+        // Whoever holds it meets the signal at its next commit; a job applies it should that process be idle or gone.
+        await queue.enqueue([{ id: jobId(prepared.owner, 'resume', ...prepared.path), kind: 'advance', executionId: prepared.owner, reactor: '' }]);
+      }
+      const { definition, held } = await engine.load(id);
+      if (applied === undefined || held.inbox.entries.length > 0) {
+        engine.logger.info({ event: 'xreactor.resume.deferred', executionId: id, step: prepared.path, reason: 'run_busy' }, 'resume left to the process advancing the run');
+        return { status: 'dispatched', executionId: id as ExecutionId, reason: 'run_busy' };
+      }
+      return (await heldOutcome(definition, held)) as ContinueResult;
     },
   };
 
@@ -288,7 +267,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       // The create takes the lease; the commit that hands the run off or ends it releases it.
       const lease = engine.lease(id);
       try {
-        const held = await host.start(id, input, signalFor(runOptions.signal), undefined, 'caller', lease);
+        const held = await host.start(id, input, signalFor(runOptions.signal), 'caller', lease);
         return (await heldOutcome(reactor, held)) as RunReturn<typeof reactor>;
       } catch (error) {
         throw await cancelledMeanwhile(id, error);
@@ -307,18 +286,11 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     },
 
     async cancel(id, reason) {
-      // A fenced write, not a lease: if a worker commits first, reload and try again; the
-      // worker's next commit is then refused and its job finds the run cancelled.
-      for (let attempt = 1; ; attempt += 1) {
-        try {
-          await cancelUnderLease(engine, id, reason, stopping.signal);
-          break;
-        } catch (error) {
-          if (!(error instanceof StaleRevisionError) || attempt >= 5) throw error;
-        }
-      }
+      await cancelTree(engine, id, reason, stopping.signal);
       const { definition, held } = await engine.load(id);
-      return (await outcome(definition, id, statusOf(held.snapshot.value), held.snapshot.context)) as CancelledResult;
+      const status = statusOf(held.snapshot.value);
+      if (status !== 'cancelled') throw new InvalidStateError(`cannot cancel execution ${id}: it is ${status}; only running or paused runs can be cancelled`);
+      return (await outcome(definition, id, status, held.snapshot.context)) as CancelledResult;
     },
 
     async awaitResult(id, awaitOptions = {}) {
@@ -402,15 +374,19 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     },
 
     async undo(id, undoOptions = {}) {
-      return underLease(id, async () => {
-        const { definition, held } = await engine.load(id);
+      return underLease(id, async (lease) => {
+        const { definition, host, held } = await engine.load(id);
         const status = statusOf(held.snapshot.value);
         if (status === 'rolling_back') throw new InvalidStateError(`execution ${id} is rolling back already; wait for it to finish`);
         if (!['completed', 'halted', 'aborted', 'paused'].includes(status)) {
           throw new InvalidStateError(`execution ${id} is ${status}; only completed, halted, paused or aborted executions can be undone`);
         }
-        if (status === 'paused') await checkPausedChain(id, id);
-        await undoTree(id, signalFor(undoOptions.signal));
+        // A signal like any other: a paused run's composed child is undone first (the run signals it and waits).
+        const undo: ExecutionEvent = { type: 'xreactor.operator.undo', at: clock.now() };
+        await store.signal({ to: id, event: undo as unknown as SignalEvent, dedupeKey: `operator.undo.${held.snapshot.context.rollbackEpoch}` });
+        held.lease = lease;
+        held.inboxStale = true;
+        await host.resume(held, [], signalFor(undoOptions.signal), 'caller');
         const after = await engine.load(id);
         return (await outcome(definition, id, statusOf(after.held.snapshot.value), after.held.snapshot.context)) as CancelledResult;
       });

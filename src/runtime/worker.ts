@@ -8,7 +8,6 @@ import type { Consumer, JobHandler, JobSpec } from '../queue/queue.js';
 import type { ExecutionEvent } from '../../machines/execution-types.js';
 import type { Engine, EngineOptions } from './engine.js';
 import { createEngine } from './engine.js';
-import { deliverAtPath } from './interrupts.js';
 
 /** Options of {@link createWorker}. */
 export interface WorkerOptions extends Omit<EngineOptions, 'queue'> {
@@ -49,10 +48,17 @@ export const SWEEPER_SCHEDULE_ID = 'xreactor-sweeper';
 /** The job handler that advances executions; shared by workers and the embedded runtime. */
 export function createJobHandler(engine: Engine): JobHandler {
   const log: Logger = engine.logger;
-  return async (job: JobSpec, signal: AbortSignal) => {
+  return async (delivered: JobSpec, signal: AbortSignal) => {
+    let job = delivered;
     if (job.kind === 'sweep') {
       await engine.sweepOnce(SWEEP_LIMIT);
       return;
+    }
+    if (job.dedupeKey !== undefined && job.event !== undefined) {
+      // A signal crossing processes (an interrupt timeout, a continue left to a worker): it lands
+      // in the actor's inbox at most once per key; then the job applies the inbox like any wake.
+      await engine.store.signal({ to: job.executionId, event: job.event, dedupeKey: job.dedupeKey });
+      job = { ...job, event: undefined };
     }
     const lease = engine.lease(job.executionId);
     try {
@@ -99,18 +105,7 @@ export function createJobHandler(engine: Engine): JobHandler {
       }
       const { host, held } = loaded;
       const outbox = held.outbox;
-      const path = (job.event as { path?: unknown } | undefined)?.path;
-      if (Array.isArray(path)) {
-        // An interrupt event for a (possibly nested) interrupt of this root run. When the run is
-        // no longer paused, the event was delivered before (this is a redelivery after the
-        // process that applied it died): perform the last commit's outbox, as for any job.
-        if (await deliverAtPath(engine, job.executionId, path as string[], job.event as unknown as ExecutionEvent, signal, 'worker', lease)) return;
-        await host.resume(held, outbox, signal, 'worker');
-        // The root may have been running only to pick up another interrupt (its process died):
-        // it is paused again now, possibly on this very interrupt.
-        await deliverAtPath(engine, job.executionId, path as string[], job.event as unknown as ExecutionEvent, signal, 'worker', lease, false);
-        return;
-      }
+      held.lease = lease;
       if (job.event !== undefined && (await host.drive(held, job.event as unknown as ExecutionEvent, signal, 'worker'))) return;
       await host.resume(held, outbox, signal, 'worker');
     } finally {

@@ -1,12 +1,13 @@
 import type { TraceEntry } from '../../machines/execution-types.js';
 import { EXECUTION_MACHINE_VERSION } from '../../machines/execution-types.js';
-import { ExecutionNotFoundError, StaleRevisionError, XreactorError } from '../errors/index.js';
+import { ExecutionNotFoundError, InboxPendingError, StaleRevisionError, XreactorError } from '../errors/index.js';
 import { decode, encode } from '../serialization/index.js';
 import type { Clock } from '../internal/clock.js';
 import { systemClock } from '../internal/clock.js';
 import { decodeSnapshot, encodeSnapshot } from './snapshot-codec.js';
 import { executionBusyError, undoGapError } from './store.js';
-import type { Commit, CommitWrites, CreateExecution, CreateOptions, LeasedLoad, LoadedExecution, OutboxEffect, Store, UndoEntry } from './store.js';
+import type { Commit, CommitWrites, CreateExecution, CreateOptions, Inbox, InboxEntry, LeasedLoad, LoadedExecution, OutboxEffect, Signal, SignalReceipt, Store, UndoEntry } from './store.js';
+import { rootOf } from './keys.js';
 
 interface Row {
   revision: number;
@@ -16,6 +17,11 @@ interface Row {
   readonly undo: Uint8Array[];
   readonly trace: Uint8Array[];
   outbox: Uint8Array;
+  status: string;
+  inbox: Map<number, Uint8Array>;
+  inboxSeq: number;
+  readonly dedupe: Set<string>;
+  awaits: string[];
 }
 
 /** Options of {@link createMemoryStore}. */
@@ -107,8 +113,53 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
   };
   const decodeRow = (r: Row): LoadedExecution => {
     const snapshot = decodeSnapshot(r.snapshot, versions);
-    return { snapshot, revision: r.revision, outbox: decode(r.outbox) as OutboxEffect[] };
+    return { snapshot, revision: r.revision, outbox: decode(r.outbox) as OutboxEffect[], inbox: inboxOf(r) };
   };
+
+  const inboxOf = (r: Row): Inbox => ({
+    entries: [...r.inbox].sort((a, b) => a[0] - b[0]).map(([seq, bytes]) => ({ seq, ...(decode(bytes) as Omit<InboxEntry, 'seq'>) })),
+    seq: r.inboxSeq,
+  });
+  /** Deliver one signal (and, with cascade, to what the recipient awaits); returns the ids it landed in. */
+  const deliver = (signal: Signal, landed: string[], seen = new Set<string>()): void => {
+    if (seen.has(signal.to)) return;
+    seen.add(signal.to);
+    const r = rows.get(signal.to);
+    if (r === undefined) return;
+    if (!r.dedupe.has(signal.dedupeKey)) {
+      r.dedupe.add(signal.dedupeKey);
+      r.inboxSeq += 1;
+      r.inbox.set(r.inboxSeq, own({ event: signal.event, dedupeKey: signal.dedupeKey }));
+      landed.push(signal.to);
+    }
+    if (signal.cascade === true) for (const next of r.awaits) deliver({ ...signal, to: next }, landed, seen);
+  };
+  const reached = (id: string, seen = new Set<string>()): string[] => {
+    if (seen.has(id)) return [];
+    seen.add(id);
+    const r = rows.get(id);
+    if (r === undefined) return [];
+    return [id, ...r.awaits.flatMap((next) => reached(next, seen))];
+  };
+  const sameRoot = (id: string, other: string) => {
+    if (rootOf(id) !== rootOf(other)) {
+      throw new XreactorError('signal_cross_root', `actor ${id} cannot signal, await or spawn actor ${other} in its commit: it belongs to another root; cross-root signals go through a job (Store.signal)`);
+    }
+  };
+  const newRow = (input: unknown): Row => ({
+    revision: 0,
+    snapshot: new Uint8Array(),
+    input: own(input),
+    results: new Map(),
+    undo: [],
+    trace: [],
+    outbox: new Uint8Array(),
+    status: '',
+    inbox: new Map(),
+    inboxSeq: 0,
+    dedupe: new Set(),
+    awaits: [],
+  });
 
   const row = (id: string): Row => {
     const found = rows.get(id);
@@ -129,7 +180,10 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     for (const entry of w.trace) r.trace.push(own(entry));
     r.snapshot = snapshot;
     r.outbox = outbox;
+    r.status = commit.status;
     r.revision += 1;
+    for (const seq of commit.consumed ?? []) r.inbox.delete(seq);
+    if (commit.awaits !== undefined) r.awaits = [...commit.awaits];
   };
 
   return {
@@ -140,15 +194,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       const lease = options?.lease;
       if (lease !== undefined && heldByOther(execution.id, lease.owner)) throw executionBusyError(execution.id);
       checkUndo(execution.id, execution.commit.writes, 0);
-      const r: Row = {
-        revision: 0,
-        snapshot: new Uint8Array(),
-        input: own(execution.input),
-        results: new Map(),
-        undo: [],
-        trace: [],
-        outbox: new Uint8Array(),
-      };
+      const r = newRow(execution.input);
       apply(r, execution.commit);
       rows.set(execution.id, r);
       if (lease !== undefined) takeLease(execution.id, lease.owner, lease.ttlMs);
@@ -166,8 +212,24 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       checkUndo(id, commit.writes, r.undo.length);
       const lease = options?.takeLease;
       if (lease !== undefined && heldByOther(id, lease.owner)) throw executionBusyError(id);
+      if (r.inboxSeq > (commit.inboxSeen ?? 0)) throw new InboxPendingError(id, r.revision, r.inboxSeq);
+      for (const signal of commit.signals ?? []) sameRoot(id, signal.to);
+      for (const other of commit.awaits ?? []) sameRoot(id, other);
+      for (const spawned of commit.spawn ?? []) {
+        sameRoot(id, spawned.id);
+        if (rows.has(spawned.id)) throw new XreactorError('execution_exists', `execution ${spawned.id} already exists; execution ids must be unique`);
+      }
       apply(r, commit);
       if (lease !== undefined) takeLease(id, lease.owner, lease.ttlMs);
+      for (const spawned of commit.spawn ?? []) {
+        const child = newRow(spawned.input);
+        apply(child, spawned.commit);
+        rows.set(spawned.id, child);
+        if (spawned.lease !== undefined) takeLease(spawned.id, spawned.lease.owner, spawned.lease.ttlMs);
+      }
+      const landed: string[] = [];
+      for (const signal of commit.signals ?? []) deliver(signal, landed);
+      for (const spawned of commit.spawn ?? []) for (const signal of spawned.commit.signals ?? []) deliver(signal, landed);
       if (options?.releaseLease !== undefined) releaseLease(id, options.releaseLease);
       if (options?.announce === true) publishSettled(id);
       return r.revision;
@@ -182,6 +244,22 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
         releaseLease(id, lease.owner);
         throw error;
       }
+    },
+    async readInbox(id) {
+      const r = rows.get(id);
+      return r === undefined ? { entries: [], seq: 0 } : inboxOf(r);
+    },
+    async signal(signal, options): Promise<SignalReceipt> {
+      const refuseIn = options?.refuseIn ?? [];
+      if (refuseIn.length > 0) {
+        for (const id of signal.cascade === true ? reached(signal.to) : [signal.to]) {
+          const status = rows.get(id)?.status;
+          if (status !== undefined && refuseIn.includes(status)) return { landed: [], refusedBy: { id, status } };
+        }
+      }
+      const landed: string[] = [];
+      deliver(signal, landed);
+      return { landed };
     },
     async readInput(id) {
       return decode(row(id).input);

@@ -37,5 +37,5 @@ export function decodeSnapshot(bytes: Uint8Array, machineVersions: readonly numb
     );
   }
   const { value, context } = payload as { value: unknown; context: unknown };
-  return { machineVersion, value, context };
+  return { kind: SNAPSHOT_KIND, machineVersion, value, context };
 }

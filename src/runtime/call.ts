@@ -1,0 +1,28 @@
+import type { HeldExecution } from './host.js';
+
+/**
+ * Who is advancing the actors of a call. A caller that is interrupted stores the run `aborted`; a
+ * worker that is interrupted commits nothing, and the job is redelivered.
+ */
+export type Place = 'caller' | 'worker';
+
+/**
+ * One call into the runtime advancing actors in this process: a `run()`, a `continue()`, a job.
+ * Actors it spawns are advanced in the same call, and signals between actors it advances are
+ * applied within it: an inline run returns its final outcome.
+ */
+export interface Call {
+  readonly signal: AbortSignal;
+  readonly place: Place;
+  /** Actors this call is advancing right now (on its stack), by id: a signal to one of them is applied when its turn comes back. */
+  readonly active: Map<string, HeldExecution>;
+  /** Children created by commits of this call and not driven yet, by id. */
+  readonly spawned: Map<string, HeldExecution>;
+  /** Recipients of signals this call sent that it is not advancing; they are woken when the sender is idle. */
+  readonly woken: Set<string>;
+}
+
+/** A new call. */
+export function newCall(signal: AbortSignal, place: Place): Call {
+  return { signal, place, active: new Map(), spawned: new Map(), woken: new Set() };
+}

@@ -1,0 +1,73 @@
+import type { ExecutionEffect, ExecutionWrite, TraceEntry } from '../../machines/execution-types.js';
+import type { CommitWrites, Signal, UndoEntry } from '../store/store.js';
+
+/** What a transition's actions ask of its commit, sorted by kind. */
+export interface CommitPlan {
+  readonly writes: CommitWrites;
+  /** Effects performed after the commit (its outbox). */
+  readonly effects: ExecutionEffect[];
+  /** Signals landing in other actors' inboxes with the commit. */
+  readonly signals: Signal[];
+  /** Composed children created with the commit (built by the host). */
+  readonly spawns: { readonly step: string; readonly child: string; readonly input: unknown }[];
+  /** The actors awaited from this commit on (undefined: unchanged). */
+  readonly awaits: readonly string[] | undefined;
+}
+
+/** Sort a transition's actions into writes, effects, signals, spawns and awaits. */
+export function planCommit(actions: readonly { type: string; params?: unknown }[]): CommitPlan {
+  const results: [string, unknown][] = [];
+  const pushUndo: (UndoEntry & { position: number })[] = [];
+  const trace: TraceEntry[] = [];
+  const effects: ExecutionEffect[] = [];
+  const signals: Signal[] = [];
+  const spawns: { step: string; child: string; input: unknown }[] = [];
+  let awaits: readonly string[] | undefined;
+  let truncateUndoTo: number | undefined;
+  for (const action of actions as (ExecutionWrite | ExecutionEffect)[]) {
+    switch (action.type) {
+      case 'xreactor.write.result':
+        results.push([action.params.step, action.params.value]);
+        break;
+      case 'xreactor.write.pushUndo':
+        pushUndo.push(action.params);
+        break;
+      case 'xreactor.write.popUndo':
+        truncateUndoTo = action.params.position;
+        break;
+      case 'xreactor.write.trace':
+        trace.push(action.params);
+        break;
+      case 'xreactor.write.signal':
+        // A root has no parent: its settle and pause signals go nowhere.
+        if (action.params.to !== null) signals.push({ to: action.params.to, event: action.params.event, dedupeKey: action.params.dedupeKey });
+        break;
+      case 'xreactor.write.spawn':
+        spawns.push(action.params);
+        break;
+      case 'xreactor.write.awaits':
+        awaits = action.params.actors;
+        break;
+      default:
+        // Only the effect's data: XState's action objects also carry the whole context and event.
+        if (action.type.startsWith('xreactor.effect.')) effects.push({ type: action.type, params: action.params } as ExecutionEffect);
+    }
+  }
+  return { writes: { results, pushUndo, truncateUndoTo, trace }, effects, signals, spawns, awaits };
+}
+
+/** Two plans of one creating commit (the creation and the input's verdict), as one. */
+export function mergePlans(first: CommitPlan, second: CommitPlan): CommitPlan {
+  return {
+    writes: {
+      results: [...first.writes.results, ...second.writes.results],
+      pushUndo: [...first.writes.pushUndo, ...second.writes.pushUndo],
+      truncateUndoTo: second.writes.truncateUndoTo ?? first.writes.truncateUndoTo,
+      trace: [...first.writes.trace, ...second.writes.trace],
+    },
+    effects: [...first.effects, ...second.effects],
+    signals: [...first.signals, ...second.signals],
+    spawns: [...first.spawns, ...second.spawns],
+    awaits: second.awaits ?? first.awaits,
+  };
+}
