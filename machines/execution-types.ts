@@ -239,6 +239,8 @@ export type ExecutionEffect =
   | { readonly type: 'xreactor.effect.compensate'; readonly params: { readonly index: number; readonly step: string; readonly error: ErrorData; readonly args: unknown; readonly epoch: number } }
   | { readonly type: 'xreactor.effect.undo'; readonly params: { readonly position: number; readonly epoch: number } }
   | { readonly type: 'xreactor.effect.finished'; readonly params: { readonly status: ExecutionStatus } }
+  /** Wake an actor this commit signalled (advance it here when its lease is free, else it is woken by a job). */
+  | { readonly type: 'xreactor.effect.wake'; readonly params: { readonly actor: string } }
   /** Advance the awaited child in this call when nothing else does, then look at the inbox. */
   | { readonly type: 'xreactor.effect.awaitChild'; readonly params: { readonly child: string } };
 

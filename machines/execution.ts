@@ -79,7 +79,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       params: ({ context }: { context: ExecutionContext }) => ({
         to: context.parentId,
         event: { type: 'xreactor.child.settled' as const, at: context.updatedAt, child: context.executionId, status },
-        dedupeKey: `settled.${status}.${context.rollbackEpoch}`,
+        dedupeKey: `${context.executionId}.settled.${status}.${context.rollbackEpoch}`,
       }),
     },
   ];
@@ -89,7 +89,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
     params: ({ context, event }: { context: ExecutionContext; event: ExecutionEvent }) => ({
       to: context.parentId,
       event: { type: 'xreactor.child.resumed' as const, at: event.at, child: context.executionId },
-      dedupeKey: `resumed.${context.pauses}`,
+      dedupeKey: `${context.executionId}.resumed.${context.pauses}`,
     }),
   };
   /** Entering a pause: a composed child tells its parent which interrupts are ready below it. */
@@ -101,7 +101,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
         ...paused.ready.map((r) => r.step),
         ...paused.nested.map((p) => (paused.child === null ? p : [paused.child, ...(typeof p === 'string' ? [p] : p)])),
       ];
-      return { to: context.parentId, event: { type: 'xreactor.child.paused' as const, at: context.updatedAt, child: context.executionId, ready }, dedupeKey: `paused.${context.pauses}` };
+      return { to: context.parentId, event: { type: 'xreactor.child.paused' as const, at: context.updatedAt, child: context.executionId, ready }, dedupeKey: `${context.executionId}.paused.${context.pauses}` };
     },
   };
   const childId = (context: ExecutionContext, step: string) => `${context.executionId}.${step}`;

@@ -22,6 +22,7 @@ export function planCommit(actions: readonly { type: string; params?: unknown }[
   const effects: ExecutionEffect[] = [];
   const signals: Signal[] = [];
   const spawns: { step: string; child: string; input: unknown }[] = [];
+  const wakes: ExecutionEffect[] = [];
   let awaits: readonly string[] | undefined;
   let truncateUndoTo: number | undefined;
   for (const action of actions as (ExecutionWrite | ExecutionEffect)[]) {
@@ -40,7 +41,11 @@ export function planCommit(actions: readonly { type: string; params?: unknown }[
         break;
       case 'xreactor.write.signal':
         // A root has no parent: its settle and pause signals go nowhere.
-        if (action.params.to !== null) signals.push({ to: action.params.to, event: action.params.event, dedupeKey: action.params.dedupeKey });
+        if (action.params.to !== null) {
+          signals.push({ to: action.params.to, event: action.params.event, dedupeKey: action.params.dedupeKey });
+          // The recipient's wake goes through the outbox: performed again when the outbox is.
+          wakes.push({ type: 'xreactor.effect.wake', params: { actor: action.params.to } });
+        }
         break;
       case 'xreactor.write.spawn':
         spawns.push(action.params);
@@ -53,7 +58,7 @@ export function planCommit(actions: readonly { type: string; params?: unknown }[
         if (action.type.startsWith('xreactor.effect.')) effects.push({ type: action.type, params: action.params } as ExecutionEffect);
     }
   }
-  return { writes: { results, pushUndo, truncateUndoTo, trace }, effects, signals, spawns, awaits };
+  return { writes: { results, pushUndo, truncateUndoTo, trace }, effects: [...effects, ...wakes], signals, spawns, awaits };
 }
 
 /** Two plans of one creating commit (the creation and the input's verdict), as one. */

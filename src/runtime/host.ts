@@ -57,6 +57,8 @@ export interface HeldExecution {
   outbox: readonly OutboxEffect[];
   /** A child spawned by its parent's commit whose first effects have not been performed yet. */
   pendingStart?: boolean;
+  /** The last commit's effects wait for the inbox entries that landed meanwhile (which may supersede them). */
+  outboxPending?: boolean;
   /** Its inbox as last read: unconsumed entries and the highest seq seen (a commit names it). */
   inbox: Inbox;
   /** Entries its current state did not accept (tried again after its next transition). */
@@ -280,8 +282,15 @@ export class ExecutionHost {
           // Refused for a signal it had not seen: the inbox was applied; deliver the event again.
           next = outcome.status === 'committed' ? outcome.next : next;
         }
-        if (!(await this.#applyInbox(held, call))) break;
-        next = undefined;
+        if (await this.#applyInbox(held, call)) {
+          next = undefined;
+          continue;
+        }
+        // No signal superseded the last commit's work: perform it now.
+        if (!held.outboxPending) break;
+        held.outboxPending = false;
+        next = await this.#performAll(held, held.outbox as readonly ExecutionEffect[], call);
+        if (next === undefined) break;
       }
     } finally {
       call.active.delete(held.id);
@@ -299,6 +308,7 @@ export class ExecutionHost {
       held.inbox = await this.#deps.store.readInbox(held.id);
       held.inboxStale = false;
     }
+    if (process.env['XR_DBG']) console.log('applyInbox', held.id, JSON.stringify(held.snapshot.value), JSON.stringify(held.inbox.entries.map((e) => [e.seq, e.event.type])), JSON.stringify([...held.declined]), held.revision);
     for (const entry of held.inbox.entries) {
       if (held.declined.has(entry.seq)) continue;
       const outcome = await this.#step(held, entry.event as unknown as ExecutionEvent, entry, call);
@@ -349,6 +359,7 @@ export class ExecutionHost {
       const lease = this.#deps.lease(id);
       try {
         const found = await this.#deps.loadLeased(lease);
+        if (process.env['XR_DBG']) console.log('wake', id, typeof found === 'string' ? found : 'leased');
         if (found === 'missing') continue;
         if (found === 'busy') {
           await this.#enqueueWake(id);
@@ -446,6 +457,7 @@ export class ExecutionHost {
     }
     held.snapshot = next;
     held.outbox = effects;
+    held.outboxPending = false;
     held.declined.clear();
     if (entry !== undefined) held.inbox = { entries: held.inbox.entries.filter((e) => e.seq !== entry.seq), seq: held.inbox.seq };
     for (const [step, value] of writes.results) held.results.set(step, encode(value));
@@ -453,8 +465,14 @@ export class ExecutionHost {
       child.lease?.taken();
       call.spawned.set(child.held.id, child.held);
     }
-    for (const signalled of plan.signals) if (!call.active.has(signalled.to)) call.woken.add(signalled.to);
     await this.#afterCommit(held, event, effects);
+    // Signals that landed meanwhile come first: an inbox entry not tried yet (a cancel behind a
+    // resume) may supersede this commit's work, which is then never started. Wakes are noted now.
+    if (held.inbox.entries.some((e) => !held.declined.has(e.seq))) {
+      for (const effect of effects) if (effect.type === 'xreactor.effect.wake') await this.#perform(held, effect, call);
+      held.outboxPending = true;
+      return { status: 'committed', next: undefined };
+    }
     return { status: 'committed', next: await this.#performAll(held, effects, call) };
   }
 
@@ -612,6 +630,10 @@ export class ExecutionHost {
       }
       case 'xreactor.effect.paused':
         return this.#paused(held, effect.params);
+      case 'xreactor.effect.wake':
+        // An actor this call is advancing meets the signal when its turn comes back; others are woken when this one is idle.
+        if (!call.active.has(effect.params.actor)) call.woken.add(effect.params.actor);
+        return undefined;
       case 'xreactor.effect.awaitChild':
         await this.#advanceChild(held, effect.params.child, call);
         return undefined;

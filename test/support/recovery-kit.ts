@@ -28,7 +28,11 @@ export function manualWorld(): ManualWorld {
   return { time, store: createMemoryStore({ clock: time }), queue: createInProcessQueue({ mode: 'manual', clock: time }) };
 }
 
-/** A job delivering an interrupt resume or failure to the interrupt at `path` under root `executionId` (as continue or a timeout sends it). */
+/**
+ * A job delivering an interrupt resume or failure to the interrupt at `path` under root
+ * `executionId`, as a continue left to a worker or an active timeout sends it: addressed to the
+ * execution that owns the interrupt, delivered through its inbox under the interrupt's key.
+ */
 export function interruptJob(
   id: string,
   executionId: string,
@@ -38,7 +42,7 @@ export function interruptJob(
 ): JobSpec {
   const step = path[path.length - 1]!;
   const event = 'payload' in outcome ? { type: 'xreactor.interrupt.resume', at: 0, step, payload: outcome.payload } : { type: 'xreactor.interrupt.fail', at: 0, step, error: outcome.error };
-  return { id, kind: 'advance', executionId, reactor: reactor.name, event: { ...event, path } };
+  return { id, kind: 'advance', executionId: [executionId, ...path.slice(0, -1)].join('.'), reactor: reactor.name, event, dedupeKey: `interrupt.${step}` };
 }
 
 /** Handle `job` in a worker that dies in whatever step it hangs in (not awaited). `store` defaults to the world's. */
