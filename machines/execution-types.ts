@@ -15,6 +15,10 @@ export interface InterruptView {
 /** What the execution machine needs to know of a reactor: its steps in execution order. */
 export interface ExecutionPlanView {
   readonly reactor: string;
+  /** The reactor's version (`defineReactor({ version })`): an execution resumes on the version it started with. */
+  readonly version?: number;
+  /** The plan's fingerprint: a build whose plan differs refuses to resume the execution. */
+  readonly fingerprint?: string;
   readonly steps: readonly {
     readonly name: string;
     readonly retry: RetryPolicy;
@@ -89,6 +93,10 @@ export interface TraceEntry {
 export interface ExecutionContext {
   readonly executionId: string;
   readonly reactor: string;
+  /** The reactor version it started with. */
+  readonly version: number;
+  /** The fingerprint of the plan it started with. */
+  readonly fingerprint: string;
   /**
    * The step whose result is the run's value (null: the record of every result). Kept in the
    * snapshot so a process that does not know the reactor still reports the right value.

@@ -231,6 +231,8 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
     context: ({ input }: { input: ExecutionInput | undefined }) => ({
       executionId: input?.executionId ?? '',
       reactor: input?.reactor ?? plan.reactor,
+      version: plan.version ?? 1,
+      fingerprint: plan.fingerprint ?? '',
       returns: plan.returns ?? null,
       parentId: input?.parentId ?? null,
       path: input?.path ?? [],

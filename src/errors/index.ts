@@ -181,8 +181,25 @@ export class DeserializationError extends XreactorError {
 
 /** A reactor name is not registered with the runtime that was asked to run or resume it. */
 export class UnknownReactorError extends XreactorError {
-  constructor(reactor: string) {
-    super('reactor_unknown', `reactor "${reactor}" is not registered with this runtime; pass it to createRuntime({ reactors })`);
+  constructor(reactor: string, version?: number, known: readonly number[] = []) {
+    super(
+      'reactor_unknown',
+      version === undefined || known.length === 0
+        ? `reactor "${reactor}" is not registered with this runtime; pass it to createRuntime({ reactors })`
+        : `reactor "${reactor}" version ${version} is not registered with this runtime (it has version ${known.join(', ')}); register that version's definition too: an execution resumes on the version it started with`,
+      { reactor },
+    );
+  }
+}
+
+/**
+ * A stored execution was started with a plan this build's definition of its reactor and version
+ * does not have (code `plan_mismatch`, retryable: a build with the plan may advance it). The
+ * execution is left as stored and stays recoverable.
+ */
+export class PlanMismatchError extends XreactorError {
+  constructor(message: string, reactor: string) {
+    super('plan_mismatch', message, { reactor, retryable: true });
   }
 }
 

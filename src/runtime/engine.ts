@@ -4,7 +4,8 @@ import type { Logger } from 'pino';
 import { createExecutionMachine } from '../../machines/execution.js';
 import type { AnyReactorDefinition } from '../definition/compiled.js';
 import type { ExecutionPlanView } from '../../machines/execution-types.js';
-import { DeserializationError, ExecutionNotFoundError, UnknownReactorError, XreactorError } from '../errors/index.js';
+import { DefinitionError, DeserializationError, ExecutionNotFoundError, PlanMismatchError, UnknownReactorError, XreactorError } from '../errors/index.js';
+import { describePlanMismatch, interruptGroup } from '../definition/fingerprint.js';
 import { serializeError } from '../serialization/index.js';
 import type { ExecutionContext } from '../../machines/execution-types.js';
 import { jobId } from '../queue/job-ids.js';
@@ -57,7 +58,17 @@ export interface Engine {
    */
   readonly owner: string;
   register(definition: AnyReactorDefinition): ExecutionHost;
-  definition(reactor: string): AnyReactorDefinition;
+  /**
+   * The registered definition of `reactor` at `version` (default: the highest registered).
+   * @throws UnknownReactorError
+   */
+  definition(reactor: string, version?: number): AnyReactorDefinition;
+  /**
+   * The definition an execution must resume on: its reactor at the version it started with, with
+   * the plan it started with.
+   * @throws UnknownReactorError, PlanMismatchError (both retryable for a worker: another build may advance it)
+   */
+  definitionOf(context: { readonly reactor: string; readonly version?: number; readonly fingerprint?: string }): AnyReactorDefinition;
   /** Load an execution with the host of its reactor. */
   load(id: string): Promise<{ definition: AnyReactorDefinition; host: ExecutionHost; held: HeldExecution }>;
   /** A lease on execution `id` for this process, not taken yet (see {@link HeldLease}). */
@@ -83,32 +94,19 @@ export interface Engine {
   sweepOnce(limit: number): Promise<number>;
 }
 
-/**
- * The interrupts ready together with the one at plan index `k`: consecutive
- * interrupts whose dependencies all complete before `k`.
- */
-function interruptGroup(definition: AnyReactorDefinition, k: number): string[] {
-  const before = new Set(definition.plan.slice(0, k).map((s) => s.name));
-  const group: string[] = [];
-  for (let j = k; j < definition.plan.length; j += 1) {
-    const step = definition.plan[j]!;
-    if (step.kind !== 'interrupt' || ![...step.reads, ...step.waitFor].every((d) => before.has(d))) break;
-    group.push(step.name);
-  }
-  return group;
-}
-
 /** What the execution machine needs of a definition. */
 export function planView(definition: AnyReactorDefinition): ExecutionPlanView {
   return {
     reactor: definition.name,
+    version: definition.version,
+    fingerprint: definition.fingerprint,
     handoffIndex: definition.handoff?.index ?? null,
     returns: definition.returns ?? null,
     steps: definition.plan.map((s) => ({
       name: s.name,
       retry: s.retry,
       tracked: s.tracked,
-      ...(s.kind === 'interrupt' ? { interrupt: { group: interruptGroup(definition, s.index), timeoutMs: s.interrupt?.timeout?.ms ?? null } } : {}),
+      ...(s.kind === 'interrupt' ? { interrupt: { group: interruptGroup(definition.plan, s.index), timeoutMs: s.interrupt?.timeout?.ms ?? null } } : {}),
     })),
   };
 }
@@ -122,7 +120,7 @@ export function createEngine(options: EngineOptions): Engine {
   const leaseTtlMs = options.leaseTtlMs ?? 30_000;
   const owner = randomUUID();
   let leases = 0;
-  const reactors = new Map<string, AnyReactorDefinition>();
+  const reactors = new Map<string, Map<number, AnyReactorDefinition>>();
   const hosts = new WeakMap<AnyReactorDefinition, ExecutionHost>();
 
   const engine: Engine = {
@@ -150,15 +148,33 @@ export function createEngine(options: EngineOptions): Engine {
           },
         });
         hosts.set(definition, host);
-        reactors.set(definition.name, definition);
+        const versions = reactors.get(definition.name) ?? new Map<number, AnyReactorDefinition>();
+        const other = versions.get(definition.version);
+        if (other !== undefined && other !== definition && other.fingerprint !== definition.fingerprint) {
+          throw new DefinitionError(
+            `reactor "${definition.name}" version ${definition.version} is registered twice with different plans (${other.fingerprint}, ${definition.fingerprint}); give the changed definition its own version`,
+            { reactor: definition.name },
+          );
+        }
+        versions.set(definition.version, definition);
+        reactors.set(definition.name, versions);
         // Composed children are addressable by id too (find, the dashboard).
         for (const step of definition.steps) if (step.child !== undefined) engine.register(step.child);
       }
       return host;
     },
-    definition(reactor) {
-      const definition = reactors.get(reactor);
-      if (definition === undefined) throw new UnknownReactorError(reactor);
+    definition(reactor, version) {
+      const versions = reactors.get(reactor);
+      const known = [...(versions?.keys() ?? [])].sort((a, b) => a - b);
+      const definition = version === undefined ? versions?.get(known.at(-1) ?? 0) : versions?.get(version);
+      if (definition === undefined) throw new UnknownReactorError(reactor, version, known);
+      return definition;
+    },
+    definitionOf(context) {
+      const definition = engine.definition(context.reactor, context.version ?? 1);
+      if (context.fingerprint !== undefined && context.fingerprint !== '' && context.fingerprint !== definition.fingerprint) {
+        throw new PlanMismatchError(describePlanMismatch(context.reactor, definition.version, context.fingerprint, definition.fingerprint), context.reactor);
+      }
       return definition;
     },
     async load(id) {
@@ -171,7 +187,7 @@ export function createEngine(options: EngineOptions): Engine {
         ),
       ]);
       if (loaded === undefined) throw new ExecutionNotFoundError(id);
-      const definition = engine.definition((loaded.snapshot.context as { reactor: string }).reactor);
+      const definition = engine.definitionOf(loaded.snapshot.context as { reactor: string });
       const host = engine.register(definition);
       const held = await host.load(id, loaded, input);
       if (held === undefined) throw new ExecutionNotFoundError(id);
@@ -185,7 +201,7 @@ export function createEngine(options: EngineOptions): Engine {
       if (found.status !== 'leased') return found.status;
       lease.taken();
       try {
-        const definition = engine.definition((found.execution.snapshot.context as { reactor: string }).reactor);
+        const definition = engine.definitionOf(found.execution.snapshot.context as { reactor: string });
         const host = engine.register(definition);
         const held = await host.load(lease.id, found.execution, { value: found.input });
         if (held === undefined) throw new ExecutionNotFoundError(lease.id);

@@ -8,7 +8,7 @@ import { createInProcessQueue } from '../queue/in-process-queue.js';
 import type { Consumer, Queue } from '../queue/queue.js';
 import { createMemoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';
-import type { EngineOptions } from './engine.js';
+import type { Engine, EngineOptions } from './engine.js';
 import { createEngine } from './engine.js';
 import { statusOf } from './host.js';
 import type { CancelledResult, DispatchedResult, ExecutionView, FailedResult, RunResult } from './results.js';
@@ -185,6 +185,14 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     return error;
   };
 
+  /** The definition an execution runs on, when this process has it: reading an outcome needs none. */
+  const knownDefinition = (context: Parameters<Engine['definitionOf']>[0]): AnyReactorDefinition | undefined => {
+    try {
+      return engine.definitionOf(context);
+    } catch {
+      return undefined;
+    }
+  };
   const signalFor = (signal: AbortSignal | undefined) => (signal === undefined ? stopping.signal : AbortSignal.any([signal, stopping.signal]));
   const busy = (id: string) => new XreactorError('execution_busy', `execution ${id} is being advanced by another live process; try again when it settles`);
 
@@ -317,7 +325,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         const status = statusOf(loaded.snapshot.value);
         const context = loaded.snapshot.context as Parameters<typeof buildResult>[2];
         if (SETTLED.includes(status) || status === 'aborted') {
-          return (await outcome(engine.definition(context.reactor), id, status, context)) as RunResult<never> | CancelledResult;
+          return (await outcome(knownDefinition(context), id, status, context)) as RunResult<never> | CancelledResult;
         }
         if (status === 'paused') {
           const { definition, held } = await engine.load(id);
@@ -353,12 +361,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       const status = statusOf(loaded.snapshot.value);
       const [undoStack, trace] = await Promise.all([store.readUndoStack(id), store.readTrace(id)]);
       const failure = context.failure;
-      let definition: AnyReactorDefinition | undefined;
-      try {
-        definition = engine.definition(context.reactor);
-      } catch {
-        definition = undefined;
-      }
+      const definition = knownDefinition(context);
       return {
         id: id as ExecutionId,
         reactor: context.reactor,

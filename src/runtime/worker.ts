@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { DeserializationError, ExecutionNotFoundError, StaleRevisionError, UnknownReactorError, XreactorError } from '../errors/index.js';
+import { DeserializationError, ExecutionNotFoundError, PlanMismatchError, StaleRevisionError, UnknownReactorError, XreactorError } from '../errors/index.js';
 import { decode } from '../serialization/index.js';
 import { decodeSnapshot } from '../store/snapshot-codec.js';
 import type { ExecutionHost, HeldExecution } from './host.js';
@@ -77,7 +77,7 @@ export function createJobHandler(engine: Engine): JobHandler {
           loaded = await engine.loadLeased(lease);
         }
       } catch (error) {
-        if (error instanceof UnknownReactorError || (error instanceof DeserializationError && error.retryable)) {
+        if (error instanceof UnknownReactorError || error instanceof PlanMismatchError || (error instanceof DeserializationError && error.retryable)) {
           // This build cannot advance it (a reactor it was not given, or a version a newer build
           // wrote): the run and the job are left for a worker that can (a rolling deploy, or
           // worker pools with different reactors on one queue). The job is retried after its
@@ -132,8 +132,8 @@ async function advanceFromCarriedState(engine: Engine, lease: HeldLease, job: Jo
   let held: HeldExecution | undefined;
   let host: ExecutionHost;
   try {
-    host = engine.register(engine.definition(job.reactor));
     const snapshot = decodeSnapshot(carried.snapshot);
+    host = engine.register(engine.definitionOf(snapshot.context as { reactor: string }));
     held = await host.load(job.executionId, { snapshot, revision: carried.revision, outbox: [], inbox: { entries: [], seq: 0 } }, { value: decode(carried.input) });
   } catch (error) {
     if (!(error instanceof XreactorError)) throw error;
