@@ -1,7 +1,7 @@
 /**
- * XState inspection of actors that are stepped purely and persisted: the adapter the runtime
- * reports its live actors to, here driven by hand with xstate's `initialTransition` /
- * `transition` the way the host loop does, and an observer that prints every event.
+ * XState inspection of a run: every live actor the runtime advances (the execution `order-1` and
+ * its composed child `order-1.pay`) appears as its own actor, with its events and committed
+ * snapshots. Here an observer prints them; any observer of XState inspection events works.
  *
  *   npx tsx examples/inspect.ts
  *
@@ -10,33 +10,20 @@
  *   import { createInspectorServer } from '@statelyai/inspect/server';
  *   import { createWebSocketInspector } from '@statelyai/inspect';
  *   createInspectorServer({ autoOpen: false }); // open http://localhost:8080
- *   const observer = createWebSocketInspector({ url: 'ws://localhost:8080' }).inspect;
+ *   const inspect = createWebSocketInspector({ url: 'ws://localhost:8080' }).inspect;
  */
-import { assign, initialTransition, setup, transition } from 'xstate';
-import type { AnyEventObject, InspectionEvent } from 'xstate';
-import { createActorInspector } from '../src/observability/inspector.js';
+import type { InspectionEvent } from 'xstate';
+import { createRuntime, defineReactor } from '../src/index.js';
 
-// A root execution `order-1` and its composed child `order-1.pay`.
-const order = setup({
-  types: { context: {} as { attempts: number }, events: {} as { type: 'pay' } | { type: 'paid' } },
-  actions: { notify: (_: unknown, _params: { readonly what: string }) => undefined },
-}).createMachine({
-  id: 'order',
-  initial: 'idle',
-  context: { attempts: 0 },
-  states: {
-    idle: { on: { pay: { target: 'paying', actions: assign({ attempts: ({ context }) => context.attempts + 1 }) } } },
-    paying: { entry: { type: 'notify', params: { what: 'charging' } }, on: { paid: 'done' } },
-    done: { type: 'final' },
-  },
-});
-const payment = setup({ types: { events: {} as { type: 'charged' } } }).createMachine({
-  id: 'payment',
-  initial: 'charging',
-  states: { charging: { on: { charged: 'charged' } }, charged: { type: 'final' } },
-});
+const payment = defineReactor({ name: 'payment' })
+  .step('charge', { run: () => ({ id: 'ch_1' }), undo: () => undefined })
+  .build();
+const order = defineReactor({ name: 'order' })
+  .step('reserve', { run: () => 'R1', undo: () => undefined })
+  .compose('pay', payment, { waitFor: ['reserve'] })
+  .build();
 
-/** One line per inspection event: what a `createRuntime({ inspect })` observer receives. */
+/** One line per inspection event. */
 function print(e: InspectionEvent): void {
   const who = e.actorRef.sessionId;
   switch (e.type) {
@@ -48,35 +35,17 @@ function print(e: InspectionEvent): void {
     case '@xstate.event':
       console.log(`event     ${who} <- ${e.event.type}${e.sourceRef === undefined ? '' : ` from ${e.sourceRef.sessionId}`}`);
       break;
-    case '@xstate.action':
-      console.log(`action    ${who} ${e.action.type} ${JSON.stringify(e.action.params)}`);
-      break;
     case '@xstate.snapshot': {
-      const s = e.snapshot as { status: string; value?: unknown; context?: unknown };
-      console.log(`snapshot  ${who} ${JSON.stringify(s.value)} ${s.status} ${JSON.stringify(s.context)} after ${e.event.type}`);
+      const s = e.snapshot as { status: string; value?: unknown };
+      console.log(`snapshot  ${who} ${JSON.stringify(s.value)} ${s.status} after ${e.event.type}`);
       break;
     }
+    default:
+      break;
   }
 }
 
-const inspector = createActorInspector(print, { onError: (error) => console.error('inspection observer failed', error) });
-
-// The host: announce the actor, then for each event: report it, step, commit, report the snapshot.
-let [root, actions] = initialTransition(order);
-inspector.actor({ id: 'order-1', kind: 'execution', parentId: null, machine: order }, root, actions);
-const step = (event: { type: 'pay' } | { type: 'paid' }, from?: string) => {
-  inspector.event('order-1', event, from);
-  [root, actions] = transition(order, root, event);
-  inspector.snapshot('order-1', root, event, actions);
-};
-step({ type: 'pay' });
-
-// A composed child runs under its parent and reports its outcome back to it.
-let [child] = initialTransition(payment);
-inspector.actor({ id: 'order-1.pay', kind: 'execution', parentId: 'order-1', machine: payment }, child);
-const charged: AnyEventObject = { type: 'charged' };
-inspector.event('order-1.pay', charged);
-[child] = transition(payment, child, { type: 'charged' });
-inspector.snapshot('order-1.pay', child, charged); // a final state: the child ends here
-step({ type: 'paid' }, 'order-1.pay');
-inspector.stopped('order-1'); // already done: nothing more to report
+const runtime = createRuntime({ inspect: print, generateId: () => 'order-1' });
+const result = await runtime.run(order, {});
+console.log(`\n${result.status}`);
+await runtime.close();

@@ -31,7 +31,9 @@ export type {
   BackgroundCut,
   Handoff,
 } from './definition/compiled.js';
-export { toGraph, toMachineConfig } from './definition/graph.js';
+export { toGraph } from './definition/graph.js';
+export { reactorMachine } from './runtime/reactor-machine.js';
+export type { ExecutionMachine } from '../machines/execution.js';
 export { planFingerprint, describePlanMismatch } from './definition/fingerprint.js';
 export type { ReactorGraph, StepGraphNode } from './definition/graph.js';
 
@@ -55,10 +57,35 @@ export type {
 
 export { createMemoryStore } from './store/memory-store.js';
 export type { MemoryStoreOptions } from './store/memory-store.js';
-export type { Store, UndoEntry, PersistedSnapshot, Commit, CommitWrites, LoadedExecution, CreateExecution, OutboxEffect, LeaseRequest, CommitOptions, CreateOptions, LeasedLoad, SettledWait, ActivePage } from './store/store.js';
+export type {
+  Store,
+  UndoEntry,
+  PersistedSnapshot,
+  Commit,
+  CommitWrites,
+  LoadedExecution,
+  CreateExecution,
+  OutboxEffect,
+  LeaseRequest,
+  CommitOptions,
+  CreateOptions,
+  LeasedLoad,
+  SettledWait,
+  ActivePage,
+  Signal,
+  SignalEvent,
+  InboxEntry,
+  Inbox,
+  SpawnActor,
+  SignalReceipt,
+} from './store/store.js';
 export type { Queue, JobSpec, JobHandler, Consumer, ConsumeOptions } from './queue/queue.js';
 
 export type { Middleware, HookBase, StepHook, HookName } from './observability/middleware.js';
+export { createActorInspector } from './observability/inspector.js';
+export type { ActorInspector, ActorInspectorOptions, InspectedActor, InspectedActorRef, InspectionObserver } from './observability/inspector.js';
+export { EXECUTION_STATE_TAGS, executionTagsOf } from '../machines/execution.js';
+export type { ActorTag } from '../machines/registry-types.js';
 export type { ExecutionStatus, TraceEntry, RollbackFailure } from '../machines/execution-types.js';
 export { EXECUTION_MACHINE_VERSION } from '../machines/execution-types.js';
 export type { ExecutionId } from './internal/ids.js';

@@ -53,38 +53,3 @@ export function toGraph(definition: AnyReactorDefinition): ReactorGraph {
     })),
   };
 }
-
-/** A JSON statechart config: one state per step in execution order, with the rollback and final states. */
-export interface InspectorMachineConfig {
-  readonly id: string;
-  readonly initial: string;
-  readonly states: Readonly<Record<string, unknown>>;
-}
-
-/**
- * Export a definition as an XState machine config for the Stately inspector:
- * each step is a state; success moves to the next step, failure to
- * `rolling_back`, halt to `halted`. Pass it to `createMachine` to visualise.
- */
-export function toMachineConfig(definition: AnyReactorDefinition): InspectorMachineConfig {
-  const states: Record<string, unknown> = {};
-  const plan = definition.plan;
-  plan.forEach((step, i) => {
-    const next = plan[i + 1]?.name ?? 'completed';
-    states[step.name] = {
-      meta: { reads: step.reads, waitFor: step.waitFor, maxAttempts: step.retry.maxAttempts },
-      on: {
-        'xreactor.step.succeeded': next,
-        'xreactor.step.skipped': next,
-        'xreactor.step.halted': 'halted',
-        'xreactor.step.failed': 'rolling_back',
-        ...(step.retry.maxAttempts > 1 ? { 'xreactor.step.retry': step.name } : {}),
-      },
-    };
-  });
-  states['rolling_back'] = { on: { 'xreactor.rollback.finished': 'failed' } };
-  states['completed'] = { type: 'final' };
-  states['failed'] = { type: 'final' };
-  states['halted'] = { type: 'final' };
-  return { id: definition.name, initial: plan[0]?.name ?? 'completed', states };
-}

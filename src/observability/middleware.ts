@@ -42,6 +42,10 @@ export interface Middleware {
    * even when that creating commit is then refused (an id that exists).
    */
   readonly beforeEnqueue?: (event: HookBase & { readonly job: string }) => unknown;
+  /** The execution waits for other actors (a compose step's child, later a map or a unit) and holds no worker. */
+  readonly awaiting?: (event: HookBase & { readonly step: string; readonly actors: readonly string[] }) => unknown;
+  /** The execution waits for time (a retry backoff) with a delayed wake. */
+  readonly parked?: (event: HookBase & { readonly step: string; readonly attempt: number; readonly delayMs: number }) => unknown;
 }
 
 /** The name of a middleware hook. */

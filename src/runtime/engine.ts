@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import type { Logger } from 'pino';
-import { createExecutionMachine } from '../../machines/execution.js';
 import type { AnyReactorDefinition } from '../definition/compiled.js';
-import type { ExecutionPlanView } from '../../machines/execution-types.js';
 import { DefinitionError, DeserializationError, ExecutionNotFoundError, PlanMismatchError, UnknownReactorError, XreactorError } from '../errors/index.js';
-import { describePlanMismatch, interruptGroup } from '../definition/fingerprint.js';
+import { describePlanMismatch } from '../definition/fingerprint.js';
+import { reactorMachine } from './reactor-machine.js';
 import { serializeError } from '../serialization/index.js';
 import type { ExecutionContext } from '../../machines/execution-types.js';
 import { jobId } from '../queue/job-ids.js';
 import type { Middleware } from '../observability/middleware.js';
+import { createActorInspector } from '../observability/inspector.js';
+import type { InspectionObserver } from '../observability/inspector.js';
 import { createHooks } from '../observability/middleware.js';
 import type { Queue } from '../queue/queue.js';
 import type { LoadedExecution, Store } from '../store/store.js';
@@ -38,6 +39,13 @@ export interface EngineOptions {
   readonly logger?: Logger;
   /** Reactors this process can advance, find and undo. */
   readonly reactors?: readonly AnyReactorDefinition[];
+  /**
+   * An XState inspection observer (the `inspect` of `@statelyai/inspect`'s inspectors, or any
+   * observer of XState inspection events): every live actor this process advances appears as its
+   * own actor, a composed child linked to its parent, with its events and committed snapshots.
+   * See docs/inspector.md.
+   */
+  readonly inspect?: InspectionObserver;
   /**
    * How long a liveness lease lasts without renewal; renewed every third of it.
    * @defaultValue 30000
@@ -94,23 +102,6 @@ export interface Engine {
   sweepOnce(limit: number): Promise<number>;
 }
 
-/** What the execution machine needs of a definition. */
-export function planView(definition: AnyReactorDefinition): ExecutionPlanView {
-  return {
-    reactor: definition.name,
-    version: definition.version,
-    fingerprint: definition.fingerprint,
-    handoffIndex: definition.handoff?.index ?? null,
-    returns: definition.returns ?? null,
-    steps: definition.plan.map((s) => ({
-      name: s.name,
-      retry: s.retry,
-      tracked: s.tracked,
-      ...(s.kind === 'interrupt' ? { interrupt: { group: interruptGroup(definition.plan, s.index), timeoutMs: s.interrupt?.timeout?.ms ?? null } } : {}),
-    })),
-  };
-}
-
 /** Build an engine. */
 export function createEngine(options: EngineOptions): Engine {
   const { store, queue } = options;
@@ -119,6 +110,9 @@ export function createEngine(options: EngineOptions): Engine {
   const hooks = createHooks(options.middleware ?? [], logger);
   const leaseTtlMs = options.leaseTtlMs ?? 30_000;
   const owner = randomUUID();
+  const inspector = createActorInspector(options.inspect, {
+    onError: (error) => logger.error({ event: 'xreactor.inspector.failed', err: error }, 'the inspection observer threw'),
+  });
   let leases = 0;
   const reactors = new Map<string, Map<number, AnyReactorDefinition>>();
   const hosts = new WeakMap<AnyReactorDefinition, ExecutionHost>();
@@ -133,13 +127,14 @@ export function createEngine(options: EngineOptions): Engine {
     register(definition) {
       let host = hosts.get(definition);
       if (host === undefined) {
-        const machine = createExecutionMachine(planView(definition));
+        const machine = reactorMachine(definition);
         host = new ExecutionHost(definition, machine, {
           store,
           clock,
           hooks,
           logger,
           queue,
+          inspector,
           hostFor: (child) => engine.register(child),
           lease: (id) => engine.lease(id),
           loadLeased: async (lease) => {

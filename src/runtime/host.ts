@@ -26,6 +26,7 @@ import type { Call, Place } from './call.js';
 import { newCall } from './call.js';
 import { mergePlans, planCommit } from './commit-plan.js';
 import type { CommitPlan } from './commit-plan.js';
+import type { ActorInspector } from '../observability/inspector.js';
 
 type Snapshot = ExecutionSnapshot;
 
@@ -39,6 +40,8 @@ export interface HostDeps {
   readonly queue: Queue | undefined;
   /** The host of another reactor (a composed child's). */
   readonly hostFor: (definition: AnyReactorDefinition) => ExecutionHost;
+  /** Where live actors are shown (XState inspection events); disabled when no observer was given. */
+  readonly inspector: ActorInspector;
   /** A lease on an actor for this process, not taken yet. */
   readonly lease: (id: string) => HeldLease;
   /** Take an actor's lease and load it with its host, in one store call (see Engine.loadLeased). */
@@ -214,6 +217,7 @@ export class ExecutionHost {
     // execution was never created is dropped by the sweeper.
     [held.revision] = await Promise.all([created, store.markActive(id, true)]);
     if (takeLease) lease.taken();
+    this.#inspect(held);
     if (event.type === 'xreactor.input.accepted') this.#deps.hooks.emit('reactorStart', { ...this.#base(held), input: held.inputs });
     await this.#afterCommit(held, event, effects);
     const call = newCall(signal, place);
@@ -235,6 +239,7 @@ export class ExecutionHost {
     const inputs = input === undefined ? await this.#deps.store.readInput(id) : input.value;
     const held = newHeld(id, snapshot, loaded.revision, inputs, loaded.outbox);
     held.inbox = loaded.inbox;
+    this.#inspect(held);
     return held;
   }
 
@@ -455,6 +460,13 @@ export class ExecutionHost {
       held.fromJob = undefined;
       held.lease?.taken();
     }
+    this.#emitWaiting(held, next, effects);
+    const { inspector } = this.#deps;
+    if (inspector.enabled) {
+      inspector.event(held.id, event, (event as { child?: string }).child);
+      inspector.snapshot(held.id, next, event, actions);
+      if (settles(effects)) inspector.stopped(held.id);
+    }
     held.snapshot = next;
     held.outbox = effects;
     held.outboxPending = false;
@@ -491,6 +503,7 @@ export class ExecutionHost {
   /** Drive a child this call spawned, from its creating commit. */
   async startSpawned(held: HeldExecution, call: Call): Promise<void> {
     held.pendingStart = false;
+    this.#inspect(held);
     const accepted = held.snapshot.context.inputError === null;
     if (accepted) this.#deps.hooks.emit('reactorStart', { ...this.#base(held), input: held.inputs });
     await this.#afterCommit(held, { type: accepted ? 'xreactor.input.accepted' : 'xreactor.input.rejected', at: this.#deps.clock.now() } as ExecutionEvent, held.outbox as ExecutionEffect[]);
@@ -773,6 +786,24 @@ export class ExecutionHost {
     }
     await store.publishSettled(held.id);
     return undefined;
+  }
+
+  /** Show a live actor to the inspector (once per id while it lives). */
+  #inspect(held: HeldExecution): void {
+    const { inspector } = this.#deps;
+    if (!inspector.enabled) return;
+    inspector.actor({ id: held.id, kind: 'execution', parentId: held.snapshot.context.parentId, machine: this.#machine }, held.snapshot);
+  }
+
+  /** Hooks of entering an `awaiting` or `parked` state. */
+  #emitWaiting(held: HeldExecution, next: Snapshot, effects: readonly ExecutionEffect[]): void {
+    const { hooks } = this.#deps;
+    const before = executionTagsOf(held.snapshot.value);
+    const after = executionTagsOf(next.value);
+    const awaiting = next.context.awaiting;
+    if (after.has('awaiting') && !before.has('awaiting') && awaiting !== null) hooks.emit('awaiting', { ...this.#base(held), step: awaiting.step, actors: [awaiting.child] });
+    const wait = effects.find((e) => e.type === 'xreactor.effect.wait');
+    if (after.has('parked') && wait !== undefined) hooks.emit('parked', { ...this.#base(held), step: wait.params.step, attempt: wait.params.attempt, delayMs: wait.params.delayMs });
   }
 
   #emitStepOutcome(held: HeldExecution, step: CompiledStep, event: ExecutionEvent): void {

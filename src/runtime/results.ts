@@ -82,6 +82,12 @@ export interface ExecutionView {
   readonly trace: readonly TraceEntry[];
   /** A failing step whose compensate was cut off by an interruption; `undo(id)` re-runs it first. */
   readonly pendingCompensation: { readonly step: string } | undefined;
+  /**
+   * What a running or rolling-back execution waits for: other actors (`awaiting`: a compose step's
+   * child; it holds no worker), or time (`parked`: a retry backoff with a delayed wake).
+   * Undefined while it works or once it settled.
+   */
+  readonly waiting: { readonly on: 'actors'; readonly step: string; readonly actors: readonly string[] } | { readonly on: 'time'; readonly step: string } | undefined;
   readonly createdAt: number;
   readonly updatedAt: number;
 }

@@ -21,7 +21,7 @@ import { jobId } from '../queue/job-ids.js';
 import { correlationKey } from './lineage.js';
 import type { HeldExecution } from './host.js';
 import type { HeldLease } from './lease.js';
-import type { ExecutionEvent } from '../../machines/execution-types.js';
+import type { ExecutionContext, ExecutionEvent } from '../../machines/execution-types.js';
 import type { SignalEvent } from '../store/store.js';
 
 /** Options of {@link createRuntime}. All optional: the default is fully embedded. */
@@ -128,6 +128,14 @@ export interface Runtime {
 }
 
 const SETTLED: readonly ExecutionStatus[] = ['completed', 'failed', 'halted', 'cancelled'];
+
+/** What a stored execution waits for (see ExecutionView.waiting), from its state's tags. */
+function waitingOf(value: unknown, context: { readonly awaiting: ExecutionContext['awaiting']; readonly cursor: number; readonly reactor: string }, plan?: AnyReactorDefinition): ExecutionView['waiting'] {
+  const tags = executionTagsOf(value);
+  if (tags.has('awaiting') && context.awaiting !== null) return { on: 'actors', step: context.awaiting.step, actors: [context.awaiting.child] };
+  if (tags.has('parked')) return { on: 'time', step: plan?.plan[context.cursor]?.name ?? `#${context.cursor}` };
+  return undefined;
+}
 
 /** Stored data that cannot be read is reported as a failed execution whose error says what was wrong. */
 function unreadable(id: string, error: DeserializationError): FailedResult {
@@ -353,6 +361,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
           undoStack: [],
           trace: [],
           pendingCompensation: undefined,
+          waiting: undefined,
           createdAt: 0,
           updatedAt: 0,
         };
@@ -371,6 +380,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         undoStack,
         trace,
         pendingCompensation: failure?.compensationPending === true && status === 'aborted' ? { step: failure.step } : undefined,
+        waiting: waitingOf(loaded.snapshot.value, context, definition),
         createdAt: context.createdAt,
         updatedAt: context.updatedAt,
       };

@@ -8,7 +8,7 @@ import {
   defineReactor,
   defineStep,
   toGraph,
-  toMachineConfig,
+  reactorMachine,
 } from '../../src/index.js';
 import type { AnyReactorDefinition } from '../../src/index.js';
 
@@ -354,7 +354,7 @@ describe('execution plan', () => {
   });
 });
 
-describe('toGraph and toMachineConfig', () => {
+describe('toGraph and reactorMachine', () => {
   const checkout = defineReactor({ name: 'checkout', input: z.object({ sku: z.string(), cents: z.number() }) })
     .step('reserve', {
       args: ({ input }) => ({ sku: input('sku') }),
@@ -427,49 +427,49 @@ describe('toGraph and toMachineConfig', () => {
     });
   });
 
-  it('toMachineConfig returns JSON-serialisable data that xstate builds a machine from', () => {
-    const config = toMachineConfig(checkout);
-    expect(roundTrip(config)).toEqual(config);
-    const machine = createMachine(roundTrip(config) as Parameters<typeof createMachine>[0]);
-    expect(machine.id).toBe('checkout');
-
+  it('reactorMachine is the machine the runtime advances: xstate steps it through success, retry, skip and completion', () => {
+    const machine = reactorMachine(checkout);
+    expect(reactorMachine(checkout)).toBe(machine);
+    const at = 0;
+    let [snapshot] = initialTransition(machine, { executionId: 'e1', reactor: 'checkout', at });
     const visited: unknown[] = [];
-    let [snapshot] = initialTransition(machine);
-    visited.push(snapshot.value);
-    for (const type of ['xreactor.step.succeeded', 'xreactor.step.retry', 'xreactor.step.skipped', 'xreactor.step.succeeded']) {
-      [snapshot] = transition(machine, snapshot, { type });
+    const send = (event: Parameters<typeof transition<typeof machine>>[2]) => {
+      [snapshot] = transition(machine, snapshot, event);
       visited.push(snapshot.value);
-    }
-    expect(visited).toEqual(['reserve', 'charge', 'charge', 'receipt', 'completed']);
-    expect(snapshot.status).toBe('done');
+    };
+    send({ type: 'xreactor.input.accepted', at });
+    send({ type: 'xreactor.step.succeeded', at, index: 0, attempt: 1, args: {}, result: 'R' });
+    send({ type: 'xreactor.step.failed', at, index: 1, attempt: 1, error: { name: 'Error', message: 'x' } as never, started: true, retryable: true, args: {} });
+    send({ type: 'xreactor.timer.fired', at, index: 1, attempt: 1 });
+    send({ type: 'xreactor.step.skipped', at, index: 1, attempt: 2, value: null });
+    send({ type: 'xreactor.step.succeeded', at, index: 2, attempt: 1, args: {}, result: 'done' });
+    expect(visited).toEqual([{ running: 'executing' }, { running: 'executing' }, { running: 'parked' }, { running: 'executing' }, { running: 'executing' }, 'completed']);
+    expect(snapshot.hasTag('settled')).toBe(true);
   });
 
-  it('toMachineConfig leads a failure through rolling_back to failed, and a halt to halted', () => {
-    const machine = createMachine(toMachineConfig(checkout) as Parameters<typeof createMachine>[0]);
-    const walk = (types: readonly string[]): unknown[] => {
-      let [snapshot] = initialTransition(machine);
-      const visited: unknown[] = [snapshot.value];
-      for (const type of types) {
-        [snapshot] = transition(machine, snapshot, { type });
+  it('reactorMachine leads a failure through rolling_back to failed, and a halt to halted', () => {
+    const machine = reactorMachine(checkout);
+    const at = 0;
+    const walk = (events: readonly Parameters<typeof transition<typeof machine>>[2][]): unknown[] => {
+      let [snapshot] = initialTransition(machine, { executionId: 'e1', reactor: 'checkout', at });
+      const visited: unknown[] = [];
+      for (const event of events) {
+        [snapshot] = transition(machine, snapshot, event);
         visited.push(snapshot.value);
       }
       return visited;
     };
-    expect(walk(['xreactor.step.succeeded', 'xreactor.step.failed', 'xreactor.rollback.finished'])).toEqual([
-      'reserve',
-      'charge',
-      'rolling_back',
-      'failed',
-    ]);
-    expect(walk(['xreactor.step.halted'])).toEqual(['reserve', 'halted']);
+    const failed = { type: 'xreactor.step.failed', at, index: 0, attempt: 1, error: { name: 'Error', message: 'x' } as never, started: false, retryable: false, args: undefined } as const;
+    expect(walk([{ type: 'xreactor.input.accepted', at }, failed])).toEqual([{ running: 'executing' }, 'failed']);
+    expect(walk([{ type: 'xreactor.input.accepted', at }, { type: 'xreactor.step.halted', at, index: 0, attempt: 1, reason: 'stop' }])).toEqual([{ running: 'executing' }, 'halted']);
   });
 
-  it('exports a reactor without steps as an already completed machine', () => {
+  it('exports a reactor without steps as a machine that completes on its input', () => {
     const empty = defineReactor({ name: 'empty' }).build();
     expect(toGraph(empty)).toStrictEqual({ name: 'empty', returns: null, plan: [], steps: [] });
-    const config = toMachineConfig(empty);
-    expect(roundTrip(config)).toEqual(config);
-    const [snapshot] = initialTransition(createMachine(config as Parameters<typeof createMachine>[0]));
+    const machine = reactorMachine(empty);
+    const [initial] = initialTransition(machine, { executionId: 'e', reactor: 'empty', at: 0 });
+    const [snapshot] = transition(machine, initial, { type: 'xreactor.input.accepted', at: 0 });
     expect(snapshot.value).toBe('completed');
   });
 });
