@@ -18,7 +18,6 @@ export * from './execution-types.js';
 
 type EventOf<T extends ExecutionEvent['type']> = Extract<ExecutionEvent, { type: T }>;
 type ParamsOf<U extends { type: string; params: unknown }, T extends U['type']> = Extract<U, { type: T }>['params'];
-type SignalParams = ParamsOf<ExecutionWrite, 'xreactor.write.signal'>;
 
 /**
  * Tags of the execution machine's states, declared once: the machine's state nodes carry them, and

@@ -79,7 +79,7 @@ export type {
   SpawnActor,
   SignalReceipt,
 } from './store/store.js';
-export type { Queue, JobSpec, JobHandler, Consumer, ConsumeOptions } from './queue/queue.js';
+export type { Queue, JobSpec, JobHandler, Consumer, ConsumeOptions, ActorAddress, JobKind } from './queue/queue.js';
 
 export type { Middleware, HookBase, StepHook, HookName } from './observability/middleware.js';
 export { createActorInspector } from './observability/inspector.js';

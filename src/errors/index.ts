@@ -203,6 +203,17 @@ export class PlanMismatchError extends XreactorError {
   }
 }
 
+/**
+ * A job that no delivery can ever handle (code `job_rejected`): its payload is malformed, or the
+ * actor it addresses does not exist (after a bounded grace), or the actor's stored data is
+ * unreadable. Queues fail such a job at once instead of retrying it.
+ */
+export class JobRejectedError extends XreactorError {
+  constructor(message: string, options: XreactorErrorOptions = {}) {
+    super('job_rejected', message, { ...options, retryable: false });
+  }
+}
+
 /** A worker stopped advancing an execution (shutdown or lost lease); nothing was committed, the job is redelivered. */
 export class WorkInterruptedError extends XreactorError {
   constructor(executionId: string, why: string) {

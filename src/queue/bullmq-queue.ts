@@ -10,7 +10,7 @@
 import { Queue as BullQueue, UnrecoverableError, Worker } from 'bullmq';
 import type { ConnectionOptions, Job } from 'bullmq';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
-import { XreactorError } from '../errors/index.js';
+import { JobRejectedError, XreactorError } from '../errors/index.js';
 import { decode, encode } from '../serialization/index.js';
 import type { ConsumeOptions, Consumer, JobHandler, JobSpec, Queue } from './queue.js';
 
@@ -82,8 +82,8 @@ export interface BullmqQueue extends Queue {
 
 /** What a BullMQ job holds: readable routing fields, and the whole spec packed with the one Packr. */
 export interface BullmqJobData {
-  readonly executionId: string;
-  readonly reactor: string;
+  /** The actor's kind and id (`execution:order-1`), or `sweep`: for reading the queue in a dashboard. */
+  readonly actor: string;
   /** Base64 msgpack of the {@link JobSpec} (events may hold Dates, bigints, errors: JSON would lose them). */
   readonly spec: string;
 }
@@ -118,7 +118,7 @@ export function decodeJobId(encoded: string): string {
  * @example
  * const queue = createBullmqQueue({ connection: { host: '127.0.0.1', port: 6379 } });
  * const consumer = queue.consume(handle, { concurrency: 8 });
- * await queue.enqueue([{ id: 'e1-1', kind: 'advance', executionId: 'e1', reactor: 'checkout' }]);
+ * await queue.enqueue([{ id: 'e1-1', kind: 'advance', actor: { kind: 'execution', id: 'e1' } }]);
  * await consumer.close();
  * await queue.close();
  */
@@ -221,6 +221,10 @@ function createConsumer(handler: JobHandler, options: ConsumeOptions, context: C
       if (forced) controller.abort(forced);
       try {
         await handler(spec, controller.signal);
+      } catch (error) {
+        // A rejected job (malformed, its actor gone or unreadable) fails at once: no delivery can help.
+        if (error instanceof JobRejectedError) throw new UnrecoverableError(error.message);
+        throw error;
       } finally {
         controllers.delete(controller);
         bullSignal?.removeEventListener('abort', forward);
@@ -265,20 +269,20 @@ function createConsumer(handler: JobHandler, options: ConsumeOptions, context: C
 
 function jobIdOf(spec: JobSpec): string {
   if (typeof spec.id !== 'string' || spec.id === '') {
-    throw new XreactorError('queue_job_invalid', `job for execution "${spec.executionId}" has no id: every job needs a deterministic id`);
+    throw new XreactorError('queue_job_invalid', `job for ${spec.actor === undefined ? 'a sweep' : `${spec.actor.kind} "${spec.actor.id}"`} has no id: every job needs a deterministic id`);
   }
   return encodeJobId(spec.id);
 }
 
 function toJobData(spec: JobSpec): BullmqJobData {
-  return { executionId: spec.executionId, reactor: spec.reactor, spec: Buffer.from(encode(spec)).toString('base64') };
+  return { actor: spec.actor === undefined ? 'sweep' : `${spec.actor.kind}:${spec.actor.id}`, spec: Buffer.from(encode(spec)).toString('base64') };
 }
 
 /** @throws UnrecoverableError when the job was not written by this adapter: BullMQ fails it at once. */
 function fromJobData(job: Job<BullmqJobData>): JobSpec {
   try {
     const spec = decode(Buffer.from(job.data.spec, 'base64')) as JobSpec;
-    if (typeof spec?.id !== 'string' || typeof spec.executionId !== 'string') throw new Error('not a job spec');
+    if (typeof spec?.id !== 'string' || (spec.kind !== 'sweep' && (typeof spec.actor?.kind !== 'string' || typeof spec.actor.id !== 'string'))) throw new Error('not a job spec');
     return spec;
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);

@@ -8,7 +8,7 @@
  * on the sequence of calls and clock readings, never on when a test happens to look.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { XreactorError } from '../errors/index.js';
+import { JobRejectedError, XreactorError } from '../errors/index.js';
 import { systemClock } from '../internal/clock.js';
 import type { Clock } from '../internal/clock.js';
 import { describeIds, drainLimitError, Fifo, positiveInteger, validateJob } from './in-process-support.js';
@@ -59,7 +59,8 @@ export interface InProcessQueueOptions {
 /** Selects pending jobs. */
 export interface JobFilter {
   readonly kind?: JobKind;
-  readonly executionId?: string;
+  /** Jobs of this actor id only. */
+  readonly actorId?: string;
 }
 
 /** A pending job with its delivery state. */
@@ -155,7 +156,7 @@ interface ConsumerState {
  * const clock = createTestClock();
  * const queue = createInProcessQueue({ mode: 'manual', clock });
  * queue.consume(handle);
- * await queue.enqueue([{ id: 'e1-1', kind: 'advance', executionId: 'e1', reactor: 'checkout' }]);
+ * await queue.enqueue([{ id: 'e1-1', kind: 'advance', actor: { kind: 'execution', id: 'e1' } }]);
  * queue.reorder(['e1-1']);
  * await queue.drain();
  */
@@ -353,7 +354,7 @@ class InProcessQueueImpl implements InProcessQueue {
     return entries.filter(
       ({ spec }) =>
         (filter.kind === undefined || spec.kind === filter.kind) &&
-        (filter.executionId === undefined || spec.executionId === filter.executionId),
+        (filter.actorId === undefined || spec.actor?.id === filter.actorId),
     );
   }
 
@@ -419,7 +420,8 @@ class InProcessQueueImpl implements InProcessQueue {
     } catch {
       // A throwing error observer must not lose the job.
     }
-    if (entry.attempts >= this.#maxAttempts) {
+    // A rejected job (malformed, its actor gone or unreadable) fails at once: no delivery can help.
+    if (entry.attempts >= this.#maxAttempts || error instanceof JobRejectedError) {
       this.#entries.delete(entry.spec.id);
       this.#failed.set(entry.spec.id, { job: entry.spec, attempts: entry.attempts, error });
       return;

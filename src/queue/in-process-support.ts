@@ -55,7 +55,7 @@ export function positiveInteger(value: number, name: string): number {
 /** Refuse a job without an id or with a bad delay. */
 export function validateJob(job: JobSpec): void {
   if (typeof job.id !== 'string' || job.id === '') {
-    throw new XreactorError('queue_job_invalid', `job for execution "${job.executionId}" has no id: every job needs a deterministic id`);
+    throw new XreactorError('queue_job_invalid', `job for ${job.actor === undefined ? 'a sweep' : `${job.actor.kind} "${job.actor.id}"`} has no id: every job needs a deterministic id`);
   }
   const delay = job.delayMs ?? 0;
   if (!Number.isFinite(delay) || delay < 0) {
@@ -72,15 +72,16 @@ export function describeIds(ids: readonly string[]): string {
 
 /** Names the execution that received most of the recent jobs, and the event it was sent most. */
 export function drainLimitError(maxJobs: number, recent: readonly JobSpec[]): XreactorError {
-  const byExecution = new Map<string, { count: number; reactor: string; events: Map<string, number> }>();
+  const byExecution = new Map<string, { count: number; kind: string; events: Map<string, number> }>();
   for (const job of recent) {
-    const tally = byExecution.get(job.executionId) ?? { count: 0, reactor: job.reactor, events: new Map() };
+    const actor = job.actor?.id ?? '(sweep)';
+    const tally = byExecution.get(actor) ?? { count: 0, kind: job.actor?.kind ?? 'sweep', events: new Map() };
     tally.count += 1;
     const event = job.event?.type ?? `${job.kind} (outbox)`;
     tally.events.set(event, (tally.events.get(event) ?? 0) + 1);
-    byExecution.set(job.executionId, tally);
+    byExecution.set(actor, tally);
   }
-  let loop: [string, { count: number; reactor: string; events: Map<string, number> }] | undefined;
+  let loop: [string, { count: number; kind: string; events: Map<string, number> }] | undefined;
   for (const candidate of byExecution) if (!loop || candidate[1].count > loop[1].count) loop = candidate;
   let suspect = '';
   if (loop) {
@@ -89,7 +90,7 @@ export function drainLimitError(maxJobs: number, recent: readonly JobSpec[]): Xr
     let topCount = 0;
     for (const [event, count] of tally.events) if (count > topCount) [topEvent, topCount] = [event, count];
     suspect =
-      `; likely loop: execution "${executionId}" of reactor "${tally.reactor}" got ${tally.count} of the last ` +
+      `; likely loop: ${tally.kind} "${executionId}" got ${tally.count} of the last ` +
       `${recent.length} jobs, most often "${topEvent}" (${topCount} times)`;
   }
   return new XreactorError(

@@ -1,10 +1,16 @@
 /**
- * The queue port: how work for an execution moves between processes. A job
- * names an execution and, optionally, the event to deliver to its actor.
+ * The queue port: how work for an actor moves between processes. A job addresses an actor by kind
+ * and id and, optionally, carries the event to deliver to it.
  */
 
-/** A job's kind: advance one execution, or sweep for executions whose process died. */
+/** A job's kind: advance one actor, or sweep for actors whose process died. */
 export type JobKind = 'advance' | 'sweep';
+
+/** Which actor a job advances: its kind (the machine registry's key, `'execution'`) and id. */
+export interface ActorAddress {
+  readonly kind: string;
+  readonly id: string;
+}
 
 /** One unit of queued work. */
 export interface JobSpec {
@@ -14,9 +20,9 @@ export interface JobSpec {
    */
   readonly id: string;
   readonly kind: JobKind;
-  readonly executionId: string;
-  readonly reactor: string;
-  /** The event to deliver (as plain data); absent: perform the execution's committed outbox. */
+  /** The actor an `advance` job advances (a `sweep` job has none). */
+  readonly actor?: ActorAddress;
+  /** The event to deliver (as plain data); absent: apply the actor's inbox, else perform its committed outbox. */
   readonly event?: { readonly type: string; readonly [key: string]: unknown };
   /**
    * Deliver `event` through the actor's inbox under this dedupe key (a continue or an interrupt

@@ -1,7 +1,7 @@
 import type { ExecutionContext, ExecutionEvent, RollbackFailure } from '../../machines/execution-types.js';
 import { executionTagsOf } from '../../machines/execution.js';
 import type { CompiledStep } from '../definition/compiled.js';
-import { StepFailure, XreactorError } from '../errors/index.js';
+import { DeserializationError, StepFailure, XreactorError } from '../errors/index.js';
 import { serializeError } from '../serialization/index.js';
 import type { Store, UndoEntry } from '../store/store.js';
 import type { Clock } from '../internal/clock.js';
@@ -59,7 +59,14 @@ export async function runCompose(
   }
   const child = step.child!;
   const id = childIdOf(parent.id, step.name);
-  const held = await deps.store.load(id);
+  let held: Awaited<ReturnType<Store['load']>>;
+  try {
+    held = await deps.store.load(id);
+  } catch (error) {
+    // The child's stored data cannot be read (truncated, foreign): the compose step fails with that error.
+    if (!(error instanceof DeserializationError) || error.retryable) throw error;
+    return { type: 'xreactor.step.failed', at: at(), ...base, error: serializeError(error), started: false, retryable: false, args };
+  }
   if (held === undefined) {
     onStart(args);
     return { type: 'xreactor.compose.spawn', at: at(), ...base, args };

@@ -272,7 +272,7 @@ export function createEngine(options: EngineOptions): Engine {
     sweepFrom = page.next;
     for (const id of page.ids) {
       const loaded = await look(id);
-      let decision = await verdict(id, loaded);
+      const decision = await verdict(id, loaded);
       if (decision.action === 'drop') {
         await store.markActive(id, false);
         // Look again after the removal: an actor continued, undone or signalled meanwhile commits
@@ -283,11 +283,9 @@ export function createEngine(options: EngineOptions): Engine {
       }
       if (decision.action === 'keep' || loaded === undefined || loaded === 'not_here') continue;
       if (await store.hasLease(id)) continue;
-      const reactor = (loaded.snapshot.context as { reactor: string }).reactor;
       const event = decision.action === 'child' ? decision.event : undefined;
-      await queue.enqueue([{ id: jobId(id, 'sweep', loaded.revision), kind: 'advance', executionId: id, reactor, ...(event === undefined ? {} : { event }) }]);
+      await queue.enqueue([{ id: jobId(id, 'sweep', loaded.revision), kind: 'advance', actor: { kind: loaded.snapshot.kind, id }, ...(event === undefined ? {} : { event }) }]);
       logger.info({ event: 'xreactor.sweeper.requeued', executionId: id, status: statusOf(loaded.snapshot.value), revision: loaded.revision }, 'requeued an actor with no live lease');
-      decision = { action: 'keep' };
       requeued += 1;
     }
     return requeued;

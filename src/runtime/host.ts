@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { ExecutionMachine } from '../../machines/execution.js';
 import { EXECUTION_MACHINE_VERSION } from '../../machines/execution.js';
-import type { ExecutionContext, ExecutionEffect, ExecutionEvent, ExecutionStatus, ExecutionWrite, PauseRecord, TraceEntry } from '../../machines/execution-types.js';
+import type { ExecutionContext, ExecutionEffect, ExecutionEvent, ExecutionStatus, PauseRecord } from '../../machines/execution-types.js';
 import type { AnyReactorDefinition, CompiledStep } from '../definition/compiled.js';
 import { DefinitionError, DeserializationError, InboxPendingError, InputValidationError, InterruptTimeoutError, QueueRequiredError, WorkInterruptedError } from '../errors/index.js';
 import { CORRELATION_TTL_MS, correlationKey, interruptKey, rootIdOf } from './lineage.js';
@@ -313,7 +313,6 @@ export class ExecutionHost {
       held.inbox = await this.#deps.store.readInbox(held.id);
       held.inboxStale = false;
     }
-    if (process.env['XR_DBG']) console.log('applyInbox', held.id, JSON.stringify(held.snapshot.value), JSON.stringify(held.inbox.entries.map((e) => [e.seq, e.event.type])), JSON.stringify([...held.declined]), held.revision);
     for (const entry of held.inbox.entries) {
       if (held.declined.has(entry.seq)) continue;
       const outcome = await this.#step(held, entry.event as unknown as ExecutionEvent, entry, call);
@@ -364,7 +363,6 @@ export class ExecutionHost {
       const lease = this.#deps.lease(id);
       try {
         const found = await this.#deps.loadLeased(lease);
-        if (process.env['XR_DBG']) console.log('wake', id, typeof found === 'string' ? found : 'leased');
         if (found === 'missing') continue;
         if (found === 'busy') {
           await this.#enqueueWake(id);
@@ -381,7 +379,7 @@ export class ExecutionHost {
   async #enqueueWake(id: string): Promise<void> {
     const queue = this.#deps.queue;
     if (queue === undefined) return;
-    await queue.enqueue([{ id: jobId(id, 'wake', this.#deps.clock.now()), kind: 'advance', executionId: id, reactor: '' }]);
+    await queue.enqueue([{ id: jobId(id, 'wake', this.#deps.clock.now()), kind: 'advance', actor: { kind: 'execution', id } }]);
   }
 
   /**
@@ -527,8 +525,7 @@ export class ExecutionHost {
       {
         id,
         kind: 'advance',
-        executionId,
-        reactor: this.#definition.name,
+        actor: { kind: 'execution', id: executionId },
         event,
         ...(delayMs === undefined ? {} : { delayMs }),
         ...(handoff === undefined ? {} : { handoff }),

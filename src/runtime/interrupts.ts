@@ -7,7 +7,6 @@ import type { Engine } from './engine.js';
 import type { HeldExecution } from './host.js';
 import { statusOf } from './host.js';
 import { CORRELATION_TTL_MS, descendantId, interruptKey } from './lineage.js';
-import type { SignalEvent } from '../store/store.js';
 
 /** The run is paused at interrupts; continue it with `continue(id, { step, payload })`. */
 export interface PausedResult {
@@ -122,7 +121,7 @@ export async function cancelTree(engine: Engine, id: string, reason: string, sig
   if (status === 'rolling_back') throw new InvalidStateError(`cannot cancel execution ${id}: a rollback is in progress`);
   if (status !== 'paused' && status !== 'running') throw new InvalidStateError(`cannot cancel execution ${id}: it is ${status}; only running or paused runs can be cancelled`);
   const event: ExecutionEvent = { type: 'xreactor.operator.cancel', at: engine.clock.now(), reason };
-  const receipt = await engine.store.signal({ to: id, event: event as unknown as SignalEvent, dedupeKey: 'operator.cancel', cascade: true }, { refuseIn: ['rolling_back'] });
+  const receipt = await engine.store.signal({ to: id, event: event, dedupeKey: 'operator.cancel', cascade: true }, { refuseIn: ['rolling_back'] });
   if (receipt.refusedBy !== undefined) {
     const who = receipt.refusedBy.id === id ? 'a rollback is in progress' : `its composed child ${receipt.refusedBy.id} is rolling back`;
     throw new InvalidStateError(`cannot cancel execution ${id}: ${who}`);

@@ -22,7 +22,6 @@ import { correlationKey } from './lineage.js';
 import type { HeldExecution } from './host.js';
 import type { HeldLease } from './lease.js';
 import type { ExecutionContext, ExecutionEvent } from '../../machines/execution-types.js';
-import type { SignalEvent } from '../store/store.js';
 
 /** Options of {@link createRuntime}. All optional: the default is fully embedded. */
 export interface RuntimeOptions extends Omit<EngineOptions, 'store' | 'queue'> {
@@ -246,7 +245,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       const prepared = await prepareResume(engine, id, request);
       // Listed first: should this process die after the signal lands, a sweep applies it.
       await store.markActive(prepared.owner, true);
-      const receipt = await store.signal({ to: prepared.owner, event: prepared.event as unknown as SignalEvent, dedupeKey: prepared.dedupeKey });
+      const receipt = await store.signal({ to: prepared.owner, event: prepared.event, dedupeKey: prepared.dedupeKey });
       if (receipt.landed.length === 0) throw new InvalidStateError(`cannot resume interrupt "${prepared.path.join('.')}": it was already resumed`);
       const signal = signalFor(continueOptions.signal);
       const applied = await engine.withLease(prepared.owner, async (lease) => {
@@ -258,7 +257,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       });
       if (applied === undefined) {
         // Whoever holds it meets the signal at its next commit; a job applies it should that process be idle or gone.
-        await queue.enqueue([{ id: jobId(prepared.owner, 'resume', ...prepared.path), kind: 'advance', executionId: prepared.owner, reactor: '' }]);
+        await queue.enqueue([{ id: jobId(prepared.owner, 'resume', ...prepared.path), kind: 'advance', actor: { kind: 'execution', id: prepared.owner } }]);
       }
       const { definition, held } = await engine.load(id);
       if (applied === undefined || held.inbox.entries.length > 0) {
@@ -396,7 +395,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         }
         // A signal like any other: a paused run's composed child is undone first (the run signals it and waits).
         const undo: ExecutionEvent = { type: 'xreactor.operator.undo', at: clock.now() };
-        await store.signal({ to: id, event: undo as unknown as SignalEvent, dedupeKey: `operator.undo.${held.snapshot.context.rollbackEpoch}` });
+        await store.signal({ to: id, event: undo, dedupeKey: `operator.undo.${held.snapshot.context.rollbackEpoch}` });
         held.lease = lease;
         held.inboxStale = true;
         await host.resume(held, [], signalFor(undoOptions.signal), 'caller');

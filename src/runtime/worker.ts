@@ -1,10 +1,11 @@
 import type { Logger } from 'pino';
-import { DeserializationError, ExecutionNotFoundError, PlanMismatchError, StaleRevisionError, UnknownReactorError, XreactorError } from '../errors/index.js';
+import { DeserializationError, ExecutionNotFoundError, JobRejectedError, PlanMismatchError, StaleRevisionError, UnknownReactorError, XreactorError } from '../errors/index.js';
+import { jobId } from '../queue/job-ids.js';
 import { decode } from '../serialization/index.js';
 import { decodeSnapshot } from '../store/snapshot-codec.js';
 import type { ExecutionHost, HeldExecution } from './host.js';
 import type { HeldLease } from './lease.js';
-import type { Consumer, JobHandler, JobSpec } from '../queue/queue.js';
+import type { ActorAddress, Consumer, JobHandler, JobSpec } from '../queue/queue.js';
 import type { ExecutionEvent } from '../../machines/execution-types.js';
 import type { Engine, EngineOptions } from './engine.js';
 import { createEngine } from './engine.js';
@@ -45,22 +46,52 @@ const SWEEP_LIMIT = 1_000;
 /** The id of the one sweeper schedule every worker upserts. */
 export const SWEEPER_SCHEDULE_ID = 'xreactor-sweeper';
 
-/** The job handler that advances executions; shared by workers and the embedded runtime. */
+/** Handles the jobs addressed to actors of one kind. */
+type ActorJobHandler = (job: JobSpec & { readonly actor: ActorAddress }, signal: AbortSignal) => Promise<void>;
+
+/**
+ * The job handler of workers and the embedded runtime: one router by actor kind. A job that
+ * addresses no actor (malformed) is rejected at once; one for a kind this build does not know is
+ * retried, its actor untouched (a newer build may be deployed beside this one).
+ */
 export function createJobHandler(engine: Engine): JobHandler {
-  const log: Logger = engine.logger;
-  return async (delivered: JobSpec, signal: AbortSignal) => {
-    let job = delivered;
+  const kinds: Readonly<Record<string, ActorJobHandler>> = { execution: executionJobHandler(engine) };
+  return async (job: JobSpec, signal: AbortSignal) => {
     if (job.kind === 'sweep') {
       await engine.sweepOnce(SWEEP_LIMIT);
       return;
     }
+    const actor = job.actor as Partial<ActorAddress> | undefined;
+    if (job.kind !== 'advance' || typeof actor?.kind !== 'string' || typeof actor.id !== 'string' || actor.id === '') {
+      throw new JobRejectedError(
+        `job ${JSON.stringify(job.id)} is malformed: kind ${JSON.stringify(job.kind)}, actor ${JSON.stringify(job.actor)}; an advance job names its actor as { kind, id }. It is failed, not retried`,
+      );
+    }
+    const handle = kinds[actor.kind];
+    if (handle === undefined) {
+      engine.logger.warn({ event: 'xreactor.actor.kind_unknown', actor, job: job.id }, `no handler for actor kind "${actor.kind}"`);
+      throw new XreactorError('actor_kind_unknown', `this worker knows actor kinds ${Object.keys(kinds).join(', ')}, not "${actor.kind}" (job ${job.id}, actor ${actor.id}); the job is retried for a build that knows it, and the actor is left as it is`, {
+        retryable: true,
+      });
+    }
+    await handle(job as JobSpec & { readonly actor: ActorAddress }, signal);
+  };
+}
+
+/** The jobs of execution actors: hand-offs, timers, wakes, signals crossing processes, sweeps' recoveries. */
+function executionJobHandler(engine: Engine): ActorJobHandler {
+  const log: Logger = engine.logger;
+  return async (delivered, signal) => {
+    let job = delivered;
+    const id = job.actor.id;
     if (job.dedupeKey !== undefined && job.event !== undefined) {
       // A signal crossing processes (an interrupt timeout, a continue left to a worker): it lands
       // in the actor's inbox at most once per key; then the job applies the inbox like any wake.
-      await engine.store.signal({ to: job.executionId, event: job.event, dedupeKey: job.dedupeKey });
+      await engine.store.markActive(id, true);
+      await engine.store.signal({ to: id, event: job.event, dedupeKey: job.dedupeKey });
       job = { ...job, event: undefined };
     }
-    const lease = engine.lease(job.executionId);
+    const lease = engine.lease(id);
     try {
       // A hand-off job carries the run's state: one fenced commit instead of a read and a commit.
       if (job.handoff !== undefined && (await advanceFromCarriedState(engine, lease, job, signal))) return;
@@ -78,28 +109,29 @@ export function createJobHandler(engine: Engine): JobHandler {
         }
       } catch (error) {
         if (error instanceof UnknownReactorError || error instanceof PlanMismatchError || (error instanceof DeserializationError && error.retryable)) {
-          // This build cannot advance it (a reactor it was not given, or a version a newer build
-          // wrote): the run and the job are left for a worker that can (a rolling deploy, or
-          // worker pools with different reactors on one queue). The job is retried after its
-          // backoff, and the run stays listed for the sweeper; if no worker that can advance it
-          // takes a job of it within their attempts, it waits for the next revision's sweep job.
-          log.warn({ event: 'xreactor.execution.not_here', executionId: job.executionId, reactor: job.reactor, err: error }, error.message);
-          throw new XreactorError('execution_not_here', `this worker cannot advance execution ${job.executionId}: ${error.message}; the job is retried`, {
+          // This build cannot advance it (a reactor or version it was not given, another plan, or
+          // a machine version a newer build wrote): the actor and the job are left for a worker
+          // that can (a rolling deploy, or worker pools with different reactors on one queue). The
+          // job is retried after its backoff, and the actor stays listed for the sweeper.
+          log.warn({ event: 'xreactor.execution.not_here', executionId: id, err: error }, error.message);
+          throw new XreactorError('execution_not_here', `this worker cannot advance execution ${id}: ${error.message}; the job is retried`, {
             retryable: true,
             cause: error,
           });
         }
         if (error instanceof DeserializationError) {
-          // Unreadable data: retrying cannot help. Report it and keep the worker running.
-          log.error({ event: 'xreactor.execution.unreadable', executionId: job.executionId, err: error }, error.message);
-          await engine.store.markActive(job.executionId, false);
-          return;
+          // Unreadable data: retrying cannot help. Its parent learns that it failed (the compose
+          // step fails with this error); the job fails; every other actor goes on.
+          log.error({ event: 'xreactor.execution.unreadable', executionId: id, err: error }, error.message);
+          await engine.store.markActive(id, false);
+          await signalParentOfUnreadable(engine, id);
+          throw new JobRejectedError(`execution ${id} cannot be advanced: ${error.message}`, { cause: error });
         }
         throw error;
       }
-      if (loaded === 'missing') throw new ExecutionNotFoundError(job.executionId);
+      if (loaded === 'missing') throw new JobRejectedError(`execution ${id} does not exist (unknown id, or its retention expired): job ${job.id} is failed, not retried`);
       if (loaded === 'busy') {
-        throw new XreactorError('execution_busy', `execution ${job.executionId} is being advanced by another live process; the job is retried later`, {
+        throw new XreactorError('execution_busy', `execution ${id} is being advanced by another live process; the job is retried later`, {
           retryable: true,
         });
       }
@@ -112,6 +144,17 @@ export function createJobHandler(engine: Engine): JobHandler {
       await lease.end();
     }
   };
+}
+
+/** A composed child whose stored data cannot be read settles as failed for its parent: signal and wake the parent. */
+async function signalParentOfUnreadable(engine: Engine, id: string): Promise<void> {
+  const dot = id.lastIndexOf('.');
+  if (dot < 0 || engine.queue === undefined) return;
+  const parent = id.slice(0, dot);
+  const event = { type: 'xreactor.child.settled', at: engine.clock.now(), child: id, status: 'failed' };
+  await engine.store.markActive(parent, true);
+  const receipt = await engine.store.signal({ to: parent, event, dedupeKey: `${id}.unreadable` });
+  if (receipt.landed.length > 0) await engine.queue.enqueue([{ id: jobId(parent, 'wake', id, 'unreadable'), kind: 'advance', actor: { kind: 'execution', id: parent } }]);
 }
 
 /** A refusal of the first, fenced commit: the carried state is not (or no longer, or not yet) the stored one. */
@@ -134,10 +177,10 @@ async function advanceFromCarriedState(engine: Engine, lease: HeldLease, job: Jo
   try {
     const snapshot = decodeSnapshot(carried.snapshot);
     host = engine.register(engine.definitionOf(snapshot.context as { reactor: string }));
-    held = await host.load(job.executionId, { snapshot, revision: carried.revision, outbox: [], inbox: { entries: [], seq: 0 } }, { value: decode(carried.input) });
+    held = await host.load(job.actor!.id, { snapshot, revision: carried.revision, outbox: [], inbox: { entries: [], seq: 0 } }, { value: decode(carried.input) });
   } catch (error) {
     if (!(error instanceof XreactorError)) throw error;
-    engine.logger.debug({ event: 'xreactor.handoff.carried_unusable', executionId: job.executionId, err: error }, 'hand-off job state unusable; reading the store');
+    engine.logger.debug({ event: 'xreactor.handoff.carried_unusable', executionId: job.actor!.id, err: error }, 'hand-off job state unusable; reading the store');
     return false;
   }
   if (held === undefined) return false;
@@ -148,7 +191,7 @@ async function advanceFromCarriedState(engine: Engine, lease: HeldLease, job: Jo
   } catch (error) {
     // Refused before anything was performed (the lease is taken only by a first commit that lands).
     if (!lease.held && isRefusal(error)) {
-      engine.logger.debug({ event: 'xreactor.handoff.carried_refused', executionId: job.executionId, err: error }, 'hand-off job state is not the stored one; reading the store');
+      engine.logger.debug({ event: 'xreactor.handoff.carried_refused', executionId: job.actor!.id, err: error }, 'hand-off job state is not the stored one; reading the store');
       return false;
     }
     throw error;
@@ -167,7 +210,7 @@ export function createWorker(options: WorkerOptions): Worker {
   const consumer: Consumer = options.queue.consume(createJobHandler(engine), { concurrency: options.concurrency ?? 1 });
   const sweepIntervalMs = options.sweepIntervalMs ?? 30_000;
   if (sweepIntervalMs > 0) {
-    options.queue.schedule(SWEEPER_SCHEDULE_ID, sweepIntervalMs, { kind: 'sweep', executionId: '', reactor: '' }).catch((error: unknown) => {
+    options.queue.schedule(SWEEPER_SCHEDULE_ID, sweepIntervalMs, { kind: 'sweep' }).catch((error: unknown) => {
       engine.logger.error({ event: 'xreactor.sweeper.schedule_failed', err: error }, 'could not schedule the sweeper');
     });
   }

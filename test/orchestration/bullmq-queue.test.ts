@@ -28,13 +28,10 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-const job = (id: string, extra: Partial<JobSpec> = {}): JobSpec => ({
-  id,
-  kind: 'advance',
-  executionId: 'e1',
-  reactor: 'checkout',
-  ...extra,
-});
+const job = (id: string, extra: Partial<JobSpec> & { readonly executionId?: string } = {}): JobSpec => {
+  const { executionId, ...rest } = extra;
+  return { id, kind: 'advance', actor: { kind: 'execution', id: executionId ?? 'e1' }, ...rest };
+};
 
 function deferred<T = void>() {
   let resolve!: (value: T) => void;
@@ -99,7 +96,7 @@ describe('bullmq queue', () => {
     await until(2);
     expect(handled).toEqual(specs);
     const stored = await queue.bullQueue.getJob(encodeJobId('e1:advance:1'));
-    expect(stored?.data).toMatchObject({ executionId: 'e1', reactor: 'checkout' });
+    expect(stored?.data).toMatchObject({ actor: 'execution:e1' });
   });
 
   it('adds a job id once, while it waits and after it completed', async () => {

@@ -82,7 +82,7 @@ describe('recovery across processes', () => {
     expect(view.result?.status === 'failed' && view.result.message).toMatch(/snapshot|foreign|truncated|envelope/i);
     // A job for it reaches the worker: reported, dropped, and the worker goes on with other work.
     const queue = createBullmqQueue({ connection: env.redis });
-    await queue.enqueue([{ id: `${executionId}.poke`, kind: 'advance', executionId, reactor: 'orch-bg-all' }]);
+    await queue.enqueue([{ id: `${executionId}.poke`, kind: 'advance', actor: { kind: 'execution', id: executionId } }]);
     // Whichever worker takes the job reports it.
     await expect.poll(() => [...env.workers].some((w) => w.output().includes('xreactor.execution.unreadable')), { timeout: 10_000 }).toBe(true);
     const next = await env.runtime.run(env.fixtures.backgroundAll, {});

@@ -42,7 +42,7 @@ export function interruptJob(
 ): JobSpec {
   const step = path[path.length - 1]!;
   const event = 'payload' in outcome ? { type: 'xreactor.interrupt.resume', at: 0, step, payload: outcome.payload } : { type: 'xreactor.interrupt.fail', at: 0, step, error: outcome.error };
-  return { id, kind: 'advance', executionId: [executionId, ...path.slice(0, -1)].join('.'), reactor: reactor.name, event, dedupeKey: `interrupt.${step}` };
+  return { id, kind: 'advance', actor: { kind: 'execution', id: [executionId, ...path.slice(0, -1)].join('.') }, event, dedupeKey: `interrupt.${step}` };
 }
 
 /** Handle `job` in a worker that dies in whatever step it hangs in (not awaited). `store` defaults to the world's. */
@@ -60,4 +60,38 @@ export function outliveLease(world: ManualWorld): void {
 export function handleInWorker(world: ManualWorld, reactors: readonly AnyReactorDefinition[], job: JobSpec, store: Store = world.store): Promise<void> {
   const engine = createEngine({ store, queue: world.queue, clock: world.time, logger: silent, reactors: [...reactors] });
   return createJobHandler(engine)(job, new AbortController().signal);
+}
+
+/** A promise and the function that resolves it: the gates a test holds store calls on. */
+export interface Deferred<T = void> {
+  readonly promise: Promise<T>;
+  readonly resolve: (value: T) => void;
+}
+
+export function deferred<T = void>(): Deferred<T> {
+  let resolve: (value: T) => void = () => undefined;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+type StoreMethod = { [K in keyof Store]: Store[K] extends (...args: never[]) => unknown ? K : never }[keyof Store];
+
+/**
+ * How a test wraps store methods: each gets `next` (the wrapped store's method, called with the
+ * same arguments) and the arguments, and decides when to call it and what to do with its outcome.
+ */
+export type StoreIntercepts = {
+  readonly [K in StoreMethod]?: (next: () => ReturnType<Store[K]>, ...args: Parameters<Store[K]>) => ReturnType<Store[K]>;
+};
+
+/** `inner` seen through `intercepts`: what one process (a caller, an operator, a worker) sees of a shared store. */
+export function interceptStore(inner: Store, intercepts: StoreIntercepts): Store {
+  return new Proxy(inner, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver) as unknown;
+      const intercept = (intercepts as Record<string | symbol, ((next: () => unknown, ...args: unknown[]) => unknown) | undefined>)[key];
+      if (intercept === undefined || typeof value !== 'function') return value;
+      return (...args: unknown[]) => intercept(() => (value as (...a: unknown[]) => unknown).apply(target, args), ...args);
+    },
+  });
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createMachine, initialTransition, transition } from 'xstate';
+import { initialTransition, transition } from 'xstate';
 import { z } from 'zod';
 import {
   DefinitionError,
@@ -11,6 +11,7 @@ import {
   reactorMachine,
 } from '../../src/index.js';
 import type { AnyReactorDefinition } from '../../src/index.js';
+import { serializeError } from '../../src/serialization/index.js';
 
 /** The builder without its compile-time checks, to write definitions the types reject. */
 interface UncheckedBuilder {
@@ -439,7 +440,7 @@ describe('toGraph and reactorMachine', () => {
     };
     send({ type: 'xreactor.input.accepted', at });
     send({ type: 'xreactor.step.succeeded', at, index: 0, attempt: 1, args: {}, result: 'R' });
-    send({ type: 'xreactor.step.failed', at, index: 1, attempt: 1, error: { name: 'Error', message: 'x' } as never, started: true, retryable: true, args: {} });
+    send({ type: 'xreactor.step.failed', at, index: 1, attempt: 1, error: serializeError(new Error('x')), started: true, retryable: true, args: {} });
     send({ type: 'xreactor.timer.fired', at, index: 1, attempt: 1 });
     send({ type: 'xreactor.step.skipped', at, index: 1, attempt: 2, value: null });
     send({ type: 'xreactor.step.succeeded', at, index: 2, attempt: 1, args: {}, result: 'done' });
@@ -459,7 +460,7 @@ describe('toGraph and reactorMachine', () => {
       }
       return visited;
     };
-    const failed = { type: 'xreactor.step.failed', at, index: 0, attempt: 1, error: { name: 'Error', message: 'x' } as never, started: false, retryable: false, args: undefined } as const;
+    const failed = { type: 'xreactor.step.failed', at, index: 0, attempt: 1, error: serializeError(new Error('x')), started: false, retryable: false, args: undefined } as const;
     expect(walk([{ type: 'xreactor.input.accepted', at }, failed])).toEqual([{ running: 'executing' }, 'failed']);
     expect(walk([{ type: 'xreactor.input.accepted', at }, { type: 'xreactor.step.halted', at, index: 0, attempt: 1, reason: 'stop' }])).toEqual([{ running: 'executing' }, 'halted']);
   });

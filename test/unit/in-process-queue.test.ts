@@ -4,13 +4,10 @@ import { createInProcessQueue } from '../../src/queue/in-process-queue.js';
 import type { JobHandler, JobSpec } from '../../src/queue/queue.js';
 import { createTestClock } from '../../src/testing/test-clock.js';
 
-const job = (id: string, extra: Partial<JobSpec> = {}): JobSpec => ({
-  id,
-  kind: 'advance',
-  executionId: extra.executionId ?? 'e1',
-  reactor: 'checkout',
-  ...extra,
-});
+const job = (id: string, extra: Partial<JobSpec> & { readonly executionId?: string } = {}): JobSpec => {
+  const { executionId, ...rest } = extra;
+  return { id, kind: 'advance', actor: { kind: 'execution', id: executionId ?? 'e1' }, ...rest };
+};
 
 function deferred<T = void>() {
   let resolve!: (value: T) => void;
@@ -64,8 +61,8 @@ describe('in-process queue, manual mode', () => {
   it('filters pending jobs by kind and execution', async () => {
     const queue = createInProcessQueue({ mode: 'manual' });
     await queue.enqueue([job('a', { executionId: 'e1' }), job('b', { executionId: 'e2' }), job('c', { executionId: 'e1' })]);
-    expect(ids(queue.pending({ executionId: 'e1' }))).toEqual(['a', 'c']);
-    expect(ids(queue.pending({ kind: 'advance', executionId: 'e2' }))).toEqual(['b']);
+    expect(ids(queue.pending({ actorId: 'e1' }))).toEqual(['a', 'c']);
+    expect(ids(queue.pending({ kind: 'advance', actorId: 'e2' }))).toEqual(['b']);
   });
 
   it('hands the handler a copy of the enqueued spec with its data intact', async () => {
@@ -253,7 +250,7 @@ describe('in-process queue, handler errors', () => {
     expect(error).toBeInstanceOf(XreactorError);
     expect(error).toMatchObject({ code: 'queue_drain_limit' });
     expect((error as Error).message).toMatch(
-      /drain ran 50 jobs and jobs are still due; likely loop: execution "spinning" of reactor "checkout" got 49 of the last 50 jobs, most often "xreactor\.step\.retry" \(48 times\)/,
+      /drain ran 50 jobs and jobs are still due; likely loop: execution "spinning" got 49 of the last 50 jobs, most often "xreactor\.step\.retry" \(48 times\)/,
     );
     expect(n).toBe(50);
   });

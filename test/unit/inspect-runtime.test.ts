@@ -21,7 +21,7 @@ describe('createRuntime({ inspect })', () => {
       ['xr:r1.sub', 'xr:r1'],
     ]);
     const applied = events
-      .filter((e) => e.type === '@xstate.event' && e.event.type !== 'xstate.init' && e.event.type !== 'xstate.stop')
+      .filter((e): e is Extract<InspectionEvent, { type: '@xstate.event' }> => e.type === '@xstate.event' && e.event.type !== 'xstate.init' && e.event.type !== 'xstate.stop')
       .map((e) => `${e.actorRef.sessionId} ${e.event.type}${e.sourceRef === undefined ? '' : ` <- ${e.sourceRef.sessionId}`}`);
     expect(applied).toEqual([
       'xr:r1 xreactor.step.succeeded',

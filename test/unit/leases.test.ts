@@ -104,7 +104,7 @@ describe('liveness leases', () => {
     const handOff = calls.filter((c) => c.name === 'commit').at(-1)!;
     expect(handOff.options).toMatchObject({ releaseLease: expect.any(String) as string, announce: false });
     expect(await store.hasLease('run-3')).toBe(false);
-    expect(queue.pending().map((j) => j.executionId)).toEqual(['run-3']);
+    expect(queue.pending().map((j) => j.actor?.id)).toEqual(['run-3']);
 
     calls.length = 0;
     await queue.drain();
@@ -163,7 +163,7 @@ describe('liveness leases', () => {
     const running = runtime.run(all, {});
     // The job is sent alongside the create, before the create lands.
     await new Promise((resolve) => setImmediate(resolve));
-    expect(queue.pending().map((j) => j.executionId)).toEqual(['run-5']);
+    expect(queue.pending().map((j) => j.actor?.id)).toEqual(['run-5']);
     expect(await inner.load('run-5')).toBeUndefined();
     await queue.drain();
     expect(await running).toMatchObject({ status: 'dispatched' });

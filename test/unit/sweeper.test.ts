@@ -37,7 +37,7 @@ describe('sweeper', () => {
     expect(await operator.sweepOnce()).toBe(0); // the caller's lease is still live
     time.advance(5_001);
     expect(await operator.sweepOnce()).toBe(1);
-    expect(queue.pending().map((j) => [j.executionId, j.event])).toEqual([['run-1', undefined]]);
+    expect(queue.pending().map((j) => [j.actor?.id, j.event])).toEqual([['run-1', undefined]]);
     await operator.sweepOnce(); // same revision, same job id: the queue does not add it twice
     expect(queue.pending()).toHaveLength(1);
 
@@ -67,7 +67,7 @@ describe('sweeper', () => {
     // Two entries per sweep: the first sweep sees only live runs, the second reaches the dead one.
     expect(await operator.sweepOnce({ limit: 2 })).toBe(0);
     expect(await operator.sweepOnce({ limit: 2 })).toBe(1);
-    expect(queue.pending().map((j) => j.executionId)).toEqual(['dead']);
+    expect(queue.pending().map((j) => j.actor?.id)).toEqual(['dead']);
     // Then it starts over from the oldest.
     expect(await operator.sweepOnce({ limit: 2 })).toBe(0);
   });
