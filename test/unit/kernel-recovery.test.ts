@@ -1,0 +1,105 @@
+/**
+ * The kernel's recovery paths with a composed child: a process that dies between a child's
+ * settle commit (which lands the signal in its parent's inbox) and the parent applying it; an
+ * awaited child that is gone. Each death is forced with a store whose commit never returns.
+ */
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { createMemoryStore, createRuntime, createWorker, defineReactor } from '../../src/index.js';
+import type { Store } from '../../src/index.js';
+import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
+
+const logger = pino({ level: 'silent' });
+
+/** A store whose process dies right after the commit of `id` into `status` lands (nothing after it runs). */
+function dyingAfter(store: Store, id: string, status: string): Store {
+  return new Proxy(store, {
+    get: (t, k, r) =>
+      k === 'commit'
+        ? async (...args: Parameters<Store['commit']>) => {
+            const revision = await t.commit(...args);
+            if (args[0] === id && args[2].status === status) return new Promise<number>(() => undefined);
+            return revision;
+          }
+        : (Reflect.get(t, k, r) as unknown),
+  });
+}
+
+function tree(ran: string[]) {
+  const child = defineReactor({ name: 'kr_child' })
+    .step('c1', { run: () => (ran.push('c1'), 'C1'), undo: () => void ran.push('undo:c1') })
+    .build();
+  return defineReactor({ name: 'kr_root' })
+    .step('a', { run: () => (ran.push('a'), 'A'), undo: () => void ran.push('undo:a') })
+    .compose('sub', child, { waitFor: ['a'] })
+    .step('b', { waitFor: ['sub'], run: () => (ran.push('b'), 'B') })
+    .build();
+}
+
+describe('kernel recovery', () => {
+  it('a process that dies between the child settle commit and the parent applying it: the sweeper wakes the parent, which applies the signal exactly once', async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const ran: string[] = [];
+    const root = tree(ran);
+    const caller = createRuntime({ store: dyingAfter(store, 'r1.sub', 'completed'), queue, clock: createTestClock(), logger, worker: false, leaseTtlMs: 5_000, generateId: () => 'r1' });
+    void caller.run(root, {});
+    await expect.poll(async () => (await store.load('r1.sub'))?.snapshot.value).toBe('completed');
+    const parent = await store.load('r1');
+    expect({ value: parent?.snapshot.value, inbox: parent?.inbox.entries.map((e) => e.event.type) }).toEqual({ value: { running: 'awaiting' }, inbox: ['xreactor.child.settled'] });
+    time.advance(5_001);
+    const operator = createRuntime({ store, queue, clock: time, logger, worker: false, reactors: [root] });
+    expect(await operator.sweepOnce()).toBeGreaterThanOrEqual(1);
+    const worker = createWorker({ store, queue, clock: time, logger, reactors: [root], sweepIntervalMs: 0 });
+    await queue.drain();
+    expect(await operator.awaitResult('r1', { timeoutMs: 10 })).toMatchObject({ status: 'completed', value: { a: 'A', sub: { c1: 'C1' }, b: 'B' } });
+    expect(ran).toEqual(['a', 'c1', 'b']);
+    expect((await store.load('r1'))?.inbox.entries).toEqual([]);
+    // A second sweep finds nothing to do, and the index is empty once the settled actors are dropped.
+    await operator.sweepOnce();
+    await queue.drain();
+    expect(ran).toEqual(['a', 'c1', 'b']);
+    expect((await store.listActive(10)).ids).toEqual([]);
+    await worker.close();
+  });
+
+  it('an awaiting parent whose child is gone is woken by the sweeper: the compose step fails with context_unavailable and the parent rolls back', async () => {
+    const time = createTestClock();
+    const inner = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const ran: string[] = [];
+    const root = tree(ran);
+    // The caller dies as the child is created; then the child's data is lost (as if it expired).
+    let lost = false;
+    const store: Store = new Proxy(inner, {
+      get: (t, k, r) => {
+        if (k === 'commit') {
+          return async (...args: Parameters<Store['commit']>) => {
+            const revision = await t.commit(...args);
+            if (args[0] === 'r2' && args[2].spawn !== undefined) return new Promise<number>(() => undefined);
+            return revision;
+          };
+        }
+        if (k === 'load' || k === 'acquireAndLoad') {
+          return async (id: string, ...rest: unknown[]) => (lost && id === 'r2.sub' ? (k === 'load' ? undefined : { status: 'missing' }) : (Reflect.get(t, k, r) as (...a: unknown[]) => unknown)(id, ...rest));
+        }
+        return Reflect.get(t, k, r) as unknown;
+      },
+    });
+    const caller = createRuntime({ store, queue, clock: createTestClock(), logger, worker: false, leaseTtlMs: 5_000, generateId: () => 'r2' });
+    void caller.run(root, {});
+    await expect.poll(async () => (await inner.load('r2'))?.snapshot.value).toEqual({ running: 'awaiting' });
+    lost = true;
+    time.advance(5_001);
+    const operator = createRuntime({ store, queue, clock: time, logger, worker: false, reactors: [root] });
+    await operator.sweepOnce();
+    const worker = createWorker({ store, queue, clock: time, logger, reactors: [root], sweepIntervalMs: 0 });
+    await queue.drain();
+    const result = await operator.awaitResult('r2', { timeoutMs: 10 });
+    expect(result).toMatchObject({ status: 'failed', step: 'sub' });
+    if (result.status === 'failed') expect(result.error).toMatchObject({ code: 'context_unavailable' });
+    expect(ran).toEqual(['a', 'undo:a']);
+    await worker.close();
+  });
+});
