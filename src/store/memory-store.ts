@@ -1,10 +1,10 @@
 import type { TraceEntry } from '../../machines/execution-types.js';
-import { EXECUTION_MACHINE_VERSION } from '../../machines/execution-types.js';
 import { ExecutionNotFoundError, StaleRevisionError, XreactorError } from '../errors/index.js';
 import { decode, encode } from '../serialization/index.js';
 import type { Clock } from '../internal/clock.js';
 import { systemClock } from '../internal/clock.js';
-import { decodeSnapshot, encodeSnapshot } from './snapshot-codec.js';
+import { decodeSnapshot, DEFAULT_MACHINES, encodeSnapshot } from './snapshot-codec.js';
+import type { MachineVersions } from './snapshot-codec.js';
 import { executionBusyError, undoGapError } from './store.js';
 import type { Commit, CommitWrites, CreateExecution, CreateOptions, LeasedLoad, LoadedExecution, OutboxEffect, Store, UndoEntry } from './store.js';
 
@@ -21,10 +21,12 @@ interface Row {
 /** Options of {@link createMemoryStore}. */
 export interface MemoryStoreOptions {
   /**
-   * Machine versions this build can load.
-   * @defaultValue [EXECUTION_MACHINE_VERSION]
+   * Actor kind -> the machine versions of that kind this build can load. Loading an actor of a
+   * kind not listed, or of a version not listed for its kind, fails with a retryable
+   * DeserializationError (a build that knows it can advance the actor).
+   * @defaultValue `{ execution: [EXECUTION_MACHINE_VERSION] }`
    */
-  readonly machineVersions?: readonly number[];
+  readonly machines?: MachineVersions;
   /**
    * Time source for lease expiry and waits.
    * @defaultValue the system clock
@@ -62,7 +64,7 @@ const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.byteLength === b.
  * are fenced by revision like every other adapter.
  */
 export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
-  const versions = options.machineVersions ?? [EXECUTION_MACHINE_VERSION];
+  const machines = options.machines ?? DEFAULT_MACHINES;
   const clock = options.clock ?? systemClock;
   const rows = new Map<string, Row>();
   const leases = new Map<string, { owner: string; expiresAt: number }>();
@@ -106,7 +108,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     for (const wake of waiters.get(id) ?? []) wake();
   };
   const decodeRow = (r: Row): LoadedExecution => {
-    const snapshot = decodeSnapshot(r.snapshot, versions);
+    const snapshot = decodeSnapshot(r.snapshot, machines);
     return { snapshot, revision: r.revision, outbox: decode(r.outbox) as OutboxEffect[] };
   };
 

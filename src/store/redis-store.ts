@@ -1,5 +1,4 @@
 import type { Cluster, Redis } from 'ioredis';
-import { EXECUTION_MACHINE_VERSION } from '../../machines/execution-types.js';
 import type { TraceEntry } from '../../machines/execution-types.js';
 import { DefinitionError, DeserializationError, ExecutionNotFoundError } from '../errors/index.js';
 import type { Clock } from '../internal/clock.js';
@@ -19,7 +18,8 @@ import {
   releaseLeaseArgs,
 } from './redis-scripts.js';
 import { createSettledHub } from './redis-settled.js';
-import { decodeSnapshot } from './snapshot-codec.js';
+import { decodeSnapshot, DEFAULT_MACHINES } from './snapshot-codec.js';
+import type { MachineVersions } from './snapshot-codec.js';
 import type { LeasedLoad, LoadedExecution, OutboxEffect, Store, UndoEntry } from './store.js';
 
 /** Retention of an execution's keys after its last write: 24 hours, as `context_ttl` in ruby_reactor. */
@@ -46,10 +46,12 @@ export interface RedisStoreOptions {
    */
   readonly contextTtlMs?: number;
   /**
-   * Machine versions this build can load.
-   * @defaultValue [EXECUTION_MACHINE_VERSION]
+   * Actor kind -> the machine versions of that kind this build can load. Loading an actor of a
+   * kind not listed, or of a version not listed for its kind, fails with a retryable
+   * DeserializationError (a build that knows it can advance the actor).
+   * @defaultValue `{ execution: [EXECUTION_MACHINE_VERSION] }`
    */
-  readonly machineVersions?: readonly number[];
+  readonly machines?: MachineVersions;
   /**
    * Creates the connection `waitSettled` subscribes on (once, on the first wait). The store owns
    * it and quits it on `close()`.
@@ -121,7 +123,7 @@ export function compileRedisStoreOptions(options: RedisStoreOptions): CompiledRe
     redis,
     prefix: options.prefix ?? 'xr',
     contextTtlMs,
-    machineVersions: options.machineVersions ?? [EXECUTION_MACHINE_VERSION],
+    machines: options.machines ?? DEFAULT_MACHINES,
     subscriber: options.subscriber ?? (() => (redis as Redis).duplicate()),
     clock: options.clock ?? systemClock,
   };
@@ -174,7 +176,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     if (!Number.isSafeInteger(revision) || snapshot == null || outbox == null) {
       throw new DeserializationError(`execution ${id} is incomplete or foreign (revision ${rev == null ? 'missing' : JSON.stringify(rev.toString())}, snapshot ${snapshot == null ? 'missing' : 'present'}): discard it`);
     }
-    return { snapshot: decodeSnapshot(snapshot, config.machineVersions), revision, outbox: decode(outbox) as OutboxEffect[] };
+    return { snapshot: decodeSnapshot(snapshot, config.machines), revision, outbox: decode(outbox) as OutboxEffect[] };
   };
 
   return {

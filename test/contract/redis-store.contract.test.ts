@@ -34,7 +34,7 @@ const open = (prefix = freshPrefix(), contextTtlMs?: number, clock?: TestClock) 
 describeStoreContract('redis', async () => open());
 
 const first = (): Commit => ({
-  snapshot: { machineVersion: EXECUTION_MACHINE_VERSION, value: 'pending', context: {} },
+  snapshot: { kind: 'execution', machineVersion: EXECUTION_MACHINE_VERSION, value: 'pending', context: {} },
   status: 'pending',
   writes: { results: [['a', 1]], pushUndo: [{ position: 0, step: 'a', args: null, result: 1 }], truncateUndoTo: undefined, trace: [{ type: 'run', step: 'a', at: 1 }] },
   outbox: [],

@@ -25,7 +25,7 @@ import { decode, decodeEnvelope } from '../../src/serialization/index.js';
 const keys = createKeyBuilder('app').executionKeys('e1');
 
 const commit: Commit = {
-  snapshot: { machineVersion: 3, value: { running: 'b' }, context: { cursor: 1 } },
+  snapshot: { kind: 'execution', machineVersion: 3, value: { running: 'b' }, context: { cursor: 1 } },
   status: 'running',
   writes: {
     results: [['a', { id: 1 }], ['b', null]],
