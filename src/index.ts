@@ -54,7 +54,28 @@ export type {
 
 export { createMemoryStore } from './store/memory-store.js';
 export type { MemoryStoreOptions } from './store/memory-store.js';
-export type { Store, UndoEntry, PersistedSnapshot, Commit, CommitWrites, LoadedExecution, CreateExecution, OutboxEffect, LeaseRequest, CommitOptions, CreateOptions, LeasedLoad, SettledWait, ActivePage } from './store/store.js';
+export type {
+  Store,
+  UndoEntry,
+  PersistedSnapshot,
+  Commit,
+  CommitWrites,
+  LoadedExecution,
+  CreateExecution,
+  OutboxEffect,
+  LeaseRequest,
+  CommitOptions,
+  CreateOptions,
+  LeasedLoad,
+  SettledWait,
+  ActivePage,
+  Signal,
+  SignalEvent,
+  SignalReceipt,
+  Inbox,
+  InboxEntry,
+  SpawnActor,
+} from './store/store.js';
 export type { Queue, JobSpec, JobHandler, Consumer, ConsumeOptions } from './queue/queue.js';
 
 export type { Middleware, HookBase, StepHook, HookName } from './observability/middleware.js';

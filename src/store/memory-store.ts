@@ -1,21 +1,32 @@
 import type { TraceEntry } from '../../machines/execution-types.js';
-import { ExecutionNotFoundError, StaleRevisionError, XreactorError } from '../errors/index.js';
+import { ExecutionNotFoundError, InboxPendingError, StaleRevisionError, XreactorError } from '../errors/index.js';
 import { decode, encode } from '../serialization/index.js';
 import type { Clock } from '../internal/clock.js';
 import { systemClock } from '../internal/clock.js';
 import { decodeSnapshot, DEFAULT_MACHINES, encodeSnapshot } from './snapshot-codec.js';
 import type { MachineVersions } from './snapshot-codec.js';
-import { executionBusyError, undoGapError } from './store.js';
-import type { Commit, CommitWrites, CreateExecution, CreateOptions, LeasedLoad, LoadedExecution, OutboxEffect, Store, UndoEntry } from './store.js';
+import { checkCommitRules, uniqueIds } from './commit-rules.js';
+import { encodeInboxEntry, inboxOf } from './inbox-codec.js';
+import { executionBusyError, executionExistsError, MAX_CASCADE_DEPTH, undoGapError } from './store.js';
+import type { Commit, CommitWrites, CreateExecution, CreateOptions, LeasedLoad, LoadedExecution, OutboxEffect, Signal, Store, UndoEntry } from './store.js';
 
 interface Row {
   revision: number;
   snapshot: Uint8Array;
+  status: string;
   readonly input: Uint8Array;
   readonly results: Map<string, Uint8Array>;
   readonly undo: Uint8Array[];
   readonly trace: Uint8Array[];
   outbox: Uint8Array;
+  /** The highest inbox seq assigned (0: none). */
+  inboxSeq: number;
+  /** Unconsumed inbox entries: seq -> encoded `{ event, dedupeKey }` (the bytes the Redis store keeps). */
+  readonly inbox: Map<number, Uint8Array>;
+  /** Every dedupe key that landed -> its seq. */
+  readonly dedupe: Map<string, number>;
+  /** The actors this one awaits, in the order its commit named them. */
+  awaits: readonly string[];
 }
 
 /** Options of {@link createMemoryStore}. */
@@ -107,9 +118,49 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
   const publishSettled = (id: string): void => {
     for (const wake of waiters.get(id) ?? []) wake();
   };
-  const decodeRow = (r: Row): LoadedExecution => {
+  const decodeRow = (id: string, r: Row): LoadedExecution => {
     const snapshot = decodeSnapshot(r.snapshot, machines);
-    return { snapshot, revision: r.revision, outbox: decode(r.outbox) as OutboxEffect[] };
+    return { snapshot, revision: r.revision, outbox: decode(r.outbox) as OutboxEffect[], inbox: inboxOf(id, r.inboxSeq, r.inbox) };
+  };
+
+  // Signals, exactly as lua/includes/deliverSignal.lua delivers them.
+  /** The existing actors a signal to `to` reaches: `to`, and with `cascade` what they await, breadth first, each once, MAX_CASCADE_DEPTH levels down at most. */
+  const reach = (to: string, cascade: boolean): (readonly [id: string, row: Row])[] => {
+    const reached: (readonly [string, Row])[] = [];
+    const seen = new Set([to]);
+    let level = [to];
+    for (let depth = 0; level.length > 0; depth += 1) {
+      const next: string[] = [];
+      for (const id of level) {
+        const r = rows.get(id);
+        if (r === undefined) continue;
+        reached.push([id, r]);
+        if (!cascade || depth >= MAX_CASCADE_DEPTH) continue;
+        for (const awaited of r.awaits) {
+          if (seen.has(awaited)) continue;
+          seen.add(awaited);
+          next.push(awaited);
+        }
+      }
+      level = next;
+    }
+    return reached;
+  };
+  /** Lands the entry in `r`'s inbox unless it has seen the key; whether it landed. */
+  const land = (r: Row, dedupeKey: string, entry: Uint8Array): boolean => {
+    if (r.dedupe.has(dedupeKey)) return false;
+    r.inboxSeq += 1;
+    r.inbox.set(r.inboxSeq, entry);
+    r.dedupe.set(dedupeKey, r.inboxSeq);
+    return true;
+  };
+  /** Encoded first (an entry that cannot be encoded refuses the commit before anything is written), delivered after the writes. */
+  const encodeSignals = (signals: readonly Signal[] | undefined) => (signals ?? []).map((signal) => [signal, Buffer.from(encodeInboxEntry(signal))] as const);
+  const deliver = (signals: readonly (readonly [Signal, Uint8Array])[]): void => {
+    for (const [signal, entry] of signals) for (const [, r] of reach(signal.to, signal.cascade === true)) land(r, signal.dedupeKey, entry);
+  };
+  const refuseSpawn = (commit: Commit): void => {
+    if ((commit.spawn?.length ?? 0) > 0) throw new XreactorError('spawn_unsupported', 'Commit.spawn is not supported by this store yet');
   };
 
   const row = (id: string): Row => {
@@ -131,44 +182,71 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     for (const entry of w.trace) r.trace.push(own(entry));
     r.snapshot = snapshot;
     r.outbox = outbox;
+    r.status = commit.status;
     r.revision += 1;
+    if (commit.awaits !== undefined) r.awaits = uniqueIds(commit.awaits);
   };
 
   return {
     async create(execution: CreateExecution, options?: CreateOptions) {
-      if (rows.has(execution.id)) {
-        throw new XreactorError('execution_exists', `execution ${execution.id} already exists; execution ids must be unique`);
-      }
+      checkCommitRules(execution.id, execution.commit);
+      refuseSpawn(execution.commit);
+      if (rows.has(execution.id)) throw executionExistsError(execution.id);
       const lease = options?.lease;
       if (lease !== undefined && heldByOther(execution.id, lease.owner)) throw executionBusyError(execution.id);
       checkUndo(execution.id, execution.commit.writes, 0);
+      const signals = encodeSignals(execution.commit.signals);
       const r: Row = {
         revision: 0,
         snapshot: new Uint8Array(),
+        status: '',
         input: own(execution.input),
         results: new Map(),
         undo: [],
         trace: [],
         outbox: new Uint8Array(),
+        inboxSeq: 0,
+        inbox: new Map(),
+        dedupe: new Map(),
+        awaits: [],
       };
       apply(r, execution.commit);
       rows.set(execution.id, r);
+      deliver(signals);
       if (lease !== undefined) takeLease(execution.id, lease.owner, lease.ttlMs);
       if (options?.announce === true) publishSettled(execution.id);
       return r.revision;
     },
     async load(id) {
       const r = rows.get(id);
-      return r === undefined ? undefined : decodeRow(r);
+      return r === undefined ? undefined : decodeRow(id, r);
+    },
+    async readInbox(id) {
+      const r = rows.get(id);
+      return r === undefined ? { entries: [], seq: 0 } : inboxOf(id, r.inboxSeq, r.inbox);
+    },
+    async signal(signal, options) {
+      const entry = Buffer.from(encodeInboxEntry(signal));
+      const reached = reach(signal.to, signal.cascade === true);
+      const refuse = new Set(options?.refuseIn ?? []);
+      const refusing = reached.find(([, r]) => refuse.has(r.status));
+      if (refusing !== undefined) return { landed: [], refusedBy: { id: refusing[0], status: refusing[1].status } };
+      return { landed: reached.filter(([, r]) => land(r, signal.dedupeKey, entry)).map(([id]) => id) };
     },
     async commit(id, expectedRevision, commit, options) {
+      checkCommitRules(id, commit);
+      refuseSpawn(commit);
       const r = row(id);
       if (r.revision !== expectedRevision) throw new StaleRevisionError(id, expectedRevision, r.revision);
       if (options?.ifSnapshot !== undefined && !sameBytes(r.snapshot, options.ifSnapshot)) throw new StaleRevisionError(id, expectedRevision, r.revision);
+      if (r.inboxSeq > (commit.inboxSeen ?? 0)) throw new InboxPendingError(id, r.revision, r.inboxSeq);
       checkUndo(id, commit.writes, r.undo.length);
       const lease = options?.takeLease;
       if (lease !== undefined && heldByOther(id, lease.owner)) throw executionBusyError(id);
+      const signals = encodeSignals(commit.signals);
       apply(r, commit);
+      for (const seq of commit.consumed ?? []) r.inbox.delete(seq);
+      deliver(signals);
       if (lease !== undefined) takeLease(id, lease.owner, lease.ttlMs);
       if (options?.releaseLease !== undefined) releaseLease(id, options.releaseLease);
       if (options?.announce === true) publishSettled(id);
@@ -179,7 +257,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       if (r === undefined) return { status: 'missing' };
       if (!takeLease(id, lease.owner, lease.ttlMs)) return { status: 'busy' };
       try {
-        return { status: 'leased', execution: decodeRow(r), input: decode(r.input) };
+        return { status: 'leased', execution: decodeRow(id, r), input: decode(r.input) };
       } catch (error) {
         releaseLease(id, lease.owner);
         throw error;

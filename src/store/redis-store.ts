@@ -5,18 +5,27 @@ import type { Clock } from '../internal/clock.js';
 import { systemClock } from '../internal/clock.js';
 import { decode } from '../serialization/index.js';
 import { createKeyBuilder, EXECUTION_FIELDS } from './keys.js';
+import { checkCommitRules } from './commit-rules.js';
+import { inboxOf } from './inbox-codec.js';
 import {
   acquireAndLoadArgs,
   acquireLeaseArgs,
   commitArgs,
   createArgs,
   defineScripts,
+  loadArgs,
   markActiveArgs,
   readAcquireAndLoadReply,
   readCommitReply,
   readCreateReply,
+  readInboxArgs,
+  readInboxReply,
+  readLoadReply,
+  readSignalReply,
   releaseLeaseArgs,
+  signalArgs,
 } from './redis-scripts.js';
+import type { LoadReply } from './redis-scripts.js';
 import { createSettledHub } from './redis-settled.js';
 import { decodeSnapshot, DEFAULT_MACHINES } from './snapshot-codec.js';
 import type { MachineVersions } from './snapshot-codec.js';
@@ -170,17 +179,18 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     if ((await exists) === 0) throw new ExecutionNotFoundError(id);
   };
   const exists = (id: string) => redis.exists(keys.executionKeys(id).execution);
-  /** The checks and decoding of `load`, on the fields of the execution hash (not all absent). */
-  const loaded = (id: string, rev: Buffer | null | undefined, snapshot: Buffer | null | undefined, outbox: Buffer | null | undefined): LoadedExecution => {
+  /** The checks and decoding of `load`, on the fields of the execution hash (not all absent) and its inbox. */
+  const loaded = (id: string, { revision: rev, snapshot, outbox, inboxSeq, entries }: LoadReply): LoadedExecution => {
     const revision = Number(rev?.toString());
     if (!Number.isSafeInteger(revision) || snapshot == null || outbox == null) {
       throw new DeserializationError(`execution ${id} is incomplete or foreign (revision ${rev == null ? 'missing' : JSON.stringify(rev.toString())}, snapshot ${snapshot == null ? 'missing' : 'present'}): discard it`);
     }
-    return { snapshot: decodeSnapshot(snapshot, config.machines), revision, outbox: decode(outbox) as OutboxEffect[] };
+    return { snapshot: decodeSnapshot(snapshot, config.machines), revision, outbox: decode(outbox) as OutboxEffect[], inbox: inboxOf(id, inboxSeq, entries) };
   };
 
   return {
     async create(execution, options) {
+      checkCommitRules(execution.id, execution.commit);
       const k = keys.executionKeys(execution.id);
       // As publishSettled: a waiter in this process whose SUBSCRIBE is pending must not miss the announcement.
       if (options?.announce === true) await settled.subscribed(k.settled);
@@ -191,11 +201,20 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       return revision;
     },
     async load(id) {
-      const [rev, snapshot, outbox] = await read(id, redis.hmgetBuffer(keys.executionKeys(id).execution, F.revision, F.snapshot, F.outbox));
-      if (rev == null && snapshot == null && outbox == null) return undefined;
-      return loaded(id, rev, snapshot, outbox);
+      const reply = readLoadReply(await read(id, run('loadExecution', loadArgs(keys.executionKeys(id)), true)));
+      if (reply.revision == null && reply.snapshot == null && reply.outbox == null) return undefined;
+      return loaded(id, reply);
+    },
+    async readInbox(id) {
+      const { seq, entries } = readInboxReply(await read(id, run('readInbox', readInboxArgs(keys.executionKeys(id)), true)));
+      return inboxOf(id, seq, entries);
+    },
+    async signal(signal, options) {
+      const reply = await read(signal.to, run('signalActor', signalArgs(keys.executionKeys(signal.to), signal, config.contextTtlMs, options?.refuseIn)));
+      return readSignalReply(reply);
     },
     async commit(id, expectedRevision, commit, options) {
+      checkCommitRules(id, commit);
       const k = keys.executionKeys(id);
       const announce = options?.announce === true;
       if (announce) await settled.subscribed(k.settled);
@@ -217,7 +236,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       const found = readAcquireAndLoadReply(await read(id, run('acquireAndLoad', acquireAndLoadArgs(k, lease), true)));
       if (found.status !== 'leased') return found;
       try {
-        const execution = loaded(id, found.revision, found.snapshot, found.outbox);
+        const execution = loaded(id, found);
         if (found.input == null) throw new DeserializationError(`execution ${id} is incomplete or foreign (input missing): discard it`);
         return { status: 'leased', execution, input: decode(found.input) };
       } catch (error) {
