@@ -8,7 +8,7 @@ import type { MachineVersions } from './snapshot-codec.js';
 import { checkCommitRules, uniqueIds } from './commit-rules.js';
 import { encodeInboxEntry, inboxOf } from './inbox-codec.js';
 import { executionBusyError, executionExistsError, MAX_CASCADE_DEPTH, undoGapError } from './store.js';
-import type { Commit, CommitWrites, CreateExecution, CreateOptions, LeasedLoad, LoadedExecution, OutboxEffect, Signal, Store, UndoEntry } from './store.js';
+import type { Commit, CommitWrites, CreateExecution, CreateOptions, LeasedLoad, LoadedExecution, OutboxEffect, Signal, SpawnActor, Store, UndoEntry } from './store.js';
 
 interface Row {
   revision: number;
@@ -27,6 +27,44 @@ interface Row {
   readonly dedupe: Map<string, number>;
   /** The actors this one awaits, in the order its commit named them. */
   awaits: readonly string[];
+  /** The actors it spawned. */
+  readonly children: Set<string>;
+  /** The actor that spawned it. */
+  readonly parent: string | undefined;
+}
+
+/**
+ * A commit with everything it stores already encoded, so that a value that cannot be encoded
+ * refuses the commit before anything is written (as the Redis store encodes every argument
+ * before it calls its script). Copies: msgpackr returns views into its shared working buffer,
+ * which a stored view would pin.
+ */
+interface Prepared {
+  readonly commit: Commit;
+  /** Exactly encodeSnapshot's bytes, as the Redis store keeps them: `ifSnapshot` compares them. */
+  readonly snapshot: Uint8Array;
+  readonly outbox: Uint8Array;
+  readonly results: readonly (readonly [string, Uint8Array])[];
+  readonly undo: readonly (readonly [number, Uint8Array])[];
+  readonly trace: readonly Uint8Array[];
+  readonly signals: readonly (readonly [Signal, Uint8Array])[];
+  readonly spawn: readonly { readonly actor: SpawnActor; readonly input: Uint8Array; readonly prepared: Prepared }[];
+}
+
+const own = (value: unknown): Uint8Array => Buffer.from(encode(value));
+
+function prepare(commit: Commit): Prepared {
+  const w = commit.writes;
+  return {
+    commit,
+    snapshot: Buffer.from(encodeSnapshot(commit.snapshot)),
+    outbox: own(commit.outbox),
+    results: w.results.map(([step, value]) => [step, own(value)] as const),
+    undo: w.pushUndo.map((entry) => [entry.position, own({ step: entry.step, args: entry.args, result: entry.result })] as const),
+    trace: w.trace.map(own),
+    signals: (commit.signals ?? []).map((signal) => [signal, Buffer.from(encodeInboxEntry(signal))] as const),
+    spawn: (commit.spawn ?? []).map((actor) => ({ actor, input: own(actor.input), prepared: prepare(actor.commit) })),
+  };
 }
 
 /** Options of {@link createMemoryStore}. */
@@ -154,65 +192,89 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     r.dedupe.set(dedupeKey, r.inboxSeq);
     return true;
   };
-  /** Encoded first (an entry that cannot be encoded refuses the commit before anything is written), delivered after the writes. */
-  const encodeSignals = (signals: readonly Signal[] | undefined) => (signals ?? []).map((signal) => [signal, Buffer.from(encodeInboxEntry(signal))] as const);
-  const deliver = (signals: readonly (readonly [Signal, Uint8Array])[]): void => {
-    for (const [signal, entry] of signals) for (const [, r] of reach(signal.to, signal.cascade === true)) land(r, signal.dedupeKey, entry);
-  };
-  const refuseSpawn = (commit: Commit): void => {
-    if ((commit.spawn?.length ?? 0) > 0) throw new XreactorError('spawn_unsupported', 'Commit.spawn is not supported by this store yet');
-  };
-
   const row = (id: string): Row => {
     const found = rows.get(id);
     if (found === undefined) throw new ExecutionNotFoundError(id);
     return found;
   };
-  // Copies: msgpackr returns views into its shared working buffer, which a stored view would pin.
-  const own = (value: unknown): Uint8Array => Buffer.from(encode(value));
-  const apply = (r: Row, commit: Commit): void => {
-    // Encoded first: a snapshot that cannot be encoded is refused before anything is written.
-    // Exactly encodeSnapshot's bytes (copied), as the Redis store keeps them: `ifSnapshot` compares them.
-    const snapshot = Buffer.from(encodeSnapshot(commit.snapshot));
-    const outbox = own(commit.outbox);
-    const w = commit.writes;
-    for (const [step, value] of w.results) r.results.set(step, own(value));
+
+  /**
+   * The checks the scripts make on the actors a commit spawns (lua/includes/actorKernel.lua,
+   * checkSpawns), depth first: each id is new (`seen`: named earlier in this step), its lease is
+   * free or its owner's, its undo pushes leave no gap.
+   */
+  const checkSpawns = (commit: Commit, seen: Set<string>): void => {
+    for (const actor of commit.spawn ?? []) {
+      if (seen.has(actor.id) || rows.has(actor.id)) throw executionExistsError(actor.id);
+      seen.add(actor.id);
+      if (actor.lease !== undefined && heldByOther(actor.id, actor.lease.owner)) throw executionBusyError(actor.id);
+      checkUndo(actor.id, actor.commit.writes, 0);
+      checkSpawns(actor.commit, seen);
+    }
+  };
+
+  const newRow = (input: Uint8Array, parent: string | undefined): Row => ({
+    revision: 0,
+    snapshot: new Uint8Array(),
+    status: '',
+    input,
+    results: new Map(),
+    undo: [],
+    trace: [],
+    outbox: new Uint8Array(),
+    inboxSeq: 0,
+    inbox: new Map(),
+    dedupe: new Map(),
+    awaits: [],
+    children: new Set(),
+    parent,
+  });
+
+  /** Writes a prepared commit's own writes, snapshot, status, revision and awaits on `r`. */
+  const apply = (r: Row, p: Prepared): void => {
+    for (const [step, bytes] of p.results) r.results.set(step, bytes);
+    const w = p.commit.writes;
     if (w.truncateUndoTo !== undefined) r.undo.length = Math.min(r.undo.length, w.truncateUndoTo);
-    for (const entry of w.pushUndo) r.undo[entry.position] = own({ step: entry.step, args: entry.args, result: entry.result });
-    for (const entry of w.trace) r.trace.push(own(entry));
-    r.snapshot = snapshot;
-    r.outbox = outbox;
-    r.status = commit.status;
+    for (const [position, bytes] of p.undo) r.undo[position] = bytes;
+    r.trace.push(...p.trace);
+    r.snapshot = p.snapshot;
+    r.outbox = p.outbox;
+    r.status = p.commit.status;
     r.revision += 1;
-    if (commit.awaits !== undefined) r.awaits = uniqueIds(commit.awaits);
+    if (p.commit.awaits !== undefined) r.awaits = uniqueIds(p.commit.awaits);
+  };
+  /** Creates the actors a prepared commit of `parent` spawns (and theirs, depth first), as `create` creates one. */
+  const spawnAll = (parent: string, p: Prepared): void => {
+    const parentRow = rows.get(parent)!;
+    for (const { actor, input, prepared } of p.spawn) {
+      const r = newRow(input, parent);
+      apply(r, prepared);
+      rows.set(actor.id, r);
+      parentRow.children.add(actor.id);
+      if (actor.lease !== undefined) takeLease(actor.id, actor.lease.owner, actor.lease.ttlMs);
+      spawnAll(actor.id, prepared);
+    }
+  };
+  /** Delivers a prepared commit's signals, then those of its spawned actors, depth first. */
+  const deliverAll = (p: Prepared): void => {
+    for (const [signal, entry] of p.signals) for (const [, r] of reach(signal.to, signal.cascade === true)) land(r, signal.dedupeKey, entry);
+    for (const spawned of p.spawn) deliverAll(spawned.prepared);
   };
 
   return {
     async create(execution: CreateExecution, options?: CreateOptions) {
       checkCommitRules(execution.id, execution.commit);
-      refuseSpawn(execution.commit);
       if (rows.has(execution.id)) throw executionExistsError(execution.id);
       const lease = options?.lease;
       if (lease !== undefined && heldByOther(execution.id, lease.owner)) throw executionBusyError(execution.id);
       checkUndo(execution.id, execution.commit.writes, 0);
-      const signals = encodeSignals(execution.commit.signals);
-      const r: Row = {
-        revision: 0,
-        snapshot: new Uint8Array(),
-        status: '',
-        input: own(execution.input),
-        results: new Map(),
-        undo: [],
-        trace: [],
-        outbox: new Uint8Array(),
-        inboxSeq: 0,
-        inbox: new Map(),
-        dedupe: new Map(),
-        awaits: [],
-      };
-      apply(r, execution.commit);
+      checkSpawns(execution.commit, new Set([execution.id]));
+      const prepared = prepare(execution.commit);
+      const r = newRow(own(execution.input), undefined);
+      apply(r, prepared);
       rows.set(execution.id, r);
-      deliver(signals);
+      spawnAll(execution.id, prepared);
+      deliverAll(prepared);
       if (lease !== undefined) takeLease(execution.id, lease.owner, lease.ttlMs);
       if (options?.announce === true) publishSettled(execution.id);
       return r.revision;
@@ -235,7 +297,6 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     },
     async commit(id, expectedRevision, commit, options) {
       checkCommitRules(id, commit);
-      refuseSpawn(commit);
       const r = row(id);
       if (r.revision !== expectedRevision) throw new StaleRevisionError(id, expectedRevision, r.revision);
       if (options?.ifSnapshot !== undefined && !sameBytes(r.snapshot, options.ifSnapshot)) throw new StaleRevisionError(id, expectedRevision, r.revision);
@@ -243,10 +304,12 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       checkUndo(id, commit.writes, r.undo.length);
       const lease = options?.takeLease;
       if (lease !== undefined && heldByOther(id, lease.owner)) throw executionBusyError(id);
-      const signals = encodeSignals(commit.signals);
-      apply(r, commit);
+      checkSpawns(commit, new Set([id]));
+      const prepared = prepare(commit);
+      apply(r, prepared);
       for (const seq of commit.consumed ?? []) r.inbox.delete(seq);
-      deliver(signals);
+      spawnAll(id, prepared);
+      deliverAll(prepared);
       if (lease !== undefined) takeLease(id, lease.owner, lease.ttlMs);
       if (options?.releaseLease !== undefined) releaseLease(id, options.releaseLease);
       if (options?.announce === true) publishSettled(id);

@@ -132,16 +132,26 @@ function signalArgv(signals: readonly Signal[]): (string | Buffer)[] {
 }
 
 /**
- * The kernel tail of a commit (layout in `lua/includes/applyCommit.lua`): consumed seqs (none for
- * a new actor: `consumed` false), the awaits list (-1: unchanged; repeats dropped), the signals.
+ * The kernel tail of a commit (layout in `lua/includes/actorKernel.lua`): consumed seqs (none for
+ * a new actor: `consumed` false), the awaits list (-1: unchanged; repeats dropped), the signals,
+ * the spawned actors (each with its first commit and its own kernel tail).
  */
 function kernelTail(commit: Commit, consumed: boolean): (string | Buffer)[] {
-  if ((commit.spawn?.length ?? 0) > 0) {
-    throw new XreactorError('spawn_unsupported', 'Commit.spawn is not supported by this store yet');
-  }
   const seqs = consumed ? (commit.consumed ?? []) : [];
   const awaits = commit.awaits === undefined ? undefined : uniqueIds(commit.awaits);
-  return [String(seqs.length), ...seqs.map(String), ...(awaits === undefined ? ['-1'] : [String(awaits.length), ...awaits]), ...signalArgv(commit.signals ?? []), '0'];
+  const spawn = commit.spawn ?? [];
+  const argv: (string | Buffer)[] = [String(seqs.length), ...seqs.map(String), ...(awaits === undefined ? ['-1'] : [String(awaits.length), ...awaits]), ...signalArgv(commit.signals ?? []), String(spawn.length)];
+  for (const actor of spawn) {
+    const lease = actor.lease;
+    argv.push(actor.id, actor.reactor, toBuffer(encode(actor.input)), lease === undefined ? '0' : '1', lease?.owner ?? '', lease === undefined ? '' : ttlArg(lease.ttlMs));
+    argv.push(...commitTail(actor.commit), ...kernelTail(actor.commit, false));
+  }
+  return argv;
+}
+
+/** The ids a commit spawns, at any depth (depth first): the actors a successful commit created. */
+export function spawnedIds(commit: Commit): string[] {
+  return (commit.spawn ?? []).flatMap((actor) => [actor.id, ...spawnedIds(actor.commit)]);
 }
 
 /** What `createExecution-5.lua` does besides creating (the script side of `CreateOptions`). */
@@ -260,7 +270,18 @@ export function markActiveArgs(activeKey: string, id: string): ScriptCall {
   return { keys: [activeKey], argv: [id] };
 }
 
-const REPLY = { ok: 0, conflict: 1, missing: 2, undoGap: 3, busy: 4, inboxPending: 5 } as const;
+const REPLY = { ok: 0, conflict: 1, missing: 2, undoGap: 3, busy: 4, inboxPending: 5, spawnExists: 6 } as const;
+
+/** The spawned actor a refusal names (`{4, id}`, `{3, position, length, id}`, `{6, id}`), or `id` when it names none. */
+const refusedActor = (id: string, named: unknown): string => (typeof named === 'string' || Buffer.isBuffer(named) ? String(named) : id);
+
+/** The refusals of a spawned actor, as create and commit reply them. */
+function spawnRefusal(id: string, code: number, reply: unknown[]): XreactorError | undefined {
+  if (code === REPLY.spawnExists) return executionExistsError(refusedActor(id, reply[1]));
+  if (code === REPLY.busy) return executionBusyError(refusedActor(id, reply[1]));
+  if (code === REPLY.undoGap) return undoGapError(refusedActor(id, reply[3]), String(reply[1]), Number(reply[2]));
+  return undefined;
+}
 
 function replyCode(reply: unknown, script: string): [code: number, first: number, second: number] {
   if (!Array.isArray(reply) || reply.length === 0) {
@@ -273,32 +294,35 @@ function replyCode(reply: unknown, script: string): [code: number, first: number
 /**
  * Reads the reply of `commitExecution-5.lua`: the new revision.
  * @throws StaleRevisionError when another writer advanced the execution (or its snapshot is not
- * the `ifSnapshot` bytes); InboxPendingError when a signal landed that the commit has not seen; ExecutionNotFoundError when it does not exist; XreactorError
- * `undo_position_invalid` for an undo push past the end; `execution_busy` when another owner holds
- * the lease the commit was to take.
+ * the `ifSnapshot` bytes); InboxPendingError when a signal landed that the commit has not seen;
+ * ExecutionNotFoundError when it does not exist; XreactorError `undo_position_invalid` for an undo
+ * push past the end; `execution_busy` when another owner holds the lease the commit was to take;
+ * and for a spawned actor (named in the message): `execution_exists`, `execution_busy`,
+ * `undo_position_invalid`.
  */
 export function readCommitReply(id: string, expectedRevision: number, reply: unknown): number {
   const [code, first, second] = replyCode(reply, SCRIPTS.commitExecution.file);
   if (code === REPLY.ok) return first;
   if (code === REPLY.conflict) throw new StaleRevisionError(id, expectedRevision, first);
   if (code === REPLY.missing) throw new ExecutionNotFoundError(id);
-  if (code === REPLY.undoGap) throw undoGapError(id, first, second);
-  if (code === REPLY.busy) throw executionBusyError(id);
   if (code === REPLY.inboxPending) throw new InboxPendingError(id, first, second);
+  const refused = spawnRefusal(id, code, reply as unknown[]);
+  if (refused !== undefined) throw refused;
   throw new XreactorError('script_reply_invalid', `${SCRIPTS.commitExecution.file} replied with unknown code ${code}`);
 }
 
 /**
  * Reads the reply of `createExecution-5.lua`: the revision (1).
  * @throws XreactorError `execution_exists` when the id exists; `execution_busy` when another
- * owner holds the lease the create was to take; `undo_position_invalid` for an undo push past the end.
+ * owner holds the lease the create was to take; `undo_position_invalid` for an undo push past the
+ * end; and the same for a spawned actor of the first commit (named in the message).
  */
 export function readCreateReply(id: string, reply: unknown): number {
-  const [code, first, second] = replyCode(reply, SCRIPTS.createExecution.file);
+  const [code, first] = replyCode(reply, SCRIPTS.createExecution.file);
   if (code === REPLY.ok) return first;
   if (code === REPLY.conflict) throw executionExistsError(id);
-  if (code === REPLY.busy) throw executionBusyError(id);
-  if (code === REPLY.undoGap) throw undoGapError(id, first, second);
+  const refused = spawnRefusal(id, code, reply as unknown[]);
+  if (refused !== undefined) throw refused;
   throw new XreactorError('script_reply_invalid', `${SCRIPTS.createExecution.file} replied with unknown code ${code}`);
 }
 

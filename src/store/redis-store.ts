@@ -24,6 +24,7 @@ import {
   readSignalReply,
   releaseLeaseArgs,
   signalArgs,
+  spawnedIds,
 } from './redis-scripts.js';
 import type { LoadReply } from './redis-scripts.js';
 import { createSettledHub } from './redis-settled.js';
@@ -44,13 +45,17 @@ export interface RedisStoreOptions {
    */
   readonly prefix?: string;
   /**
-   * Retention of an execution's keys. `create` stamps it on every key of the execution, and a
-   * commit on every key it creates. A commit re-stamps every key of the execution only when this
-   * store has not done so for that execution within the refresh window,
-   * {@link retentionRefreshMs}: max(1000 ms, contextTtlMs / 100), at most half of contextTtlMs.
+   * Retention of an execution's keys. `create` (and a commit's `spawn`) stamps it on every key of
+   * the actor, and a commit or signal on every key it creates (an inbox, a dedupe record, an
+   * awaits list, a children set). A commit re-stamps every key of the actor only when this
+   * store has not done so for that actor within the refresh window,
+   * {@link retentionRefreshMs}: max(1000 ms, contextTtlMs / 100), at most half of contextTtlMs;
+   * that re-stamp also covers every key of the actor's ancestors (the parents its spawns
+   * recorded) and of its descendants (the actors it spawned, transitively), so a child's
+   * progress keeps its ancestors alive and a parent's progress keeps its children's undo data.
    * So every key always has a TTL, and an execution's keys live at least
-   * contextTtlMs − refresh window after its last commit. (The store remembers its last full stamp
-   * of the {@link RESTAMP_MEMORY} executions it stamped most recently.)
+   * contextTtlMs − refresh window after its last commit (or that of a descendant). (The store
+   * remembers its last full stamp of the {@link RESTAMP_MEMORY} executions it stamped most recently.)
    * @defaultValue 86_400_000 (24 h)
    */
   readonly contextTtlMs?: number;
@@ -197,7 +202,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       const at = config.clock.now();
       const reply = await run('createExecution', createArgs(k, execution, config.contextTtlMs, options));
       const revision = readCreateReply(execution.id, reply);
-      stamps.note(execution.id, at);
+      for (const created of [execution.id, ...spawnedIds(execution.commit)]) stamps.note(created, at);
       return revision;
     },
     async load(id) {
@@ -229,6 +234,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       });
       const revision = readCommitReply(id, expectedRevision, await run('commitExecution', call));
       if (restamp) stamps.note(id, at);
+      for (const spawned of spawnedIds(commit)) stamps.note(spawned, at);
       return revision;
     },
     async acquireAndLoad(id, lease): Promise<LeasedLoad> {

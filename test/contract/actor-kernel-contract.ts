@@ -105,12 +105,15 @@ export function describeActorKernelContract(fresh: () => Promise<Store>): void {
   });
 
   describe('the inbox fence', () => {
-    it('refuses a commit while an entry it has not seen waits (InboxPendingError), writing nothing, delivering nothing, taking no lease, announcing nothing', async () => {
+    it('refuses a commit while an entry it has not seen waits (InboxPendingError), writing nothing, delivering nothing, spawning nothing, taking no lease, announcing nothing', async () => {
       const store = await holding('r', 'r.x');
       expect(await store.signal(ping('r', 'cancel'))).toEqual({ landed: ['r'] });
       const waiting = store.waitSettled('r', 300).settled;
       const refused = await refusal(
-        store.commit('r', 1, busyStep('running', { inboxSeen: 0, signals: [ping('r.x', 'k')], awaits: ['r.x'] }), { takeLease: { owner: 'host-a', ttlMs: 60_000 }, announce: true }),
+        store.commit('r', 1, busyStep('running', { inboxSeen: 0, signals: [ping('r.x', 'k')], awaits: ['r.x'], spawn: [{ id: 'r.new', reactor: 'r', input: {}, commit: step('created'), lease: { owner: 'host-a', ttlMs: 60_000 } }] }), {
+          takeLease: { owner: 'host-a', ttlMs: 60_000 },
+          announce: true,
+        }),
       );
       expect(refused).toBeInstanceOf(InboxPendingError);
       expect(refused).toBeInstanceOf(StaleRevisionError);
@@ -125,6 +128,8 @@ export function describeActorKernelContract(fresh: () => Promise<Store>): void {
       expect(await store.readUndoStack('r')).toEqual([]);
       expect(await store.readTrace('r')).toEqual([]);
       expect(await store.readInbox('r.x')).toEqual({ entries: [], seq: 0 });
+      expect(await store.load('r.new')).toBeUndefined();
+      expect(await store.hasLease('r.new')).toBe(false);
       // The awaits were not stored: a cascade from r reaches r only.
       expect(await store.signal(ping('r', 'probe', { cascade: true }))).toEqual({ landed: ['r'] });
     });
@@ -223,6 +228,108 @@ export function describeActorKernelContract(fresh: () => Promise<Store>): void {
       expect(await store.signal(ping('r', 'cancel'), { refuseIn: ['rolling_back'] })).toEqual({ landed: ['r'] });
       expect(await store.signal(ping('r', 'cancel', { cascade: true }), { refuseIn: [] })).toEqual({ landed: ['r.b', 'r.a'] });
       expect(await store.signal(ping('r', 'cancel', { cascade: true }), { refuseIn: ['rolling_back'] })).toEqual({ landed: [], refusedBy: { id: 'r.a', status: 'rolling_back' } });
+    });
+  });
+
+  describe('spawn', () => {
+    const lease = { owner: 'host-a', ttlMs: 60_000 };
+
+    it('creates actors atomically with the commit, each at revision 1 with its input, first commit and lease; signals to them land', async () => {
+      const store = await holding('r');
+      const spawn = [
+        { id: 'r.a', reactor: 'child', input: { x: 1 }, commit: busyStep('running'), lease },
+        { id: 'r.b', reactor: 'child', input: { x: 2 }, commit: step('waiting', { awaits: ['r.a'] }) },
+      ];
+      expect(await store.commit('r', 1, step('awaiting', { awaits: ['r.a', 'r.b'], spawn, signals: [ping('r.a', 'hello')] }))).toBe(2);
+      expect(await store.load('r.a')).toEqual({
+        revision: 1,
+        snapshot: { kind: 'execution', machineVersion: V, value: 'running', context: { n: 'running' } },
+        outbox: [{ type: 'enqueue', params: { job: 'j' } }],
+        inbox: { entries: [entry(1, 'r.a', 'hello')], seq: 1 },
+      });
+      expect(await store.readInput('r.a')).toEqual({ x: 1 });
+      expect(await store.readResults('r.a')).toEqual(new Map([['a', 1]]));
+      expect(await store.readUndoStack('r.a')).toEqual([{ step: 'a', args: null, result: 1 }]);
+      expect(await store.readTrace('r.a')).toEqual([{ type: 'run', step: 'a', at: 1 }]);
+      expect(await store.acquireLease('r.a', 'host-b', 60_000)).toBe(false);
+      expect(await store.acquireLease('r.a', 'host-a', 60_000)).toBe(true);
+      expect(await store.hasLease('r.b')).toBe(false);
+      expect(await store.hasLease('r')).toBe(false);
+      expect((await store.load('r.b'))?.revision).toBe(1);
+      // A spawned actor is a full actor: it commits, and cascades follow its awaits.
+      expect(await store.commit('r.a', 1, step('done', { inboxSeen: 1, consumed: [1] }))).toBe(2);
+      expect(await store.signal(ping('r', 'cancel', { cascade: true }))).toEqual({ landed: ['r', 'r.a', 'r.b'] });
+    });
+
+    it('lands the signals of a spawned actor\'s first commit, in the spawning actor too, in order: the commit\'s, then each spawned actor\'s, depth first', async () => {
+      const store = await holding('r', 'r.other');
+      const grandchild = { id: 'r.a.x', reactor: 'child', input: null, commit: step('completed', { status: 'completed', signals: [ping('r.a', 'x-done'), ping('r', 'x-done')] }) };
+      const spawn = [
+        { id: 'r.a', reactor: 'child', input: null, commit: step('awaiting', { awaits: ['r.a.x'], spawn: [grandchild], signals: [ping('r', 'a-started')] }) },
+        { id: 'r.b', reactor: 'child', input: null, commit: step('completed', { status: 'completed', signals: [ping('r', 'b-done')] }) },
+      ];
+      expect(await store.commit('r', 1, step('awaiting', { spawn, signals: [ping('r.other', 'first')] }))).toBe(2);
+      expect((await store.readInbox('r')).entries.map((e) => e.dedupeKey)).toEqual(['a-started', 'x-done', 'b-done']);
+      expect(await store.readInbox('r.a')).toEqual({ entries: [entry(1, 'r.a', 'x-done')], seq: 1 });
+      expect(await store.readInbox('r.other')).toEqual({ entries: [entry(1, 'r.other', 'first')], seq: 1 });
+      expect((await store.load('r.a.x'))?.revision).toBe(1);
+      // The spawning actor's next commit must have seen what its children signalled.
+      await expect(store.commit('r', 2, step('next'))).rejects.toMatchObject({ code: 'inbox_pending', inboxSeq: 3 });
+      expect(await store.commit('r', 2, step('next', { inboxSeen: 3, consumed: [1, 2, 3] }))).toBe(3);
+      // create spawns too.
+      await store.create({ id: 'r.c', reactor: 'child', input: null, commit: step('awaiting', { spawn: [{ id: 'r.c.y', reactor: 'child', input: null, commit: step('completed', { signals: [ping('r.c', 'y-done')] }) }] }) });
+      expect((await store.load('r.c'))?.inbox.entries.map((e) => e.dedupeKey)).toEqual(['y-done']);
+    });
+
+    it('is refused as a whole when a spawned id exists, is named twice or is the committing actor, writing nothing', async () => {
+      const store = await holding('r', 'r.taken', 'r.x');
+      const waiting = store.waitSettled('r', 300).settled;
+      const cases: [string[], string][] = [
+        [['r.new', 'r.taken'], 'r.taken'],
+        [['r.twice', 'r.twice'], 'r.twice'],
+        [['r'], 'r'],
+      ];
+      for (const [ids, named] of cases) {
+        const spawn = ids.map((id) => ({ id, reactor: 'child', input: null, commit: step('created', { signals: [ping('r.x', `from ${id}`)] }), lease }));
+        const refused = await refusal(store.commit('r', 1, busyStep('running', { spawn, signals: [ping('r.x', 'k')] }), { takeLease: lease, announce: true }));
+        expect(refused.code).toBe('execution_exists');
+        expect(refused.message).toBe(`execution ${named} already exists; execution ids must be unique`);
+      }
+      // Nested: a grandchild that exists refuses the whole commit too.
+      const nested = [{ id: 'r.new', reactor: 'child', input: null, commit: step('created', { spawn: [{ id: 'r.taken', reactor: 'child', input: null, commit: step('created') }] }) }];
+      expect((await refusal(store.commit('r', 1, step('running', { spawn: nested })))).message).toMatch(/execution r\.taken already exists/);
+      // So does create.
+      expect((await refusal(store.create({ id: 'r.c', reactor: 'r', input: {}, commit: step('created', { spawn: nested }) }))).code).toBe('execution_exists');
+      expect(await store.load('r.c')).toBeUndefined();
+      expect(await waiting).toBe(false);
+      expect(await store.hasLease('r')).toBe(false);
+      for (const id of ['r.new', 'r.twice']) {
+        expect(await store.load(id)).toBeUndefined();
+        expect(await store.hasLease(id)).toBe(false);
+      }
+      expect(await store.load('r')).toMatchObject({ revision: 1, outbox: [], inbox: { entries: [], seq: 0 } });
+      expect(await store.readResults('r')).toEqual(new Map());
+      expect(await store.readInbox('r.x')).toEqual({ entries: [], seq: 0 });
+      expect((await store.load('r.taken'))?.revision).toBe(1);
+    });
+
+    it('is refused when another owner holds a spawned actor\'s lease, or its undo pushes leave a gap, naming it, writing nothing', async () => {
+      const store = await holding('r');
+      expect(await store.acquireLease('r.held', 'host-b', 60_000)).toBe(true);
+      const held = await refusal(store.commit('r', 1, busyStep('running', { spawn: [{ id: 'r.free', reactor: 'c', input: null, commit: step('created') }, { id: 'r.held', reactor: 'c', input: null, commit: step('created'), lease }] })));
+      expect(held).toMatchObject({ code: 'execution_busy', retryable: true });
+      expect(held.message).toMatch(/execution r\.held was not written: another live process holds its lease/);
+      const gapped = step('created', { writes: { results: [], pushUndo: [{ position: 2, step: 'a', args: null, result: 1 }], truncateUndoTo: undefined, trace: [] } });
+      const gap = await refusal(store.commit('r', 1, busyStep('running', { spawn: [{ id: 'r.gap', reactor: 'c', input: null, commit: gapped }] })));
+      expect(gap.code).toBe('undo_position_invalid');
+      expect(gap.message).toMatch(/execution r\.gap: an undo entry pushed at position 2 would leave a gap in a stack of 0 entries/);
+      for (const id of ['r.free', 'r.held', 'r.gap']) expect(await store.load(id)).toBeUndefined();
+      expect(await store.acquireLease('r.held', 'host-a', 60_000)).toBe(false);
+      expect(await store.hasLease('r.free')).toBe(false);
+      expect((await store.load('r'))?.revision).toBe(1);
+      // The holder of the lease may spawn with it (a renewal), as with create.
+      expect(await store.commit('r', 1, step('running', { spawn: [{ id: 'r.held', reactor: 'c', input: null, commit: step('created'), lease: { owner: 'host-b', ttlMs: 60_000 } }] }))).toBe(2);
+      expect((await store.load('r.held'))?.revision).toBe(1);
     });
   });
 

@@ -220,6 +220,59 @@ describe('redis store: stored data', () => {
       }
     });
 
+    it('a re-stamping commit of a child re-stamps its ancestors\' keys, and one of a parent its descendants\' keys', async () => {
+      const clock = createTestClock(1_000_000);
+      const short = open(freshPrefix(), 60_000, clock);
+      try {
+        const kb = createKeyBuilder(short.prefix);
+        await short.store.create({ id: 'tree', reactor: 'r', input: {}, commit: first() });
+        const child = { id: 'tree.c', reactor: 'r', input: {}, commit: { ...first(), spawn: [{ id: 'tree.c.g', reactor: 'r', input: {}, commit: first() }] } };
+        await short.store.commit('tree', 1, { ...empty(), spawn: [child], awaits: ['tree.c'] });
+        // Spawn records the parent chain and the children sets.
+        expect(await short.redis.hget(kb.executionKeys('tree.c').execution, EXECUTION_FIELDS.parent)).toBe('tree');
+        expect(await short.redis.hget(kb.executionKeys('tree.c.g').execution, EXECUTION_FIELDS.parent)).toBe('tree.c');
+        expect(await short.redis.smembers(kb.executionKeys('tree').children)).toEqual(['tree.c']);
+        expect(await short.redis.smembers(kb.executionKeys('tree.c').children)).toEqual(['tree.c.g']);
+        expect(await short.redis.hget(kb.executionKeys('tree').execution, EXECUTION_FIELDS.parent)).toBeNull();
+        const retained = (id: string) => {
+          const k = kb.executionKeys(id);
+          return id === 'tree' ? [k.execution, k.results, k.undo, k.trace, k.children, k.awaits] : id === 'tree.c' ? [k.execution, k.results, k.undo, k.trace, k.children] : [k.execution, k.results, k.undo, k.trace];
+        };
+        for (const id of ['tree', 'tree.c', 'tree.c.g']) {
+          for (const ttl of await ttlOf(short.redis, retained(id))) {
+            expect(ttl).toBeGreaterThan(50_000);
+            expect(ttl).toBeLessThanOrEqual(60_000);
+          }
+        }
+        const lower = async () => {
+          for (const id of ['tree', 'tree.c', 'tree.c.g']) for (const key of retained(id)) await short.redis.pexpire(key, 20_000);
+        };
+        // Within the refresh window the grandchild's commit re-stamps nothing.
+        await lower();
+        await short.store.commit('tree.c.g', 1, step(1));
+        for (const id of ['tree', 'tree.c']) for (const ttl of await ttlOf(short.redis, retained(id))) expect(ttl).toBeLessThanOrEqual(20_000);
+        // After it, the grandchild's commit keeps every ancestor alive.
+        clock.advance(retentionRefreshMs(60_000));
+        await short.store.commit('tree.c.g', 2, step(2));
+        for (const id of ['tree', 'tree.c', 'tree.c.g']) for (const ttl of await ttlOf(short.redis, retained(id))) expect(ttl).toBeGreaterThan(50_000);
+        // And the root's re-stamping commit keeps every descendant's undo data alive.
+        await lower();
+        clock.advance(retentionRefreshMs(60_000));
+        await short.store.commit('tree', 2, empty());
+        for (const id of ['tree', 'tree.c', 'tree.c.g']) for (const ttl of await ttlOf(short.redis, retained(id))) expect(ttl).toBeGreaterThan(50_000);
+        // The middle one re-stamps up and down; a sibling tree under the same root is not touched.
+        await short.store.create({ id: 'tree.other', reactor: 'r', input: {}, commit: first() });
+        await short.redis.pexpire(kb.executionKeys('tree.other').execution, 20_000);
+        await lower();
+        clock.advance(retentionRefreshMs(60_000));
+        await short.store.commit('tree.c', 1, empty());
+        for (const id of ['tree', 'tree.c', 'tree.c.g']) for (const ttl of await ttlOf(short.redis, retained(id))) expect(ttl).toBeGreaterThan(50_000);
+        expect(await short.redis.pttl(kb.executionKeys('tree.other').execution)).toBeLessThanOrEqual(20_000);
+      } finally {
+        await short.cleanup();
+      }
+    });
+
     it('a refused commit does not count as a stamp', async () => {
       const clock = createTestClock(1_000_000);
       const short = open(freshPrefix(), 60_000, clock);

@@ -21,6 +21,7 @@ import {
   readSignalReply,
   releaseLeaseArgs,
   signalArgs,
+  spawnedIds,
   SCRIPTS,
   SNAPSHOT_KIND,
   ttlArg,
@@ -152,6 +153,28 @@ describe('commitArgs', () => {
     expect(kernel.slice(13, 16)).toEqual(['e1.child', 'k2', '1']);
     expect(decode(bytes(kernel[16]))).toEqual({ event: { type: 'cancel' }, dedupeKey: 'k2' });
     expect(kernel.slice(17)).toEqual(['0']);
+  });
+
+  it('passes each spawned actor with its id, reactor, input, lease, first commit and kernel tail, nested depth first', () => {
+    const grandchild = { id: 'e1.a.x', reactor: 'leaf', input: 3, commit: { ...commit, consumed: [9], inboxSeen: 9 } };
+    const child = { id: 'e1.a', reactor: 'child', input: { n: 1 }, lease: { owner: 'host-1', ttlMs: 1.5 }, commit: { ...commit, awaits: ['e1.a.x'], spawn: [grandchild] } };
+    const call = commitArgs(keys, 2, { ...commit, spawn: [child] }, 1000, { restamp: false });
+    const kernel = call.argv.slice(COMMIT_AT + COMMIT_LENGTH);
+    // Root base, id, no consumed, awaits unchanged, no signals, one spawned actor.
+    expect(kernel.slice(0, 6)).toEqual([keys.base, 'e1', '0', '-1', '0', '1']);
+    const [id, reactor, input, take, owner, ttl] = kernel.slice(6, 12);
+    expect([id, reactor, take, owner, ttl]).toEqual(['e1.a', 'child', '1', 'host-1', '2']);
+    expect(decode(bytes(input))).toEqual({ n: 1 });
+    // Its first commit, exactly as a create sends it, then its kernel tail (no consumed entries).
+    const childCommit = kernel.slice(12, 12 + COMMIT_LENGTH);
+    expect(childCommit).toEqual(commitArgs(keys, 2, commit, 1000).argv.slice(COMMIT_AT, COMMIT_AT + COMMIT_LENGTH));
+    const childKernel = kernel.slice(12 + COMMIT_LENGTH);
+    expect(childKernel.slice(0, 5)).toEqual(['0', '1', 'e1.a.x', '0', '1']);
+    expect(childKernel.slice(5, 7)).toEqual(['e1.a.x', 'leaf']);
+    expect(decode(bytes(childKernel[7]))).toBe(3);
+    expect(childKernel.slice(8, 11)).toEqual(['0', '', '']);
+    expect(childKernel.slice(11 + COMMIT_LENGTH)).toEqual(['0', '-1', '0', '0']);
+    expect(spawnedIds({ ...commit, spawn: [child, { ...grandchild, id: 'e1.b' }] })).toEqual(['e1.a', 'e1.a.x', 'e1.b']);
   });
 
   it('passes a truncation as the number of entries kept', () => {
@@ -338,6 +361,16 @@ describe('script replies', () => {
     expect(readSignalReply([1, 'e1.a', 'rolling_back'])).toEqual({ landed: [], refusedBy: { id: 'e1.a', status: 'rolling_back' } });
     expect(() => readSignalReply([3])).toThrow(/signalActor-1\.lua replied with unknown code 3/);
     expect(() => readSignalReply([])).toThrow(/not a reply code/);
+  });
+
+  it('reads the refusals of a spawned actor, naming it, in commit and create replies', () => {
+    for (const read of [(reply: unknown) => readCommitReply('e1', 3, reply), (reply: unknown) => readCreateReply('e1', reply)]) {
+      expect(() => read([6, 'e1.a'])).toThrow(expect.objectContaining({ code: 'execution_exists', message: 'execution e1.a already exists; execution ids must be unique' }) as Error);
+      expect(() => read([4, 'e1.a'])).toThrow(expect.objectContaining({ code: 'execution_busy', message: expect.stringMatching(/^execution e1\.a was not written/) }) as Error);
+      expect(() => read([4, 0])).toThrow(expect.objectContaining({ code: 'execution_busy', message: expect.stringMatching(/^execution e1 was not written/) }) as Error);
+      expect(() => read([3, '2', 0, 'e1.a'])).toThrow(/execution e1\.a: an undo entry pushed at position 2 would leave a gap in a stack of 0/);
+      expect(() => read([3, '2', 1])).toThrow(/execution e1: an undo entry pushed at position 2 would leave a gap in a stack of 1/);
+    }
   });
 
   it('reads a commit refused for a pending inbox entry as InboxPendingError naming the stored revision and seq', () => {

@@ -1,7 +1,7 @@
 --[[
-  Included by createExecution-5.lua and commitExecution-5.lua (`--- @include "applyCommit"`,
-  after "actorKeys" and "deliverSignal"): reads a commit laid out in ARGV from index `base`,
-  checks it, and applies it; then the actor-kernel part of the commit (inbox, awaits, signals).
+  Included by createExecution-5.lua and commitExecution-5.lua (`--- @include "applyCommit"`):
+  reads a commit laid out in ARGV from index `base`, checks it, and applies it. Its kernel
+  section (after the commit, from `next`) is read and applied by includes/actorKernel.lua.
 
   Commit layout in ARGV, from `base`:
     +0  status          lifecycle status of the snapshot
@@ -14,15 +14,6 @@
     +7  nResults pairs step, encoded result
         nUndo pairs    position, encoded undo entry
         nTrace         encoded trace entries
-    then the kernel section, from the index readCommit returns as `next`:
-    +0  root base       '<prefix>:{<root>}:'; '' = no kernel section (nothing follows: a commit
-                        with no consumed entries, awaits, signals, nor re-stamp)
-    +1  actor id
-    +2  the kernel tail (readKernel):
-        nConsumed, then that many inbox seqs to delete
-        nAwaits, then that many ids (the new awaits list); -1 = awaits unchanged (no ids follow)
-        nSignals, then per signal: recipient id, dedupe key, cascade ('1'/'0'), entry bytes
-        nSpawn (0)
 ]]
 local function readCommit(base)
   return {
@@ -34,32 +25,12 @@ local function readCommit(base)
     nUndo = tonumber(ARGV[base + 5]),
     nTrace = tonumber(ARGV[base + 6]),
     first = base + 7,
+    -- The index after the commit (where its kernel section starts).
     next = base + 7 + 2 * tonumber(ARGV[base + 4]) + 2 * tonumber(ARGV[base + 5]) + tonumber(ARGV[base + 6]),
   }
 end
 
 -- Reads a kernel tail from ARGV[i] (layout above). Returns it and the index after it.
-local function readKernel(i)
-  local k = { consumed = {}, awaits = nil, signals = {} }
-  local n = tonumber(ARGV[i])
-  for j = 1, n do k.consumed[j] = ARGV[i + j] end
-  i = i + n + 1
-  n = tonumber(ARGV[i])
-  if n >= 0 then
-    k.awaits = {}
-    for j = 1, n do k.awaits[j] = ARGV[i + j] end
-    i = i + n
-  end
-  i = i + 1
-  n = tonumber(ARGV[i])
-  for j = 1, n do
-    local at = i + 1 + 4 * (j - 1)
-    k.signals[j] = { to = ARGV[at], key = ARGV[at + 1], cascade = ARGV[at + 2] == '1', entry = ARGV[at + 3] }
-  end
-  i = i + 4 * n + 1
-  return k, i + 1
-end
-
 -- Scripts are not rolled back on error, so every push is checked before anything is written:
 -- a push lands on an existing entry (replacing it) or directly after the last one.
 -- `len` is the stack's current length. Returns nil, or the first offending position and the
@@ -131,23 +102,4 @@ local function applyCommit(execKey, resultsKey, undoKey, traceKey, c, ttlMs, res
     if traceCreated then redis.call('PEXPIRE', traceKey, ttlMs) end
   end
   return revision
-end
-
--- Applies the kernel part of a commit of actor `id` (after applyCommit): deletes the consumed
--- inbox entries, replaces the awaits list (stamping `ttlMs` on it), re-stamps the actor's inbox,
--- dedupe, awaits and children keys with `restamp`, then delivers the signals.
-local function applyKernel(base, id, k, ttlMs, restamp)
-  if #k.consumed > 0 then callChunked('HDEL', keyOf(base, 'inbox', id), k.consumed) end
-  if k.awaits then
-    local awaits = keyOf(base, 'awaits', id)
-    redis.call('DEL', awaits)
-    if #k.awaits > 0 then
-      callChunked('RPUSH', awaits, k.awaits)
-      redis.call('PEXPIRE', awaits, ttlMs)
-    end
-  end
-  if restamp then
-    for _, kind in ipairs({ 'inbox', 'dedupe', 'awaits', 'children' }) do redis.call('PEXPIRE', keyOf(base, kind, id), ttlMs) end
-  end
-  deliverSignals(base, k.signals, ttlMs)
 end
