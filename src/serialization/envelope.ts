@@ -19,11 +19,15 @@ export interface Envelope {
   readonly payload: unknown;
 }
 
-/** What the reader accepts: one kind, and the machine versions this build can resume. */
-export interface EnvelopeExpectation {
-  readonly kind: string;
-  readonly machineVersions: readonly number[];
-}
+/**
+ * What the reader accepts: one kind and the machine versions this build can resume, or a
+ * registry of kinds (kind -> machine versions). With one kind, a record of another kind is
+ * foreign (non-retryable: the key was written for another purpose); with a registry, a kind it
+ * does not list is retryable (a build that registers the kind can read it), like an unknown version.
+ */
+export type EnvelopeExpectation =
+  | { readonly kind: string; readonly machineVersions: readonly number[] }
+  | { readonly machines: Readonly<Record<string, readonly number[]>> };
 
 /**
  * Encodes `payload` in an envelope marked with its kind and machine version.
@@ -39,12 +43,14 @@ export function encodeEnvelope(kind: string, machineVersion: number, payload: un
 
 /**
  * Decodes an envelope written by {@link encodeEnvelope} and checks it against `expected`.
- * @throws DeserializationError when the bytes are truncated or foreign, the kind differs, or the
- * machine version is not one of `expected.machineVersions`. The message says which, and what to do.
- * A format or machine version this build does not know is `retryable`: another build can read it.
+ * @throws DeserializationError when the bytes are truncated or foreign, the kind is not the one
+ * expected (or not in the registry), or the machine version is not one this build knows for the
+ * kind. The message says which, and what to do. A format, kind (with a registry) or machine
+ * version this build does not know is `retryable`: another build can read it.
  */
 export function decodeEnvelope(bytes: Uint8Array, expected: EnvelopeExpectation): Envelope {
-  const what = `stored ${expected.kind} snapshot`;
+  const single = 'kind' in expected ? expected : undefined;
+  let what = single === undefined ? 'stored snapshot' : `stored ${single.kind} snapshot`;
   let value: unknown;
   try {
     value = decode(bytes);
@@ -66,17 +72,37 @@ export function decodeEnvelope(bytes: Uint8Array, expected: EnvelopeExpectation)
       { retryable: true },
     );
   }
-  if (kind !== expected.kind) {
-    throw new DeserializationError(
-      `${what} holds a record of kind ${preview(kind)}, not "${expected.kind}": ` +
-        'the key was written for another purpose; check the key builder',
-    );
+  let versions: readonly number[];
+  if (single !== undefined) {
+    if (kind !== single.kind) {
+      throw new DeserializationError(
+        `${what} holds a record of kind ${preview(kind)}, not "${single.kind}": ` +
+          'the key was written for another purpose; check the key builder',
+      );
+    }
+    versions = single.machineVersions;
+  } else {
+    const machines = (expected as { readonly machines: Readonly<Record<string, readonly number[]>> }).machines;
+    if (typeof kind !== 'string' || kind === '') {
+      throw new DeserializationError(`${what} names kind ${preview(kind)}, not an actor kind: the key holds data another program wrote; discard it`);
+    }
+    // Own keys only: a kind named like an Object.prototype member ("constructor") is not registered.
+    if (!Object.hasOwn(machines, kind)) {
+      const known = Object.keys(machines);
+      throw new DeserializationError(
+        `${what} is of kind ${preview(kind)}, which this build does not know (it knows ${known.length === 0 ? 'no kind' : known.map((k) => JSON.stringify(k)).join(', ')}): ` +
+          `a build that knows kind ${preview(kind)} must advance it; deploy one, or discard the actor`,
+        { retryable: true },
+      );
+    }
+    versions = machines[kind]!;
+    what = `stored ${kind} snapshot`;
   }
-  if (typeof machineVersion !== 'number' || !expected.machineVersions.includes(machineVersion)) {
-    const known = expected.machineVersions.length === 0 ? 'no version' : expected.machineVersions.join(', ');
+  if (typeof machineVersion !== 'number' || !versions.includes(machineVersion)) {
+    const known = versions.length === 0 ? 'no version' : versions.join(', ');
     throw new DeserializationError(
       `${what} has machine version ${preview(machineVersion)}; this build knows ${known}: ` +
-        `deploy a build that knows version ${preview(machineVersion)}, or discard the execution`,
+        `deploy a build that knows version ${preview(machineVersion)}, or discard the ${single === undefined ? 'actor' : 'execution'}`,
       { retryable: true },
     );
   }

@@ -26,11 +26,41 @@ export const EXECUTION_FIELDS = {
   outbox: 'outbox',
   /** The validated input (msgpack bytes), written once by create. */
   input: 'input',
+  /** The highest inbox seq ever assigned (an integer; absent: no signal ever landed). */
+  inboxSeq: 'iseq',
+  /** The id of the actor whose commit spawned this one (absent: created by `create`). */
+  parent: 'parent',
 } as const;
 
-/** Every key (and the pub/sub channel) of one execution. */
+/**
+ * The kind segment of each key of an actor (`<prefix>:{<root>}:<kind>:<id>`). The Lua scripts
+ * build the keys of other actors of the same root (signal recipients, spawned actors, ancestors
+ * and descendants) from the root's {@link ExecutionKeys.base} with the same segments:
+ * `lua/includes/actorKeys.lua` mirrors this table (a unit test compares them).
+ */
+export const KEY_KINDS = {
+  execution: 'exec',
+  results: 'results',
+  undo: 'undo',
+  trace: 'trace',
+  lease: 'lease',
+  settled: 'settled',
+  inbox: 'inbox',
+  dedupe: 'dedupe',
+  awaits: 'awaits',
+  children: 'children',
+} as const;
+
+/** Every key (and the pub/sub channel) of one execution (one actor). */
 export interface ExecutionKeys {
-  /** HASH: revision, status, reactor, snapshot, outbox, input ({@link EXECUTION_FIELDS}). */
+  /** The actor's id. */
+  readonly id: string;
+  /**
+   * The start every key of the actor's root shares: `<prefix>:{<root>}:`. A key of any actor of
+   * the root is `base + KEY_KINDS.<kind> + ':' + id` (how the scripts reach other actors).
+   */
+  readonly base: string;
+  /** HASH: revision, status, reactor, snapshot, outbox, input, inbox seq, parent ({@link EXECUTION_FIELDS}). */
   readonly execution: string;
   /** HASH: step name -> encoded result. */
   readonly results: string;
@@ -42,6 +72,14 @@ export interface ExecutionKeys {
   readonly lease: string;
   /** Pub/sub channel announcing that the execution settled. */
   readonly settled: string;
+  /** HASH: inbox seq -> encoded `{ event, dedupeKey }`, the unconsumed signals. */
+  readonly inbox: string;
+  /** HASH: dedupe key -> the inbox seq it landed at, for every signal that ever landed. */
+  readonly dedupe: string;
+  /** LIST: ids of the actors this actor awaits (cascading signals follow them), in the order the commit named them. */
+  readonly awaits: string;
+  /** SET: ids of the actors this actor spawned. */
+  readonly children: string;
 }
 
 /** The key builder of one prefix. */
@@ -89,14 +127,21 @@ export function createKeyBuilder(prefix: string = DEFAULT_KEY_PREFIX): KeyBuilde
         // An empty hash tag `{}` hashes the whole key: the keys of one execution would land in different slots.
         throw new XreactorError('execution_id_invalid', `execution id ${JSON.stringify(id)} with root ${JSON.stringify(root)} is empty; ids must be non-empty strings`);
       }
-      const base = `${prefix}:{${root}}`;
+      const base = `${prefix}:{${root}}:`;
+      const K = KEY_KINDS;
       return {
-        execution: `${base}:exec:${id}`,
-        results: `${base}:results:${id}`,
-        undo: `${base}:undo:${id}`,
-        trace: `${base}:trace:${id}`,
-        lease: `${base}:lease:${id}`,
-        settled: `${base}:settled:${id}`,
+        id,
+        base,
+        execution: `${base}${K.execution}:${id}`,
+        results: `${base}${K.results}:${id}`,
+        undo: `${base}${K.undo}:${id}`,
+        trace: `${base}${K.trace}:${id}`,
+        lease: `${base}${K.lease}:${id}`,
+        settled: `${base}${K.settled}:${id}`,
+        inbox: `${base}${K.inbox}:${id}`,
+        dedupe: `${base}${K.dedupe}:${id}`,
+        awaits: `${base}${K.awaits}:${id}`,
+        children: `${base}${K.children}:${id}`,
       };
     },
   };

@@ -1,36 +1,81 @@
 import type { TraceEntry } from '../../machines/execution-types.js';
-import { EXECUTION_MACHINE_VERSION } from '../../machines/execution-types.js';
 import { ExecutionNotFoundError, InboxPendingError, StaleRevisionError, XreactorError } from '../errors/index.js';
 import { decode, encode } from '../serialization/index.js';
 import type { Clock } from '../internal/clock.js';
 import { systemClock } from '../internal/clock.js';
-import { decodeSnapshot, encodeSnapshot } from './snapshot-codec.js';
-import { executionBusyError, undoGapError } from './store.js';
-import type { Commit, CommitWrites, CreateExecution, CreateOptions, Inbox, InboxEntry, LeasedLoad, LoadedExecution, OutboxEffect, Signal, SignalReceipt, Store, UndoEntry } from './store.js';
-import { rootOf } from './keys.js';
+import { decodeSnapshot, DEFAULT_MACHINES, encodeSnapshot } from './snapshot-codec.js';
+import type { MachineVersions } from './snapshot-codec.js';
+import { checkCommitRules, uniqueIds } from './commit-rules.js';
+import { encodeInboxEntry, inboxOf } from './inbox-codec.js';
+import { executionBusyError, executionExistsError, MAX_CASCADE_DEPTH, undoGapError } from './store.js';
+import type { Commit, CommitWrites, CreateExecution, CreateOptions, LeasedLoad, LoadedExecution, OutboxEffect, Signal, SpawnActor, Store, UndoEntry } from './store.js';
 
 interface Row {
   revision: number;
   snapshot: Uint8Array;
+  status: string;
   readonly input: Uint8Array;
   readonly results: Map<string, Uint8Array>;
   readonly undo: Uint8Array[];
   readonly trace: Uint8Array[];
   outbox: Uint8Array;
-  status: string;
-  inbox: Map<number, Uint8Array>;
+  /** The highest inbox seq assigned (0: none). */
   inboxSeq: number;
-  readonly dedupe: Set<string>;
-  awaits: string[];
+  /** Unconsumed inbox entries: seq -> encoded `{ event, dedupeKey }` (the bytes the Redis store keeps). */
+  readonly inbox: Map<number, Uint8Array>;
+  /** Every dedupe key that landed -> its seq. */
+  readonly dedupe: Map<string, number>;
+  /** The actors this one awaits, in the order its commit named them. */
+  awaits: readonly string[];
+  /** The actors it spawned. */
+  readonly children: Set<string>;
+  /** The actor that spawned it. */
+  readonly parent: string | undefined;
+}
+
+/**
+ * A commit with everything it stores already encoded, so that a value that cannot be encoded
+ * refuses the commit before anything is written (as the Redis store encodes every argument
+ * before it calls its script). Copies: msgpackr returns views into its shared working buffer,
+ * which a stored view would pin.
+ */
+interface Prepared {
+  readonly commit: Commit;
+  /** Exactly encodeSnapshot's bytes, as the Redis store keeps them: `ifSnapshot` compares them. */
+  readonly snapshot: Uint8Array;
+  readonly outbox: Uint8Array;
+  readonly results: readonly (readonly [string, Uint8Array])[];
+  readonly undo: readonly (readonly [number, Uint8Array])[];
+  readonly trace: readonly Uint8Array[];
+  readonly signals: readonly (readonly [Signal, Uint8Array])[];
+  readonly spawn: readonly { readonly actor: SpawnActor; readonly input: Uint8Array; readonly prepared: Prepared }[];
+}
+
+const own = (value: unknown): Uint8Array => Buffer.from(encode(value));
+
+function prepare(commit: Commit): Prepared {
+  const w = commit.writes;
+  return {
+    commit,
+    snapshot: Buffer.from(encodeSnapshot(commit.snapshot)),
+    outbox: own(commit.outbox),
+    results: w.results.map(([step, value]) => [step, own(value)] as const),
+    undo: w.pushUndo.map((entry) => [entry.position, own({ step: entry.step, args: entry.args, result: entry.result })] as const),
+    trace: w.trace.map(own),
+    signals: (commit.signals ?? []).map((signal) => [signal, Buffer.from(encodeInboxEntry(signal))] as const),
+    spawn: (commit.spawn ?? []).map((actor) => ({ actor, input: own(actor.input), prepared: prepare(actor.commit) })),
+  };
 }
 
 /** Options of {@link createMemoryStore}. */
 export interface MemoryStoreOptions {
   /**
-   * Machine versions this build can load.
-   * @defaultValue [EXECUTION_MACHINE_VERSION]
+   * Actor kind -> the machine versions of that kind this build can load. Loading an actor of a
+   * kind not listed, or of a version not listed for its kind, fails with a retryable
+   * DeserializationError (a build that knows it can advance the actor).
+   * @defaultValue `{ execution: [EXECUTION_MACHINE_VERSION] }`
    */
-  readonly machineVersions?: readonly number[];
+  readonly machines?: MachineVersions;
   /**
    * Time source for lease expiry and waits.
    * @defaultValue the system clock
@@ -68,7 +113,7 @@ const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => a.byteLength === b.
  * are fenced by revision like every other adapter.
  */
 export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
-  const versions = options.machineVersions ?? [EXECUTION_MACHINE_VERSION];
+  const machines = options.machines ?? DEFAULT_MACHINES;
   const clock = options.clock ?? systemClock;
   const rows = new Map<string, Row>();
   const leases = new Map<string, { owner: string; expiresAt: number }>();
@@ -111,125 +156,161 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
   const publishSettled = (id: string): void => {
     for (const wake of waiters.get(id) ?? []) wake();
   };
-  const decodeRow = (r: Row): LoadedExecution => {
-    const snapshot = decodeSnapshot(r.snapshot, versions);
-    return { snapshot, revision: r.revision, outbox: decode(r.outbox) as OutboxEffect[], inbox: inboxOf(r) };
+  const decodeRow = (id: string, r: Row): LoadedExecution => {
+    const snapshot = decodeSnapshot(r.snapshot, machines);
+    return { snapshot, revision: r.revision, outbox: decode(r.outbox) as OutboxEffect[], inbox: inboxOf(id, r.inboxSeq, r.inbox) };
   };
 
-  const inboxOf = (r: Row): Inbox => ({
-    entries: [...r.inbox].sort((a, b) => a[0] - b[0]).map(([seq, bytes]) => ({ seq, ...(decode(bytes) as Omit<InboxEntry, 'seq'>) })),
-    seq: r.inboxSeq,
-  });
-  /** Deliver one signal (and, with cascade, to what the recipient awaits); returns the ids it landed in. */
-  const deliver = (signal: Signal, landed: string[], seen = new Set<string>()): void => {
-    if (seen.has(signal.to)) return;
-    seen.add(signal.to);
-    const r = rows.get(signal.to);
-    if (r === undefined) return;
-    if (!r.dedupe.has(signal.dedupeKey)) {
-      r.dedupe.add(signal.dedupeKey);
-      r.inboxSeq += 1;
-      r.inbox.set(r.inboxSeq, own({ event: signal.event, dedupeKey: signal.dedupeKey }));
-      landed.push(signal.to);
+  // Signals, exactly as lua/includes/deliverSignal.lua delivers them.
+  /** The existing actors a signal to `to` reaches: `to`, and with `cascade` what they await, breadth first, each once, MAX_CASCADE_DEPTH levels down at most. */
+  const reach = (to: string, cascade: boolean): (readonly [id: string, row: Row])[] => {
+    const reached: (readonly [string, Row])[] = [];
+    const seen = new Set([to]);
+    let level = [to];
+    for (let depth = 0; level.length > 0; depth += 1) {
+      const next: string[] = [];
+      for (const id of level) {
+        const r = rows.get(id);
+        if (r === undefined) continue;
+        reached.push([id, r]);
+        if (!cascade || depth >= MAX_CASCADE_DEPTH) continue;
+        for (const awaited of r.awaits) {
+          if (seen.has(awaited)) continue;
+          seen.add(awaited);
+          next.push(awaited);
+        }
+      }
+      level = next;
     }
-    if (signal.cascade === true) for (const next of r.awaits) deliver({ ...signal, to: next }, landed, seen);
+    return reached;
   };
-  const reached = (id: string, seen = new Set<string>()): string[] => {
-    if (seen.has(id)) return [];
-    seen.add(id);
-    const r = rows.get(id);
-    if (r === undefined) return [];
-    return [id, ...r.awaits.flatMap((next) => reached(next, seen))];
+  /** Lands the entry in `r`'s inbox unless it has seen the key; whether it landed. */
+  const land = (r: Row, dedupeKey: string, entry: Uint8Array): boolean => {
+    if (r.dedupe.has(dedupeKey)) return false;
+    r.inboxSeq += 1;
+    r.inbox.set(r.inboxSeq, entry);
+    r.dedupe.set(dedupeKey, r.inboxSeq);
+    return true;
   };
-  const sameRoot = (id: string, other: string) => {
-    if (rootOf(id) !== rootOf(other)) {
-      throw new XreactorError('signal_cross_root', `actor ${id} cannot signal, await or spawn actor ${other} in its commit: it belongs to another root; cross-root signals go through a job (Store.signal)`);
-    }
-  };
-  const newRow = (input: unknown): Row => ({
-    revision: 0,
-    snapshot: new Uint8Array(),
-    input: own(input),
-    results: new Map(),
-    undo: [],
-    trace: [],
-    outbox: new Uint8Array(),
-    status: '',
-    inbox: new Map(),
-    inboxSeq: 0,
-    dedupe: new Set(),
-    awaits: [],
-  });
-
   const row = (id: string): Row => {
     const found = rows.get(id);
     if (found === undefined) throw new ExecutionNotFoundError(id);
     return found;
   };
-  // Copies: msgpackr returns views into its shared working buffer, which a stored view would pin.
-  const own = (value: unknown): Uint8Array => Buffer.from(encode(value));
-  const apply = (r: Row, commit: Commit): void => {
-    // Encoded first: a snapshot that cannot be encoded is refused before anything is written.
-    // Exactly encodeSnapshot's bytes (copied), as the Redis store keeps them: `ifSnapshot` compares them.
-    const snapshot = Buffer.from(encodeSnapshot(commit.snapshot));
-    const outbox = own(commit.outbox);
-    const w = commit.writes;
-    for (const [step, value] of w.results) r.results.set(step, own(value));
+
+  /**
+   * The checks the scripts make on the actors a commit spawns (lua/includes/actorKernel.lua,
+   * checkSpawns), depth first: each id is new (`seen`: named earlier in this step), its lease is
+   * free or its owner's, its undo pushes leave no gap.
+   */
+  const checkSpawns = (commit: Commit, seen: Set<string>): void => {
+    for (const actor of commit.spawn ?? []) {
+      if (seen.has(actor.id) || rows.has(actor.id)) throw executionExistsError(actor.id);
+      seen.add(actor.id);
+      if (actor.lease !== undefined && heldByOther(actor.id, actor.lease.owner)) throw executionBusyError(actor.id);
+      checkUndo(actor.id, actor.commit.writes, 0);
+      checkSpawns(actor.commit, seen);
+    }
+  };
+
+  const newRow = (input: Uint8Array, parent: string | undefined): Row => ({
+    revision: 0,
+    snapshot: new Uint8Array(),
+    status: '',
+    input,
+    results: new Map(),
+    undo: [],
+    trace: [],
+    outbox: new Uint8Array(),
+    inboxSeq: 0,
+    inbox: new Map(),
+    dedupe: new Map(),
+    awaits: [],
+    children: new Set(),
+    parent,
+  });
+
+  /** Writes a prepared commit's own writes, snapshot, status, revision and awaits on `r`. */
+  const apply = (r: Row, p: Prepared): void => {
+    for (const [step, bytes] of p.results) r.results.set(step, bytes);
+    const w = p.commit.writes;
     if (w.truncateUndoTo !== undefined) r.undo.length = Math.min(r.undo.length, w.truncateUndoTo);
-    for (const entry of w.pushUndo) r.undo[entry.position] = own({ step: entry.step, args: entry.args, result: entry.result });
-    for (const entry of w.trace) r.trace.push(own(entry));
-    r.snapshot = snapshot;
-    r.outbox = outbox;
-    r.status = commit.status;
+    for (const [position, bytes] of p.undo) r.undo[position] = bytes;
+    r.trace.push(...p.trace);
+    r.snapshot = p.snapshot;
+    r.outbox = p.outbox;
+    r.status = p.commit.status;
     r.revision += 1;
-    for (const seq of commit.consumed ?? []) r.inbox.delete(seq);
-    if (commit.awaits !== undefined) r.awaits = [...commit.awaits];
+    if (p.commit.awaits !== undefined) r.awaits = uniqueIds(p.commit.awaits);
+  };
+  /** Creates the actors a prepared commit of `parent` spawns (and theirs, depth first), as `create` creates one. */
+  const spawnAll = (parent: string, p: Prepared): void => {
+    const parentRow = rows.get(parent)!;
+    for (const { actor, input, prepared } of p.spawn) {
+      const r = newRow(input, parent);
+      apply(r, prepared);
+      rows.set(actor.id, r);
+      parentRow.children.add(actor.id);
+      if (actor.lease !== undefined) takeLease(actor.id, actor.lease.owner, actor.lease.ttlMs);
+      spawnAll(actor.id, prepared);
+    }
+  };
+  /** Delivers a prepared commit's signals, then those of its spawned actors, depth first. */
+  const deliverAll = (p: Prepared): void => {
+    for (const [signal, entry] of p.signals) for (const [, r] of reach(signal.to, signal.cascade === true)) land(r, signal.dedupeKey, entry);
+    for (const spawned of p.spawn) deliverAll(spawned.prepared);
   };
 
   return {
     async create(execution: CreateExecution, options?: CreateOptions) {
-      if (rows.has(execution.id)) {
-        throw new XreactorError('execution_exists', `execution ${execution.id} already exists; execution ids must be unique`);
-      }
+      checkCommitRules(execution.id, execution.commit);
+      if (rows.has(execution.id)) throw executionExistsError(execution.id);
       const lease = options?.lease;
       if (lease !== undefined && heldByOther(execution.id, lease.owner)) throw executionBusyError(execution.id);
       checkUndo(execution.id, execution.commit.writes, 0);
-      const r = newRow(execution.input);
-      apply(r, execution.commit);
+      checkSpawns(execution.commit, new Set([execution.id]));
+      const prepared = prepare(execution.commit);
+      const r = newRow(own(execution.input), undefined);
+      apply(r, prepared);
       rows.set(execution.id, r);
+      spawnAll(execution.id, prepared);
+      deliverAll(prepared);
       if (lease !== undefined) takeLease(execution.id, lease.owner, lease.ttlMs);
       if (options?.announce === true) publishSettled(execution.id);
       return r.revision;
     },
     async load(id) {
       const r = rows.get(id);
-      return r === undefined ? undefined : decodeRow(r);
+      return r === undefined ? undefined : decodeRow(id, r);
+    },
+    async readInbox(id) {
+      const r = rows.get(id);
+      return r === undefined ? { entries: [], seq: 0 } : inboxOf(id, r.inboxSeq, r.inbox);
+    },
+    async signal(signal, options) {
+      const entry = Buffer.from(encodeInboxEntry(signal));
+      const reached = reach(signal.to, signal.cascade === true);
+      const refuse = new Set(options?.refuseIn ?? []);
+      const refusing = reached.find(([, r]) => refuse.has(r.status));
+      if (refusing !== undefined) return { landed: [], refusedBy: { id: refusing[0], status: refusing[1].status } };
+      return { landed: reached.filter(([, r]) => land(r, signal.dedupeKey, entry)).map(([id]) => id) };
     },
     async commit(id, expectedRevision, commit, options) {
+      checkCommitRules(id, commit);
       const r = row(id);
       if (r.revision !== expectedRevision) throw new StaleRevisionError(id, expectedRevision, r.revision);
       if (options?.ifSnapshot !== undefined && !sameBytes(r.snapshot, options.ifSnapshot)) throw new StaleRevisionError(id, expectedRevision, r.revision);
+      if (r.inboxSeq > (commit.inboxSeen ?? 0)) throw new InboxPendingError(id, r.revision, r.inboxSeq);
       checkUndo(id, commit.writes, r.undo.length);
       const lease = options?.takeLease;
       if (lease !== undefined && heldByOther(id, lease.owner)) throw executionBusyError(id);
-      if (r.inboxSeq > (commit.inboxSeen ?? 0)) throw new InboxPendingError(id, r.revision, r.inboxSeq);
-      for (const signal of commit.signals ?? []) sameRoot(id, signal.to);
-      for (const other of commit.awaits ?? []) sameRoot(id, other);
-      for (const spawned of commit.spawn ?? []) {
-        sameRoot(id, spawned.id);
-        if (rows.has(spawned.id)) throw new XreactorError('execution_exists', `execution ${spawned.id} already exists; execution ids must be unique`);
-      }
-      apply(r, commit);
+      checkSpawns(commit, new Set([id]));
+      const prepared = prepare(commit);
+      apply(r, prepared);
+      for (const seq of commit.consumed ?? []) r.inbox.delete(seq);
+      spawnAll(id, prepared);
+      deliverAll(prepared);
       if (lease !== undefined) takeLease(id, lease.owner, lease.ttlMs);
-      for (const spawned of commit.spawn ?? []) {
-        const child = newRow(spawned.input);
-        apply(child, spawned.commit);
-        rows.set(spawned.id, child);
-        if (spawned.lease !== undefined) takeLease(spawned.id, spawned.lease.owner, spawned.lease.ttlMs);
-      }
-      const landed: string[] = [];
-      for (const signal of commit.signals ?? []) deliver(signal, landed);
-      for (const spawned of commit.spawn ?? []) for (const signal of spawned.commit.signals ?? []) deliver(signal, landed);
       if (options?.releaseLease !== undefined) releaseLease(id, options.releaseLease);
       if (options?.announce === true) publishSettled(id);
       return r.revision;
@@ -239,27 +320,11 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       if (r === undefined) return { status: 'missing' };
       if (!takeLease(id, lease.owner, lease.ttlMs)) return { status: 'busy' };
       try {
-        return { status: 'leased', execution: decodeRow(r), input: decode(r.input) };
+        return { status: 'leased', execution: decodeRow(id, r), input: decode(r.input) };
       } catch (error) {
         releaseLease(id, lease.owner);
         throw error;
       }
-    },
-    async readInbox(id) {
-      const r = rows.get(id);
-      return r === undefined ? { entries: [], seq: 0 } : inboxOf(r);
-    },
-    async signal(signal, options): Promise<SignalReceipt> {
-      const refuseIn = options?.refuseIn ?? [];
-      if (refuseIn.length > 0) {
-        for (const id of signal.cascade === true ? reached(signal.to) : [signal.to]) {
-          const status = rows.get(id)?.status;
-          if (status !== undefined && refuseIn.includes(status)) return { landed: [], refusedBy: { id, status } };
-        }
-      }
-      const landed: string[] = [];
-      deliver(signal, landed);
-      return { landed };
     },
     async readInput(id) {
       return decode(row(id).input);

@@ -8,12 +8,14 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Cluster, Redis } from 'ioredis';
-import { DefinitionError, ExecutionNotFoundError, StaleRevisionError, XreactorError } from '../errors/index.js';
+import { DefinitionError, ExecutionNotFoundError, InboxPendingError, StaleRevisionError, XreactorError } from '../errors/index.js';
 import { encode } from '../serialization/index.js';
+import { uniqueIds } from './commit-rules.js';
+import { encodeInboxEntry } from './inbox-codec.js';
 import type { ExecutionKeys } from './keys.js';
 import { encodeSnapshot } from './snapshot-codec.js';
-import { executionBusyError, undoGapError } from './store.js';
-import type { Commit, CreateExecution, LeaseRequest } from './store.js';
+import { executionBusyError, executionExistsError, undoGapError } from './store.js';
+import type { Commit, CreateExecution, LeaseRequest, Signal } from './store.js';
 
 // Moved to snapshot-codec.ts; re-exported for existing importers.
 export { encodeSnapshot, SNAPSHOT_KIND } from './snapshot-codec.js';
@@ -28,8 +30,11 @@ export interface ScriptCall {
 export const SCRIPTS = {
   createExecution: { file: 'createExecution-5.lua', numberOfKeys: 5 },
   commitExecution: { file: 'commitExecution-5.lua', numberOfKeys: 5 },
+  loadExecution: { file: 'loadExecution-2.lua', numberOfKeys: 2 },
+  readInbox: { file: 'readInbox-2.lua', numberOfKeys: 2 },
+  signalActor: { file: 'signalActor-1.lua', numberOfKeys: 1 },
   acquireLease: { file: 'acquireLease-1.lua', numberOfKeys: 1 },
-  acquireAndLoad: { file: 'acquireAndLoad-2.lua', numberOfKeys: 2 },
+  acquireAndLoad: { file: 'acquireAndLoad-3.lua', numberOfKeys: 3 },
   releaseLease: { file: 'releaseLease-1.lua', numberOfKeys: 1 },
   markActive: { file: 'markActive-1.lua', numberOfKeys: 1 },
 } as const;
@@ -111,6 +116,44 @@ function commitTail(commit: Commit): (string | Buffer)[] {
   return argv;
 }
 
+/**
+ * Whether a commit has kernel work (consumed entries, awaits, signals or spawned actors): without
+ * it, and without a re-stamp, the commit's kernel section is the one empty string of the fast path.
+ */
+export function hasKernelWork(commit: Commit): boolean {
+  return (commit.consumed?.length ?? 0) > 0 || commit.awaits !== undefined || (commit.signals?.length ?? 0) > 0 || (commit.spawn?.length ?? 0) > 0;
+}
+
+/** The signals of a kernel tail: recipient, dedupe key, cascade flag, entry bytes. */
+function signalArgv(signals: readonly Signal[]): (string | Buffer)[] {
+  const argv: (string | Buffer)[] = [String(signals.length)];
+  for (const signal of signals) argv.push(signal.to, signal.dedupeKey, signal.cascade === true ? '1' : '0', toBuffer(encodeInboxEntry(signal)));
+  return argv;
+}
+
+/**
+ * The kernel tail of a commit (layout in `lua/includes/actorKernel.lua`): consumed seqs (none for
+ * a new actor: `consumed` false), the awaits list (-1: unchanged; repeats dropped), the signals,
+ * the spawned actors (each with its first commit and its own kernel tail).
+ */
+function kernelTail(commit: Commit, consumed: boolean): (string | Buffer)[] {
+  const seqs = consumed ? (commit.consumed ?? []) : [];
+  const awaits = commit.awaits === undefined ? undefined : uniqueIds(commit.awaits);
+  const spawn = commit.spawn ?? [];
+  const argv: (string | Buffer)[] = [String(seqs.length), ...seqs.map(String), ...(awaits === undefined ? ['-1'] : [String(awaits.length), ...awaits]), ...signalArgv(commit.signals ?? []), String(spawn.length)];
+  for (const actor of spawn) {
+    const lease = actor.lease;
+    argv.push(actor.id, actor.reactor, toBuffer(encode(actor.input)), lease === undefined ? '0' : '1', lease?.owner ?? '', lease === undefined ? '' : ttlArg(lease.ttlMs));
+    argv.push(...commitTail(actor.commit), ...kernelTail(actor.commit, false));
+  }
+  return argv;
+}
+
+/** The ids a commit spawns, at any depth (depth first): the actors a successful commit created. */
+export function spawnedIds(commit: Commit): string[] {
+  return (commit.spawn ?? []).flatMap((actor) => [actor.id, ...spawnedIds(actor.commit)]);
+}
+
 /** What `createExecution-5.lua` does besides creating (the script side of `CreateOptions`). */
 export interface CreateScriptOptions {
   /** Take the lease for this owner, refusing the create when another owner holds it. */
@@ -119,7 +162,7 @@ export interface CreateScriptOptions {
   readonly announce?: boolean;
 }
 
-/** Arguments of `createExecution-5.lua`. Every key of the execution gets `contextTtlMs`. */
+/** Arguments of `createExecution-5.lua`. Every key of the execution gets `contextTtlMs`. The kernel section is always sent (the script clears leftovers under the id). */
 export function createArgs(keys: ExecutionKeys, execution: CreateExecution, contextTtlMs: number, options: CreateScriptOptions = {}): ScriptCall {
   const lease = options.lease;
   return {
@@ -134,6 +177,9 @@ export function createArgs(keys: ExecutionKeys, execution: CreateExecution, cont
       options.announce === true ? keys.settled : '',
       options.announce === true ? execution.id : '',
       ...commitTail(execution.commit),
+      keys.base,
+      keys.id,
+      ...kernelTail(execution.commit, false),
     ],
   };
 }
@@ -156,15 +202,20 @@ export interface CommitScriptOptions {
   readonly ifSnapshot?: Uint8Array;
 }
 
-/** Arguments of `commitExecution-5.lua` (layout in its header; the commit starts at ARGV[13]). */
+/**
+ * Arguments of `commitExecution-5.lua` (layout in its header; the commit starts at ARGV[14]).
+ * The kernel section after the commit is one empty string for a commit without kernel work and
+ * without a re-stamp (the per-step fast path), else the root base, the id and the kernel tail.
+ */
 export function commitArgs(keys: ExecutionKeys, expectedRevision: number, commit: Commit, contextTtlMs: number, options: CommitScriptOptions = {}): ScriptCall {
   const { takeLease, ifSnapshot } = options;
+  const restamp = options.restamp !== false;
   return {
     keys: executionKeys(keys),
     argv: [
       String(expectedRevision),
       ttlArg(contextTtlMs),
-      options.restamp === false ? '0' : '1',
+      restamp ? '1' : '0',
       options.releaseLease === undefined ? '0' : '1',
       options.releaseLease ?? '',
       options.announceId === undefined ? '' : keys.settled,
@@ -174,14 +225,34 @@ export function commitArgs(keys: ExecutionKeys, expectedRevision: number, commit
       takeLease === undefined ? '' : ttlArg(takeLease.ttlMs),
       ifSnapshot === undefined ? '0' : '1',
       ifSnapshot === undefined ? '' : toBuffer(ifSnapshot),
+      String(commit.inboxSeen ?? 0),
       ...commitTail(commit),
+      ...(restamp || hasKernelWork(commit) ? [keys.base, keys.id, ...kernelTail(commit, true)] : ['']),
     ],
   };
 }
 
-/** Arguments of `acquireAndLoad-2.lua`. */
+/** Arguments of `acquireAndLoad-3.lua`. */
 export function acquireAndLoadArgs(keys: ExecutionKeys, lease: LeaseRequest): ScriptCall {
-  return { keys: [keys.execution, keys.lease], argv: [lease.owner, ttlArg(lease.ttlMs)] };
+  return { keys: [keys.execution, keys.lease, keys.inbox], argv: [lease.owner, ttlArg(lease.ttlMs)] };
+}
+
+/** Arguments of `loadExecution-2.lua`. */
+export function loadArgs(keys: ExecutionKeys): ScriptCall {
+  return { keys: [keys.execution, keys.inbox], argv: [] };
+}
+
+/** Arguments of `readInbox-2.lua`. */
+export function readInboxArgs(keys: ExecutionKeys): ScriptCall {
+  return { keys: [keys.execution, keys.inbox], argv: [] };
+}
+
+/** Arguments of `signalActor-1.lua`: the recipient's keys, the signal, the TTL for keys it creates, the refuse statuses. */
+export function signalArgs(keys: ExecutionKeys, signal: Signal, contextTtlMs: number, refuseIn: readonly string[] = []): ScriptCall {
+  return {
+    keys: [keys.execution],
+    argv: [keys.base, ttlArg(contextTtlMs), keys.id, signal.dedupeKey, signal.cascade === true ? '1' : '0', toBuffer(encodeInboxEntry(signal)), String(refuseIn.length), ...refuseIn],
+  };
 }
 
 /** Arguments of `acquireLease-1.lua`. */
@@ -199,7 +270,18 @@ export function markActiveArgs(activeKey: string, id: string): ScriptCall {
   return { keys: [activeKey], argv: [id] };
 }
 
-const REPLY = { ok: 0, conflict: 1, missing: 2, undoGap: 3, busy: 4 } as const;
+const REPLY = { ok: 0, conflict: 1, missing: 2, undoGap: 3, busy: 4, inboxPending: 5, spawnExists: 6 } as const;
+
+/** The spawned actor a refusal names (`{4, id}`, `{3, position, length, id}`, `{6, id}`), or `id` when it names none. */
+const refusedActor = (id: string, named: unknown): string => (typeof named === 'string' || Buffer.isBuffer(named) ? String(named) : id);
+
+/** The refusals of a spawned actor, as create and commit reply them. */
+function spawnRefusal(id: string, code: number, reply: unknown[]): XreactorError | undefined {
+  if (code === REPLY.spawnExists) return executionExistsError(refusedActor(id, reply[1]));
+  if (code === REPLY.busy) return executionBusyError(refusedActor(id, reply[1]));
+  if (code === REPLY.undoGap) return undoGapError(refusedActor(id, reply[3]), String(reply[1]), Number(reply[2]));
+  return undefined;
+}
 
 function replyCode(reply: unknown, script: string): [code: number, first: number, second: number] {
   if (!Array.isArray(reply) || reply.length === 0) {
@@ -212,43 +294,54 @@ function replyCode(reply: unknown, script: string): [code: number, first: number
 /**
  * Reads the reply of `commitExecution-5.lua`: the new revision.
  * @throws StaleRevisionError when another writer advanced the execution (or its snapshot is not
- * the `ifSnapshot` bytes); ExecutionNotFoundError when it does not exist; XreactorError
- * `undo_position_invalid` for an undo push past the end; `execution_busy` when another owner holds
- * the lease the commit was to take.
+ * the `ifSnapshot` bytes); InboxPendingError when a signal landed that the commit has not seen;
+ * ExecutionNotFoundError when it does not exist; XreactorError `undo_position_invalid` for an undo
+ * push past the end; `execution_busy` when another owner holds the lease the commit was to take;
+ * and for a spawned actor (named in the message): `execution_exists`, `execution_busy`,
+ * `undo_position_invalid`.
  */
 export function readCommitReply(id: string, expectedRevision: number, reply: unknown): number {
   const [code, first, second] = replyCode(reply, SCRIPTS.commitExecution.file);
   if (code === REPLY.ok) return first;
   if (code === REPLY.conflict) throw new StaleRevisionError(id, expectedRevision, first);
   if (code === REPLY.missing) throw new ExecutionNotFoundError(id);
-  if (code === REPLY.undoGap) throw undoGapError(id, first, second);
-  if (code === REPLY.busy) throw executionBusyError(id);
+  if (code === REPLY.inboxPending) throw new InboxPendingError(id, first, second);
+  const refused = spawnRefusal(id, code, reply as unknown[]);
+  if (refused !== undefined) throw refused;
   throw new XreactorError('script_reply_invalid', `${SCRIPTS.commitExecution.file} replied with unknown code ${code}`);
 }
 
 /**
  * Reads the reply of `createExecution-5.lua`: the revision (1).
  * @throws XreactorError `execution_exists` when the id exists; `execution_busy` when another
- * owner holds the lease the create was to take; `undo_position_invalid` for an undo push past the end.
+ * owner holds the lease the create was to take; `undo_position_invalid` for an undo push past the
+ * end; and the same for a spawned actor of the first commit (named in the message).
  */
 export function readCreateReply(id: string, reply: unknown): number {
-  const [code, first, second] = replyCode(reply, SCRIPTS.createExecution.file);
+  const [code, first] = replyCode(reply, SCRIPTS.createExecution.file);
   if (code === REPLY.ok) return first;
-  if (code === REPLY.conflict) throw new XreactorError('execution_exists', `execution ${id} already exists; execution ids must be unique`);
-  if (code === REPLY.busy) throw executionBusyError(id);
-  if (code === REPLY.undoGap) throw undoGapError(id, first, second);
+  if (code === REPLY.conflict) throw executionExistsError(id);
+  const refused = spawnRefusal(id, code, reply as unknown[]);
+  if (refused !== undefined) throw refused;
   throw new XreactorError('script_reply_invalid', `${SCRIPTS.createExecution.file} replied with unknown code ${code}`);
 }
 
-/** The reply of `acquireAndLoad-2.lua`, read: the stored fields are still bytes (the store decodes and checks them). */
+/** Stored inbox entries as a script replies them: seq and entry bytes, in the order HGETALL listed them. */
+export type InboxReplyEntries = readonly (readonly [seq: number, bytes: Buffer])[];
+
+/** An execution's stored fields as `loadExecution-2.lua` replies them, still bytes (the store decodes and checks them). */
+export interface LoadReply {
+  readonly revision: Buffer | null;
+  readonly snapshot: Buffer | null;
+  readonly outbox: Buffer | null;
+  /** The inbox seq (0: none landed). */
+  readonly inboxSeq: number;
+  readonly entries: InboxReplyEntries;
+}
+
+/** The reply of `acquireAndLoad-3.lua`, read: the stored fields are still bytes (the store decodes and checks them). */
 export type AcquireAndLoadReply =
-  | {
-      readonly status: 'leased';
-      readonly revision: Buffer | null;
-      readonly snapshot: Buffer | null;
-      readonly outbox: Buffer | null;
-      readonly input: Buffer | null;
-    }
+  | ({ readonly status: 'leased'; readonly input: Buffer | null } & LoadReply)
   | { readonly status: 'busy' }
   | { readonly status: 'missing' };
 
@@ -260,20 +353,74 @@ const bytesOrNull = (value: unknown, script: string): Buffer | null => {
   throw new XreactorError('script_reply_invalid', `${script} replied a field that is not bytes (${typeof value}): is another program's script loaded under its name?`);
 };
 
+const invalidReply = (file: string, reply: unknown) =>
+  new XreactorError('script_reply_invalid', `${file} replied ${JSON.stringify(reply)}, not a reply code: is another program's script loaded under its name?`);
+
+/** An inbox seq as a script replies it (nil: 0). */
+function seqOf(value: unknown, file: string): number {
+  if (value == null) return 0;
+  const text = Buffer.isBuffer(value) ? value.toString() : typeof value === 'string' || typeof value === 'number' ? String(value) : typeof value;
+  const seq = Number(text);
+  if (!Number.isSafeInteger(seq) || seq < 0) throw new XreactorError('script_reply_invalid', `${file} replied inbox seq ${text}, not a whole number: is another program's data under the key?`);
+  return seq;
+}
+
+/** Inbox entries from an HGETALL reply (field, value, field, value, ...). */
+function entriesOf(value: unknown, file: string): InboxReplyEntries {
+  if (value == null) return [];
+  if (!Array.isArray(value) || value.length % 2 !== 0) throw new XreactorError('script_reply_invalid', `${file} replied inbox entries that are not field/value pairs`);
+  const entries: [number, Buffer][] = [];
+  for (let i = 0; i < value.length; i += 2) entries.push([seqOf(value[i], file), bytesOrNull(value[i + 1], file) ?? Buffer.alloc(0)]);
+  return entries;
+}
+
 /**
- * Reads the reply of `acquireAndLoad-2.lua` (run with binary replies): the lease was taken with
+ * Reads the reply of `loadExecution-2.lua` (run with binary replies): the stored fields (null
+ * when absent), the inbox seq and the entries.
+ * @throws XreactorError `script_reply_invalid` for a reply of another shape.
+ */
+export function readLoadReply(reply: unknown): LoadReply {
+  const file = SCRIPTS.loadExecution.file;
+  if (!Array.isArray(reply) || reply.length !== 5) throw invalidReply(file, reply);
+  return { revision: bytesOrNull(reply[0], file), snapshot: bytesOrNull(reply[1], file), outbox: bytesOrNull(reply[2], file), inboxSeq: seqOf(reply[3], file), entries: entriesOf(reply[4], file) };
+}
+
+/**
+ * Reads the reply of `readInbox-2.lua` (run with binary replies): the inbox seq and the entries.
+ * @throws XreactorError `script_reply_invalid` for a reply of another shape.
+ */
+export function readInboxReply(reply: unknown): { readonly seq: number; readonly entries: InboxReplyEntries } {
+  const file = SCRIPTS.readInbox.file;
+  if (!Array.isArray(reply) || reply.length !== 2) throw invalidReply(file, reply);
+  return { seq: seqOf(reply[0], file), entries: entriesOf(reply[1], file) };
+}
+
+/**
+ * Reads the reply of `signalActor-1.lua`: the ids the signal landed in, or the actor and status
+ * that refused it.
+ * @throws XreactorError `script_reply_invalid` for a reply of another shape.
+ */
+export function readSignalReply(reply: unknown): { readonly landed: string[]; readonly refusedBy?: { readonly id: string; readonly status: string } } {
+  const file = SCRIPTS.signalActor.file;
+  if (!Array.isArray(reply) || reply.length === 0) throw invalidReply(file, reply);
+  const code = Number(reply[0]);
+  if (code === REPLY.ok) return { landed: reply.slice(1).map(String) };
+  if (code === REPLY.conflict && reply.length === 3) return { landed: [], refusedBy: { id: String(reply[1]), status: String(reply[2]) } };
+  throw new XreactorError('script_reply_invalid', `${file} replied with unknown code ${String(reply[0])}`);
+}
+
+/**
+ * Reads the reply of `acquireAndLoad-3.lua` (run with binary replies): the lease was taken with
  * the stored fields, or another owner holds it, or the execution does not exist.
  * @throws XreactorError `script_reply_invalid` for a reply that is not one of those.
  */
 export function readAcquireAndLoadReply(reply: unknown): AcquireAndLoadReply {
   const file = SCRIPTS.acquireAndLoad.file;
-  if (!Array.isArray(reply) || reply.length === 0) {
-    throw new XreactorError('script_reply_invalid', `${file} replied ${JSON.stringify(reply)}, not a reply code: is another program's script loaded under its name?`);
-  }
+  if (!Array.isArray(reply) || reply.length === 0) throw invalidReply(file, reply);
   const code = Number(reply[0]);
   if (code === REPLY.ok) {
     const field = (index: number) => bytesOrNull(reply[index], file);
-    return { status: 'leased', revision: field(1), snapshot: field(2), outbox: field(3), input: field(4) };
+    return { status: 'leased', revision: field(1), snapshot: field(2), outbox: field(3), input: field(4), inboxSeq: seqOf(reply[5], file), entries: entriesOf(reply[6], file) };
   }
   if (code === REPLY.conflict) return { status: 'busy' };
   if (code === REPLY.missing) return { status: 'missing' };

@@ -1,25 +1,35 @@
 import type { Cluster, Redis } from 'ioredis';
-import { EXECUTION_MACHINE_VERSION } from '../../machines/execution-types.js';
 import type { TraceEntry } from '../../machines/execution-types.js';
 import { DefinitionError, DeserializationError, ExecutionNotFoundError } from '../errors/index.js';
 import type { Clock } from '../internal/clock.js';
 import { systemClock } from '../internal/clock.js';
 import { decode } from '../serialization/index.js';
 import { createKeyBuilder, EXECUTION_FIELDS } from './keys.js';
+import { checkCommitRules } from './commit-rules.js';
+import { inboxOf } from './inbox-codec.js';
 import {
   acquireAndLoadArgs,
   acquireLeaseArgs,
   commitArgs,
   createArgs,
   defineScripts,
+  loadArgs,
   markActiveArgs,
   readAcquireAndLoadReply,
   readCommitReply,
   readCreateReply,
+  readInboxArgs,
+  readInboxReply,
+  readLoadReply,
+  readSignalReply,
   releaseLeaseArgs,
+  signalArgs,
+  spawnedIds,
 } from './redis-scripts.js';
+import type { LoadReply } from './redis-scripts.js';
 import { createSettledHub } from './redis-settled.js';
-import { decodeSnapshot } from './snapshot-codec.js';
+import { decodeSnapshot, DEFAULT_MACHINES } from './snapshot-codec.js';
+import type { MachineVersions } from './snapshot-codec.js';
 import type { LeasedLoad, LoadedExecution, OutboxEffect, Store, UndoEntry } from './store.js';
 
 /** Retention of an execution's keys after its last write: 24 hours, as `context_ttl` in ruby_reactor. */
@@ -35,21 +45,27 @@ export interface RedisStoreOptions {
    */
   readonly prefix?: string;
   /**
-   * Retention of an execution's keys. `create` stamps it on every key of the execution, and a
-   * commit on every key it creates. A commit re-stamps every key of the execution only when this
-   * store has not done so for that execution within the refresh window,
-   * {@link retentionRefreshMs}: max(1000 ms, contextTtlMs / 100), at most half of contextTtlMs.
+   * Retention of an execution's keys. `create` (and a commit's `spawn`) stamps it on every key of
+   * the actor, and a commit or signal on every key it creates (an inbox, a dedupe record, an
+   * awaits list, a children set). A commit re-stamps every key of the actor only when this
+   * store has not done so for that actor within the refresh window,
+   * {@link retentionRefreshMs}: max(1000 ms, contextTtlMs / 100), at most half of contextTtlMs;
+   * that re-stamp also covers every key of the actor's ancestors (the parents its spawns
+   * recorded) and of its descendants (the actors it spawned, transitively), so a child's
+   * progress keeps its ancestors alive and a parent's progress keeps its children's undo data.
    * So every key always has a TTL, and an execution's keys live at least
-   * contextTtlMs − refresh window after its last commit. (The store remembers its last full stamp
-   * of the {@link RESTAMP_MEMORY} executions it stamped most recently.)
+   * contextTtlMs − refresh window after its last commit (or that of a descendant). (The store
+   * remembers its last full stamp of the {@link RESTAMP_MEMORY} executions it stamped most recently.)
    * @defaultValue 86_400_000 (24 h)
    */
   readonly contextTtlMs?: number;
   /**
-   * Machine versions this build can load.
-   * @defaultValue [EXECUTION_MACHINE_VERSION]
+   * Actor kind -> the machine versions of that kind this build can load. Loading an actor of a
+   * kind not listed, or of a version not listed for its kind, fails with a retryable
+   * DeserializationError (a build that knows it can advance the actor).
+   * @defaultValue `{ execution: [EXECUTION_MACHINE_VERSION] }`
    */
-  readonly machineVersions?: readonly number[];
+  readonly machines?: MachineVersions;
   /**
    * Creates the connection `waitSettled` subscribes on (once, on the first wait). The store owns
    * it and quits it on `close()`.
@@ -121,7 +137,7 @@ export function compileRedisStoreOptions(options: RedisStoreOptions): CompiledRe
     redis,
     prefix: options.prefix ?? 'xr',
     contextTtlMs,
-    machineVersions: options.machineVersions ?? [EXECUTION_MACHINE_VERSION],
+    machines: options.machines ?? DEFAULT_MACHINES,
     subscriber: options.subscriber ?? (() => (redis as Redis).duplicate()),
     clock: options.clock ?? systemClock,
   };
@@ -168,32 +184,42 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     if ((await exists) === 0) throw new ExecutionNotFoundError(id);
   };
   const exists = (id: string) => redis.exists(keys.executionKeys(id).execution);
-  /** The checks and decoding of `load`, on the fields of the execution hash (not all absent). */
-  const loaded = (id: string, rev: Buffer | null | undefined, snapshot: Buffer | null | undefined, outbox: Buffer | null | undefined): LoadedExecution => {
+  /** The checks and decoding of `load`, on the fields of the execution hash (not all absent) and its inbox. */
+  const loaded = (id: string, { revision: rev, snapshot, outbox, inboxSeq, entries }: LoadReply): LoadedExecution => {
     const revision = Number(rev?.toString());
     if (!Number.isSafeInteger(revision) || snapshot == null || outbox == null) {
       throw new DeserializationError(`execution ${id} is incomplete or foreign (revision ${rev == null ? 'missing' : JSON.stringify(rev.toString())}, snapshot ${snapshot == null ? 'missing' : 'present'}): discard it`);
     }
-    return { snapshot: decodeSnapshot(snapshot, config.machineVersions), revision, outbox: decode(outbox) as OutboxEffect[] };
+    return { snapshot: decodeSnapshot(snapshot, config.machines), revision, outbox: decode(outbox) as OutboxEffect[], inbox: inboxOf(id, inboxSeq, entries) };
   };
 
   return {
     async create(execution, options) {
+      checkCommitRules(execution.id, execution.commit);
       const k = keys.executionKeys(execution.id);
       // As publishSettled: a waiter in this process whose SUBSCRIBE is pending must not miss the announcement.
       if (options?.announce === true) await settled.subscribed(k.settled);
       const at = config.clock.now();
       const reply = await run('createExecution', createArgs(k, execution, config.contextTtlMs, options));
       const revision = readCreateReply(execution.id, reply);
-      stamps.note(execution.id, at);
+      for (const created of [execution.id, ...spawnedIds(execution.commit)]) stamps.note(created, at);
       return revision;
     },
     async load(id) {
-      const [rev, snapshot, outbox] = await read(id, redis.hmgetBuffer(keys.executionKeys(id).execution, F.revision, F.snapshot, F.outbox));
-      if (rev == null && snapshot == null && outbox == null) return undefined;
-      return loaded(id, rev, snapshot, outbox);
+      const reply = readLoadReply(await read(id, run('loadExecution', loadArgs(keys.executionKeys(id)), true)));
+      if (reply.revision == null && reply.snapshot == null && reply.outbox == null) return undefined;
+      return loaded(id, reply);
+    },
+    async readInbox(id) {
+      const { seq, entries } = readInboxReply(await read(id, run('readInbox', readInboxArgs(keys.executionKeys(id)), true)));
+      return inboxOf(id, seq, entries);
+    },
+    async signal(signal, options) {
+      const reply = await read(signal.to, run('signalActor', signalArgs(keys.executionKeys(signal.to), signal, config.contextTtlMs, options?.refuseIn)));
+      return readSignalReply(reply);
     },
     async commit(id, expectedRevision, commit, options) {
+      checkCommitRules(id, commit);
       const k = keys.executionKeys(id);
       const announce = options?.announce === true;
       if (announce) await settled.subscribed(k.settled);
@@ -208,6 +234,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       });
       const revision = readCommitReply(id, expectedRevision, await run('commitExecution', call));
       if (restamp) stamps.note(id, at);
+      for (const spawned of spawnedIds(commit)) stamps.note(spawned, at);
       return revision;
     },
     async acquireAndLoad(id, lease): Promise<LeasedLoad> {
@@ -215,7 +242,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       const found = readAcquireAndLoadReply(await read(id, run('acquireAndLoad', acquireAndLoadArgs(k, lease), true)));
       if (found.status !== 'leased') return found;
       try {
-        const execution = loaded(id, found.revision, found.snapshot, found.outbox);
+        const execution = loaded(id, found);
         if (found.input == null) throw new DeserializationError(`execution ${id} is incomplete or foreign (input missing): discard it`);
         return { status: 'leased', execution, input: decode(found.input) };
       } catch (error) {

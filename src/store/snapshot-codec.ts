@@ -1,41 +1,49 @@
 /**
- * The stored form of an execution snapshot: an envelope (`src/serialization/envelope.ts`) of kind
- * {@link SNAPSHOT_KIND} around `{ value, context }`, marked with the machine version. Every adapter
- * stores exactly the bytes {@link encodeSnapshot} produces, so a caller holding those bytes (a job
- * carrying a handed-off run) can fence a commit on them (`CommitOptions.ifSnapshot`).
+ * The stored form of an actor snapshot: an envelope (`src/serialization/envelope.ts`) of the
+ * actor's kind (`PersistedSnapshot.kind`: `'execution'`, ...) around `{ value, context }`,
+ * marked with the machine version. Every adapter stores exactly the bytes {@link encodeSnapshot}
+ * produces, so a caller holding those bytes (a job carrying a handed-off run) can fence a commit
+ * on them (`CommitOptions.ifSnapshot`).
  */
 import { EXECUTION_MACHINE_VERSION } from '../../machines/execution-types.js';
 import { DeserializationError } from '../errors/index.js';
 import { decodeEnvelope, encodeEnvelope } from '../serialization/index.js';
 import type { PersistedSnapshot } from './store.js';
 
-/** Envelope kind of a stored execution snapshot (every adapter uses it). */
+/** Envelope kind of a stored execution snapshot. */
 export const SNAPSHOT_KIND = 'execution';
+
+/** Actor kind -> the machine versions of that kind a build can load. */
+export type MachineVersions = Readonly<Record<string, readonly number[]>>;
+
+/** What a build loads by default: executions of {@link EXECUTION_MACHINE_VERSION}. */
+export const DEFAULT_MACHINES: MachineVersions = Object.freeze({ [SNAPSHOT_KIND]: Object.freeze([EXECUTION_MACHINE_VERSION]) });
 
 /**
  * The envelope bytes of a snapshot, exactly as every store keeps them.
- * @throws DefinitionError when the machine version is not a non-negative integer.
+ * @throws DefinitionError when the kind is empty or the machine version is not a non-negative integer.
  */
 export function encodeSnapshot(snapshot: PersistedSnapshot): Uint8Array {
-  return encodeEnvelope(SNAPSHOT_KIND, snapshot.machineVersion, { value: snapshot.value, context: snapshot.context });
+  return encodeEnvelope(snapshot.kind, snapshot.machineVersion, { value: snapshot.value, context: snapshot.context });
 }
 
 /**
  * Reads the envelope bytes of a snapshot (as {@link encodeSnapshot} wrote them), with the same
  * checks `Store.load` makes.
- * @param machineVersions - the machine versions this build can load; default `[EXECUTION_MACHINE_VERSION]`.
- * @throws DeserializationError when the bytes are truncated or foreign, hold another kind of
- * record or a payload that is not `{ value, context }`, or carry a machine version not in
- * `machineVersions` (the message says which, and what to do).
+ * @param machines - actor kind -> the machine versions this build can load; default {@link DEFAULT_MACHINES}.
+ * @throws DeserializationError when the bytes are truncated or foreign, or hold a payload that is
+ * not `{ value, context }` (not retryable); or when the envelope's kind is not in `machines`, or its
+ * machine version is not listed for its kind (retryable: a build that knows it can advance the
+ * actor). The message says which, and what to do.
  */
-export function decodeSnapshot(bytes: Uint8Array, machineVersions: readonly number[] = [EXECUTION_MACHINE_VERSION]): PersistedSnapshot {
-  const { machineVersion, payload } = decodeEnvelope(bytes, { kind: SNAPSHOT_KIND, machineVersions });
+export function decodeSnapshot(bytes: Uint8Array, machines: MachineVersions = DEFAULT_MACHINES): PersistedSnapshot {
+  const { kind, machineVersion, payload } = decodeEnvelope(bytes, { machines });
   if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) {
     throw new DeserializationError(
-      `stored ${SNAPSHOT_KIND} snapshot holds ${payload === null ? 'null' : Array.isArray(payload) ? 'an array' : `a ${typeof payload}`}, not { value, context }: ` +
+      `stored ${kind} snapshot holds ${payload === null ? 'null' : Array.isArray(payload) ? 'an array' : `a ${typeof payload}`}, not { value, context }: ` +
         'the key holds data another program wrote; discard it',
     );
   }
   const { value, context } = payload as { value: unknown; context: unknown };
-  return { kind: SNAPSHOT_KIND, machineVersion, value, context };
+  return { kind, machineVersion, value, context };
 }

@@ -29,7 +29,10 @@ export interface SignalEvent {
  * A signal to an actor: it lands in the recipient's inbox at most once per `dedupeKey` (a second
  * signal with a key the recipient has seen lands nowhere), and the recipient applies it through a
  * transition. Signals carried by a commit land atomically with it and must be addressed to actors
- * of the sender's root (same hash slot); a signal to an actor that does not exist lands nowhere.
+ * of the sender's root (same hash slot; otherwise the commit is refused, see
+ * {@link signalCrossRootError}); a signal to an actor that does not exist lands nowhere. Landing
+ * does not change the recipient's revision: it raises the recipient's inbox seq, which fences the
+ * recipient's next commit ({@link Commit.inboxSeen}).
  */
 export interface Signal {
   /** The recipient actor's id. */
@@ -40,6 +43,10 @@ export interface Signal {
   /**
    * Also deliver the signal, with the same dedupe key, to every actor the recipient awaits
    * (`Commit.awaits`), and to the actors those await, transitively. How `cancel` fences a tree.
+   * The walk is breadth-first in the order each actor named its awaits, visits each actor once
+   * (cycles end), follows the awaits of a recipient that had seen the key already (dedupe is per
+   * recipient), skips actors that do not exist, and stops {@link MAX_CASCADE_DEPTH} levels below
+   * the recipient (an actor deeper than that is not reached).
    */
   readonly cascade?: boolean;
 }
@@ -104,23 +111,50 @@ export interface Commit {
    * once any signal has landed). Ignored by `create` (a new actor has no inbox).
    */
   readonly inboxSeen?: number;
-  /** Inbox entries (by seq) this commit applied: removed from the inbox with it. */
+  /**
+   * Inbox entries (by seq) this commit applied: removed from the inbox with it (a seq no longer in
+   * the inbox is ignored). Their dedupe keys stay recorded: the same signal never lands again.
+   * Entries seen (seq <= `inboxSeen`) but not consumed stay in the inbox and do not fence later
+   * commits. Ignored by `create` and by spawned actors (a new actor has no inbox).
+   */
   readonly consumed?: readonly number[];
-  /** Signals landing in other actors' inboxes atomically with this commit (same root only). */
+  /**
+   * Signals landing in actors' inboxes atomically with this commit (same root only: a recipient
+   * of another root refuses the whole commit before anything is written, with
+   * {@link signalCrossRootError}). They land after the commit's own writes and after the actors
+   * of `spawn` are created (so a signal to an actor spawned by the same commit lands), in order:
+   * this commit's signals, then each spawned actor's, depth first. A signal to this actor itself
+   * lands in its own inbox (its next commit must have seen it).
+   */
   readonly signals?: readonly Signal[];
   /**
-   * The actors this actor awaits from this commit on (cascading signals follow them); replaces
-   * the stored set. Undefined: unchanged. `[]`: it awaits nothing.
+   * The actors this actor awaits from this commit on (cascading signals follow them, in this
+   * order; a repeated id counts once); replaces the stored list. Undefined: unchanged. `[]`: it
+   * awaits nothing. Same root only ({@link signalCrossRootError}).
    */
   readonly awaits?: readonly string[];
   /**
    * Actors created atomically with this commit (same root only), each with its first commit and,
-   * optionally, its lease. Each records this actor as its parent: its keys, and its ancestors',
-   * share one retention (see the adapters). Refused as a whole (`execution_exists`) when one exists.
-   * A spawned actor's own `signals` land too (a child that settles at its creation signals its parent).
+   * optionally, its lease. Each records this actor as its parent (and this actor records it as a
+   * child): their keys share one retention (see the adapters). Refused as a whole, writing
+   * nothing, with the `execution_exists` error `create` throws ({@link executionExistsError})
+   * when one of the ids exists (or is named twice, or is the committing actor's); with
+   * `execution_busy` when another owner holds the lease a spawned actor is to take; with
+   * `undo_position_invalid` for a gap in a spawned actor's undo pushes. These checks run after
+   * the committing actor's own (exists, revision, ifSnapshot, inbox, undo positions, lease), for
+   * each spawned actor in order: exists, lease, undo positions (as in `create`). A spawned
+   * actor's commit may carry `signals`, `awaits` and `spawn` of its own (they apply as here);
+   * its `inboxSeen` and `consumed` are ignored. `create` accepts `signals`, `awaits` and `spawn`
+   * the same way.
    */
   readonly spawn?: readonly SpawnActor[];
 }
+
+/**
+ * How many levels a cascading signal descends below its recipient ({@link Signal.cascade}), and
+ * how far retention re-stamping follows parents and children. Deeper actors are not reached.
+ */
+export const MAX_CASCADE_DEPTH = 64;
 
 /** An actor created by another's commit ({@link Commit.spawn}). */
 export interface SpawnActor extends CreateExecution {
@@ -130,7 +164,7 @@ export interface SpawnActor extends CreateExecution {
 
 /** What `Store.signal` did. */
 export interface SignalReceipt {
-  /** The actors whose inbox the signal landed in (empty: a duplicate everywhere, or no such actor). */
+  /** The actors whose inbox the signal landed in, in delivery order (the recipient first; empty: a duplicate everywhere, or no such actor). */
   readonly landed: readonly string[];
   /** With `refuseIn`: the first actor found in one of those statuses; nothing landed anywhere. */
   readonly refusedBy?: { readonly id: string; readonly status: string };
@@ -221,6 +255,28 @@ export function executionBusyError(id: string): XreactorError {
 }
 
 /**
+ * The error `create` throws for an id that exists, and `commit` for an actor of its `spawn` that
+ * exists (code `execution_exists`). Every adapter throws this one.
+ */
+export function executionExistsError(id: string): XreactorError {
+  return new XreactorError('execution_exists', `execution ${id} already exists; execution ids must be unique`);
+}
+
+/**
+ * The error a commit (or create) throws, before writing anything, when a signal, an awaited actor
+ * or a spawned actor is of another root than the committing actor (code `signal_cross_root`):
+ * only actors of one root share a hash slot, so only they can be written atomically together.
+ * A signal to another root is performed after the commit, as a job calling `Store.signal`.
+ */
+export function signalCrossRootError(from: string, to: string, what: 'signal' | 'await' | 'spawn'): XreactorError {
+  return new XreactorError(
+    'signal_cross_root',
+    `actor ${from} cannot ${what} actor ${to} in its commit: ${to} belongs to another root, so nothing was written. ` +
+      'Cross-root signals go through a job: commit an outbox effect whose job calls Store.signal, and keep awaits and spawns within the root',
+  );
+}
+
+/**
  * The error a create or commit throws when an undo entry would be pushed past the end of the
  * stack (code `undo_position_invalid`): `position` is more than the `length` the stack has at
  * that point. Every adapter throws this one.
@@ -245,15 +301,17 @@ export interface Store {
    * notification after the write. A refused create neither takes the lease nor announces.
    */
   create(execution: CreateExecution, options?: CreateOptions): Promise<number>;
-  /** Load the current snapshot and revision, or undefined when unknown. */
+  /** Load the current snapshot, revision, outbox and inbox (in one atomic read), or undefined when unknown. */
   load(id: string): Promise<LoadedExecution | undefined>;
   /**
    * Commit the next snapshot with its writes; returns the new revision. `options` take or release
    * the lease and announce the settle in the same atomic step. Checks, all before the first write:
-   * the execution exists (ExecutionNotFoundError), the revision and `ifSnapshot`
-   * (StaleRevisionError), the undo positions (`undo_position_invalid`), the lease to take
-   * (`execution_busy`). A refused commit writes nothing, takes or releases no lease and announces
-   * nothing.
+   * every signal, awaited and spawned actor is of this actor's root (`signal_cross_root`), the
+   * execution exists (ExecutionNotFoundError), the revision and `ifSnapshot`
+   * (StaleRevisionError), the inbox (InboxPendingError, when a signal landed after
+   * `commit.inboxSeen`), the undo positions (`undo_position_invalid`), the lease to take
+   * (`execution_busy`), then the spawned actors (see {@link Commit.spawn}). A refused commit writes
+   * nothing, delivers no signal, spawns nothing, takes or releases no lease and announces nothing.
    */
   commit(id: string, expectedRevision: number, commit: Commit, options?: CommitOptions): Promise<number>;
   /** The execution's validated input. */
@@ -263,8 +321,10 @@ export interface Store {
   /**
    * Deliver a signal from outside any commit (an operator's cancel, undo or continue; a signal
    * crossing roots, performed as a job), in one atomic step. With `cascade`, to the recipient and
-   * every actor it awaits, transitively. With `refuseIn`, nothing lands if the recipient (or, with
-   * `cascade`, any actor reached) is in one of those statuses; the receipt names it.
+   * every actor it awaits, transitively ({@link Signal.cascade}), with dedupe per recipient. With
+   * `refuseIn`, nothing lands if the recipient (or, with `cascade`, any existing actor reached,
+   * whether or not it had seen the key) has one of those stored statuses; the receipt names the
+   * first such actor in delivery order. An unknown recipient: nothing lands, `landed` is empty.
    */
   signal(signal: Signal, options?: { readonly refuseIn?: readonly string[] }): Promise<SignalReceipt>;
   /** Results of the named steps (absent steps are omitted). Without names: every recorded result. */

@@ -41,7 +41,7 @@ describe('redis cluster store', () => {
           reactor: 'r',
           input: { id },
           commit: {
-            snapshot: { machineVersion: EXECUTION_MACHINE_VERSION, value: 'p', context: {} },
+            snapshot: { kind: 'execution', machineVersion: EXECUTION_MACHINE_VERSION, value: 'p', context: {} },
             status: 'running',
             writes: { results: [['a', 1]], pushUndo: [{ position: 0, step: 'a', args: null, result: 1 }], truncateUndoTo: undefined, trace: [{ type: 'run', step: 'a', at: 1 }] },
             outbox: [],
@@ -65,7 +65,7 @@ describe('redis cluster store', () => {
     const { redis, store, prefix, cleanup } = open();
     try {
       const first: Commit = {
-        snapshot: { machineVersion: EXECUTION_MACHINE_VERSION, value: 'p', context: {} },
+        snapshot: { kind: 'execution', machineVersion: EXECUTION_MACHINE_VERSION, value: 'p', context: {} },
         status: 'running',
         writes: { results: [['a', 1]], pushUndo: [], truncateUndoTo: undefined, trace: [{ type: 'run', step: 'a', at: 1 }] },
         outbox: [],

@@ -34,7 +34,7 @@ const open = (prefix = freshPrefix(), contextTtlMs?: number, clock?: TestClock) 
 describeStoreContract('redis', async () => open());
 
 const first = (): Commit => ({
-  snapshot: { machineVersion: EXECUTION_MACHINE_VERSION, value: 'pending', context: {} },
+  snapshot: { kind: 'execution', machineVersion: EXECUTION_MACHINE_VERSION, value: 'pending', context: {} },
   status: 'pending',
   writes: { results: [['a', 1]], pushUndo: [{ position: 0, step: 'a', args: null, result: 1 }], truncateUndoTo: undefined, trace: [{ type: 'run', step: 'a', at: 1 }] },
   outbox: [],
@@ -194,6 +194,85 @@ describe('redis store: stored data', () => {
       }
     });
 
+    it('gives the inbox, dedupe and awaits keys a signal or commit creates the retention, and re-stamps them with the actor', async () => {
+      const clock = createTestClock(1_000_000);
+      const short = open(freshPrefix(), 60_000, clock);
+      try {
+        await short.store.create({ id: 'kernel', reactor: 'r', input: {}, commit: empty() });
+        await short.store.create({ id: 'kernel.c', reactor: 'r', input: {}, commit: empty() });
+        const k = createKeyBuilder(short.prefix).executionKeys('kernel');
+        await short.store.signal({ to: 'kernel', event: { type: 't' }, dedupeKey: 'a' });
+        await short.store.commit('kernel.c', 1, { ...empty(), signals: [{ to: 'kernel', event: { type: 't' }, dedupeKey: 'b' }] });
+        await short.store.commit('kernel', 1, { ...empty(), inboxSeen: 2, awaits: ['kernel.c'] });
+        for (const ttl of await ttlOf(short.redis, [k.inbox, k.dedupe, k.awaits])) {
+          expect(ttl).toBeGreaterThan(50_000);
+          expect(ttl).toBeLessThanOrEqual(60_000);
+        }
+        // A later landing keeps the TTL the key has; a re-stamping commit raises it again.
+        for (const key of [k.execution, k.inbox, k.dedupe, k.awaits]) await short.redis.pexpire(key, 20_000);
+        await short.store.signal({ to: 'kernel', event: { type: 't' }, dedupeKey: 'c' });
+        for (const ttl of await ttlOf(short.redis, [k.inbox, k.dedupe])) expect(ttl).toBeLessThanOrEqual(20_000);
+        clock.advance(retentionRefreshMs(60_000));
+        await short.store.commit('kernel', 2, { ...empty(), inboxSeen: 3 });
+        for (const ttl of await ttlOf(short.redis, [k.execution, k.inbox, k.dedupe, k.awaits])) expect(ttl).toBeGreaterThan(50_000);
+      } finally {
+        await short.cleanup();
+      }
+    });
+
+    it('a re-stamping commit of a child re-stamps its ancestors\' keys, and one of a parent its descendants\' keys', async () => {
+      const clock = createTestClock(1_000_000);
+      const short = open(freshPrefix(), 60_000, clock);
+      try {
+        const kb = createKeyBuilder(short.prefix);
+        await short.store.create({ id: 'tree', reactor: 'r', input: {}, commit: first() });
+        const child = { id: 'tree.c', reactor: 'r', input: {}, commit: { ...first(), spawn: [{ id: 'tree.c.g', reactor: 'r', input: {}, commit: first() }] } };
+        await short.store.commit('tree', 1, { ...empty(), spawn: [child], awaits: ['tree.c'] });
+        // Spawn records the parent chain and the children sets.
+        expect(await short.redis.hget(kb.executionKeys('tree.c').execution, EXECUTION_FIELDS.parent)).toBe('tree');
+        expect(await short.redis.hget(kb.executionKeys('tree.c.g').execution, EXECUTION_FIELDS.parent)).toBe('tree.c');
+        expect(await short.redis.smembers(kb.executionKeys('tree').children)).toEqual(['tree.c']);
+        expect(await short.redis.smembers(kb.executionKeys('tree.c').children)).toEqual(['tree.c.g']);
+        expect(await short.redis.hget(kb.executionKeys('tree').execution, EXECUTION_FIELDS.parent)).toBeNull();
+        const retained = (id: string) => {
+          const k = kb.executionKeys(id);
+          return id === 'tree' ? [k.execution, k.results, k.undo, k.trace, k.children, k.awaits] : id === 'tree.c' ? [k.execution, k.results, k.undo, k.trace, k.children] : [k.execution, k.results, k.undo, k.trace];
+        };
+        for (const id of ['tree', 'tree.c', 'tree.c.g']) {
+          for (const ttl of await ttlOf(short.redis, retained(id))) {
+            expect(ttl).toBeGreaterThan(50_000);
+            expect(ttl).toBeLessThanOrEqual(60_000);
+          }
+        }
+        const lower = async () => {
+          for (const id of ['tree', 'tree.c', 'tree.c.g']) for (const key of retained(id)) await short.redis.pexpire(key, 20_000);
+        };
+        // Within the refresh window the grandchild's commit re-stamps nothing.
+        await lower();
+        await short.store.commit('tree.c.g', 1, step(1));
+        for (const id of ['tree', 'tree.c']) for (const ttl of await ttlOf(short.redis, retained(id))) expect(ttl).toBeLessThanOrEqual(20_000);
+        // After it, the grandchild's commit keeps every ancestor alive.
+        clock.advance(retentionRefreshMs(60_000));
+        await short.store.commit('tree.c.g', 2, step(2));
+        for (const id of ['tree', 'tree.c', 'tree.c.g']) for (const ttl of await ttlOf(short.redis, retained(id))) expect(ttl).toBeGreaterThan(50_000);
+        // And the root's re-stamping commit keeps every descendant's undo data alive.
+        await lower();
+        clock.advance(retentionRefreshMs(60_000));
+        await short.store.commit('tree', 2, empty());
+        for (const id of ['tree', 'tree.c', 'tree.c.g']) for (const ttl of await ttlOf(short.redis, retained(id))) expect(ttl).toBeGreaterThan(50_000);
+        // The middle one re-stamps up and down; a sibling tree under the same root is not touched.
+        await short.store.create({ id: 'tree.other', reactor: 'r', input: {}, commit: first() });
+        await short.redis.pexpire(kb.executionKeys('tree.other').execution, 20_000);
+        await lower();
+        clock.advance(retentionRefreshMs(60_000));
+        await short.store.commit('tree.c', 1, empty());
+        for (const id of ['tree', 'tree.c', 'tree.c.g']) for (const ttl of await ttlOf(short.redis, retained(id))) expect(ttl).toBeGreaterThan(50_000);
+        expect(await short.redis.pttl(kb.executionKeys('tree.other').execution)).toBeLessThanOrEqual(20_000);
+      } finally {
+        await short.cleanup();
+      }
+    });
+
     it('a refused commit does not count as a stamp', async () => {
       const clock = createTestClock(1_000_000);
       const short = open(freshPrefix(), 60_000, clock);
@@ -209,6 +288,37 @@ describe('redis store: stored data', () => {
         await other.cleanup();
         await short.cleanup();
       }
+    });
+  });
+
+  describe('inbox keys', () => {
+    const ping = (to: string, dedupeKey: string) => ({ to, event: { type: 'test.ping' }, dedupeKey });
+
+    it('keeps the inbox seq in the execution hash, the entries and dedupe keys in their own hashes, all under the root\'s hash tag', async () => {
+      await store.create({ id: 'inboxed', reactor: 'r', input: {}, commit: first() });
+      await store.create({ id: 'inboxed.child', reactor: 'r', input: {}, commit: first() });
+      await store.signal(ping('inboxed', 'k1'));
+      await store.commit('inboxed.child', 1, { ...first(), writes: { results: [], pushUndo: [], truncateUndoTo: undefined, trace: [] }, signals: [ping('inboxed', 'k2')], awaits: ['inboxed'] });
+      const k = keysOf('inboxed');
+      expect(await redis.hget(k.execution, EXECUTION_FIELDS.inboxSeq)).toBe('2');
+      expect(await redis.hgetall(k.dedupe)).toEqual({ k1: '1', k2: '2' });
+      expect(Object.keys(await redis.hgetall(k.inbox))).toEqual(['1', '2']);
+      expect(await redis.lrange(keysOf('inboxed.child').awaits, 0, -1)).toEqual(['inboxed']);
+      const found = (await redis.keys(`${prefix}:*inboxed*`)).sort();
+      expect(found.every((key) => key.startsWith(`${prefix}:{inboxed}:`))).toBe(true);
+      expect(found).toEqual(expect.arrayContaining([k.inbox, k.dedupe, keysOf('inboxed.child').awaits]));
+    });
+
+    it('clears the inbox, dedupe and awaits an expired actor left under its id when the id is created again', async () => {
+      await store.create({ id: 'reborn', reactor: 'r', input: {}, commit: { ...first(), awaits: ['reborn.x'] } });
+      await store.signal(ping('reborn', 'k'));
+      const k = keysOf('reborn');
+      // The execution hash expired first; the other keys are still there.
+      await redis.del(k.execution);
+      await store.create({ id: 'reborn', reactor: 'r', input: {}, commit: first() });
+      expect(await store.readInbox('reborn')).toEqual({ entries: [], seq: 0 });
+      expect(await redis.exists(k.inbox, k.dedupe, k.awaits)).toBe(0);
+      expect(await store.signal(ping('reborn', 'k'))).toEqual({ landed: ['reborn'] });
     });
   });
 

@@ -7,6 +7,7 @@ import { DeserializationError, EXECUTION_MACHINE_VERSION, ExecutionNotFoundError
 import type { Commit, CommitWrites, Store } from '../../src/index.js';
 import { encodeSnapshot } from '../../src/store/snapshot-codec.js';
 import type { OutboxEffect } from '../../src/store/store.js';
+import { describeActorKernelContract } from './actor-kernel-contract.js';
 
 /** A store under test and how to dispose of it. */
 export interface StoreUnderTest {
@@ -16,9 +17,11 @@ export interface StoreUnderTest {
 
 /** The machine version both adapters load by default. */
 const V = EXECUTION_MACHINE_VERSION;
+/** The inbox of an actor no signal ever reached. */
+const NO_INBOX = { entries: [], seq: 0 };
 
 const commit = (value: string, writes: Partial<CommitWrites> = {}, outbox: readonly OutboxEffect[] = []): Commit => ({
-  snapshot: { machineVersion: V, value, context: { n: value } },
+  snapshot: { kind: 'execution', machineVersion: V, value, context: { n: value } },
   status: 'running',
   writes: { results: [], pushUndo: [], truncateUndoTo: undefined, trace: [], ...writes },
   outbox,
@@ -49,7 +52,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
       it('creates at revision 1, loads that snapshot, and refuses a duplicate id', async () => {
         const store = await fresh();
         expect(await store.create({ id: 'e1', reactor: 'r', input: { a: 1 }, commit: commit('pending') })).toBe(1);
-        expect(await store.load('e1')).toEqual({ revision: 1, snapshot: { machineVersion: V, value: 'pending', context: { n: 'pending' } }, outbox: [] });
+        expect(await store.load('e1')).toEqual({ revision: 1, snapshot: { kind: 'execution', machineVersion: V, value: 'pending', context: { n: 'pending' } }, outbox: [], inbox: NO_INBOX });
         const duplicate = store.create({ id: 'e1', reactor: 'r', input: { a: 2 }, commit: commit('other') });
         await expect(duplicate).rejects.toBeInstanceOf(XreactorError);
         await expect(duplicate).rejects.toMatchObject({ code: 'execution_exists' });
@@ -94,7 +97,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
 
       it('refuses to load a snapshot of a machine version this build does not know, naming the version', async () => {
         const store = await fresh();
-        await store.create({ id: 'e1', reactor: 'r', input: {}, commit: { ...commit('pending'), snapshot: { machineVersion: 99, value: 'x', context: {} } } });
+        await store.create({ id: 'e1', reactor: 'r', input: {}, commit: { ...commit('pending'), snapshot: { kind: 'execution', machineVersion: 99, value: 'x', context: {} } } });
         const load = store.load('e1');
         await expect(load).rejects.toBeInstanceOf(DeserializationError);
         await expect(load).rejects.toThrow(/machine version 99/);
@@ -107,7 +110,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         const outbox = [{ type: 'enqueue', params: { id: 'job-1', at: new Date(5) } }, { type: 'publish', params: null }];
         expect(await store.commit('e1', 1, commit('running', {}, outbox))).toBe(2);
         expect(await store.commit('e1', 2, commit('completed', {}, outbox))).toBe(3);
-        expect(await store.load('e1')).toEqual({ revision: 3, snapshot: { machineVersion: V, value: 'completed', context: { n: 'completed' } }, outbox });
+        expect(await store.load('e1')).toEqual({ revision: 3, snapshot: { kind: 'execution', machineVersion: V, value: 'completed', context: { n: 'completed' } }, outbox, inbox: NO_INBOX });
         expect(await store.commit('e1', 3, commit('completed'))).toBe(4);
         expect((await store.load('e1'))?.outbox).toEqual([]);
       });
@@ -129,7 +132,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         await expect(stale).rejects.toBeInstanceOf(StaleRevisionError);
         await expect(stale).rejects.toThrow(/revision 2, not 1/);
 
-        expect(await store.load('e1')).toEqual({ revision: 2, snapshot: { machineVersion: V, value: 'by A', context: { n: 'by A' } }, outbox: [{ type: 'x', params: 'A' }] });
+        expect(await store.load('e1')).toEqual({ revision: 2, snapshot: { kind: 'execution', machineVersion: V, value: 'by A', context: { n: 'by A' } }, outbox: [{ type: 'x', params: 'A' }], inbox: NO_INBOX });
         expect(await store.readResults('e1')).toEqual(new Map([['a', 'from A'], ['only-A', 'A']]));
         expect(await store.readUndoStack('e1')).toEqual([stored('a-A')]);
         expect(await store.readTrace('e1')).toEqual([{ type: 'run', step: 'A', at: 1 }]);
@@ -198,7 +201,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         const context = { deep: { list: [1] } };
         await store.commit('e1', 1, {
           ...commit('running', { results: [['a', result]], pushUndo: [{ position: 0, step: 'a', args: { x: [1] }, result }] }),
-          snapshot: { machineVersion: V, value: 'running', context },
+          snapshot: { kind: 'execution', machineVersion: V, value: 'running', context },
         });
         result.nested.n = 2;
         context.deep.list.push(2);
@@ -219,10 +222,10 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         const value = { at, nested: [{ when: at, big: 2n ** 70n, n: null, u: undefined, f: 1.5, s: 'ü' }] };
         await store.commit('e1', 1, {
           ...commit('running', { results: [['a', value]], pushUndo: [{ position: 0, step: 'a', args: value, result: value }], trace: [{ type: 'run', step: 'a', at: at.getTime() }] }),
-          snapshot: { machineVersion: V, value: { running: 'a' }, context: value },
+          snapshot: { kind: 'execution', machineVersion: V, value: { running: 'a' }, context: value },
         });
         const loaded = await store.load('e1');
-        expect(loaded?.snapshot).toEqual({ machineVersion: V, value: { running: 'a' }, context: value });
+        expect(loaded?.snapshot).toEqual({ kind: 'execution', machineVersion: V, value: { running: 'a' }, context: value });
         expect((loaded?.snapshot.context as typeof value).nested[0]!.when).toBeInstanceOf(Date);
         expect((await store.readResults('e1')).get('a')).toEqual(value);
         expect(await store.readUndoEntry('e1', 0)).toEqual({ step: 'a', args: value, result: value });
@@ -382,7 +385,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         await expect(refused).rejects.toMatchObject({ code: 'execution_busy', retryable: true });
         await expect(refused).rejects.toThrow(/execution e1 .*another live process holds its lease/);
         expect(await waiting).toBe(false);
-        expect(await store.load('e1')).toEqual({ revision: 1, snapshot: { machineVersion: V, value: 'pending', context: { n: 'pending' } }, outbox: [] });
+        expect(await store.load('e1')).toEqual({ revision: 1, snapshot: { kind: 'execution', machineVersion: V, value: 'pending', context: { n: 'pending' } }, outbox: [], inbox: NO_INBOX });
         expect(await store.readResults('e1')).toEqual(new Map());
         expect(await store.readUndoStack('e1')).toEqual([]);
         expect(await store.readTrace('e1')).toEqual([]);
@@ -431,7 +434,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         await expect(refused).rejects.toThrow(/execution e1 is at revision 1/);
         expect(await waiting).toBe(false);
         expect(await store.hasLease('e1')).toBe(false);
-        expect(await store.load('e1')).toEqual({ revision: 1, snapshot: { machineVersion: V, value: 'pending', context: { n: 'pending' } }, outbox: [] });
+        expect(await store.load('e1')).toEqual({ revision: 1, snapshot: { kind: 'execution', machineVersion: V, value: 'pending', context: { n: 'pending' } }, outbox: [], inbox: NO_INBOX });
         expect(await store.readResults('e1')).toEqual(new Map());
         expect(await store.readTrace('e1')).toEqual([]);
         // A prefix of the stored bytes, or the bytes with one more, is not the stored snapshot either.
@@ -502,7 +505,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
 
       it('releases the lease it took when the snapshot cannot be read, then throws DeserializationError', async () => {
         const store = await fresh();
-        await store.create({ id: 'e1', reactor: 'r', input: {}, commit: { ...commit('pending'), snapshot: { machineVersion: 99, value: 'x', context: {} } } });
+        await store.create({ id: 'e1', reactor: 'r', input: {}, commit: { ...commit('pending'), snapshot: { kind: 'execution', machineVersion: 99, value: 'x', context: {} } } });
         const found = store.acquireAndLoad('e1', lease('host-a'));
         await expect(found).rejects.toBeInstanceOf(DeserializationError);
         await expect(store.acquireAndLoad('e1', lease('host-a'))).rejects.toThrow(/machine version 99/);
@@ -589,6 +592,10 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         await store.publishSettled('e1');
         expect(await waiting).toBe(true);
       });
+    });
+
+    describe('actor kernel', () => {
+      describeActorKernelContract(fresh);
     });
 
     describe('claims and counters', () => {

@@ -240,6 +240,35 @@ describe('envelope', () => {
     );
   });
 
+  it('with a registry of kinds, round-trips every registered kind and version', () => {
+    fc.assert(
+      fc.property(fc.dictionary(kind, fc.uniqueArray(version, { minLength: 1, maxLength: 3 }), { minKeys: 1 }), data, (machines, payload) => {
+        for (const [k, versions] of Object.entries(machines)) {
+          for (const v of versions) expect(decodeEnvelope(encodeEnvelope(k, v, payload), { machines })).toStrictEqual({ kind: k, machineVersion: v, payload });
+        }
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it('with a registry of kinds, refuses an unregistered kind or version as retryable, naming it', () => {
+    fc.assert(
+      fc.property(kind, version, fc.dictionary(kind, fc.uniqueArray(version, { maxLength: 3 })), (k, v, machines) => {
+        fc.pre(!(Object.hasOwn(machines, k) && machines[k]!.includes(v)));
+        let thrown: unknown;
+        try {
+          decodeEnvelope(encodeEnvelope(k, v, null), { machines });
+        } catch (error) {
+          thrown = error;
+        }
+        expect(thrown).toBeInstanceOf(X.DeserializationError);
+        expect((thrown as X.DeserializationError).retryable).toBe(true);
+        expect((thrown as Error).message).toContain(Object.hasOwn(machines, k) ? `has machine version ${v};` : `of kind ${JSON.stringify(k.length > 40 ? `${k.slice(0, 40)}...` : k)}, which this build does not know`);
+      }),
+      RUNS,
+    );
+  });
+
   it('rejects a different kind with a message naming both kinds', () => {
     fc.assert(
       fc.property(kind, kind, data, (written, wanted, payload) => {

@@ -4,7 +4,7 @@ import { createTestClock } from '../../src/testing/test-clock.js';
 import type { Commit } from '../../src/index.js';
 
 const commit = (value: string, extra: Partial<Commit['writes']> = {}): Commit => ({
-  snapshot: { machineVersion: EXECUTION_MACHINE_VERSION, value, context: { n: value } },
+  snapshot: { kind: 'execution', machineVersion: EXECUTION_MACHINE_VERSION, value, context: { n: value } },
   status: 'running',
   writes: { results: [], pushUndo: [], truncateUndoTo: undefined, trace: [], ...extra },
   outbox: [],
@@ -27,7 +27,7 @@ describe('memory store', () => {
     expect(await store.commit('e1', hostA!.revision, commit('running', { results: [['a', 'from A']] }))).toBe(2);
     await expect(store.commit('e1', hostB!.revision, commit('failed', { results: [['a', 'from B']] }))).rejects.toBeInstanceOf(StaleRevisionError);
     const now = await store.load('e1');
-    expect(now).toEqual({ revision: 2, snapshot: { machineVersion: EXECUTION_MACHINE_VERSION, value: 'running', context: { n: 'running' } }, outbox: [] });
+    expect(now).toEqual({ revision: 2, snapshot: { kind: 'execution', machineVersion: EXECUTION_MACHINE_VERSION, value: 'running', context: { n: 'running' } }, outbox: [], inbox: { entries: [], seq: 0 } });
     expect(await store.readResults('e1')).toEqual(new Map([['a', 'from A']]));
   });
 
@@ -66,7 +66,7 @@ describe('memory store', () => {
 
   it('reports a snapshot of an unknown machine version as a DeserializationError naming the version', async () => {
     const store = createMemoryStore();
-    await store.create({ id: 'e1', reactor: 'r', input: {}, commit: { ...commit('pending'), snapshot: { machineVersion: 7, value: 'x', context: {} } } });
+    await store.create({ id: 'e1', reactor: 'r', input: {}, commit: { ...commit('pending'), snapshot: { kind: 'execution', machineVersion: 7, value: 'x', context: {} } } });
     await expect(store.load('e1')).rejects.toBeInstanceOf(DeserializationError);
     await expect(store.load('e1')).rejects.toThrow(/7/);
   });

@@ -1,31 +1,40 @@
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { DefinitionError, ExecutionNotFoundError, StaleRevisionError, XreactorError } from '../../src/index.js';
+import { DefinitionError, ExecutionNotFoundError, InboxPendingError, StaleRevisionError, XreactorError } from '../../src/index.js';
 import type { Commit } from '../../src/index.js';
-import { createKeyBuilder, rootOf } from '../../src/store/keys.js';
+import { createKeyBuilder, KEY_KINDS, rootOf } from '../../src/store/keys.js';
 import {
   acquireAndLoadArgs,
   acquireLeaseArgs,
   commitArgs,
   createArgs,
+  hasKernelWork,
+  loadArgs,
   loadLuaScript,
   markActiveArgs,
   readAcquireAndLoadReply,
   readCommitReply,
   readCreateReply,
+  readInboxArgs,
+  readInboxReply,
+  readLoadReply,
+  readSignalReply,
   releaseLeaseArgs,
+  signalArgs,
+  spawnedIds,
   SCRIPTS,
   SNAPSHOT_KIND,
   ttlArg,
 } from '../../src/store/redis-scripts.js';
 import { encodeSnapshot } from '../../src/store/snapshot-codec.js';
+import { MAX_CASCADE_DEPTH } from '../../src/store/store.js';
 import { retentionRefreshMs } from '../../src/store/redis-store.js';
 import { decode, decodeEnvelope } from '../../src/serialization/index.js';
 
 const keys = createKeyBuilder('app').executionKeys('e1');
 
 const commit: Commit = {
-  snapshot: { machineVersion: 3, value: { running: 'b' }, context: { cursor: 1 } },
+  snapshot: { kind: 'execution', machineVersion: 3, value: { running: 'b' }, context: { cursor: 1 } },
   status: 'running',
   writes: {
     results: [['a', { id: 1 }], ['b', null]],
@@ -44,13 +53,21 @@ const bytes = (value: string | Buffer | undefined): Buffer => {
 describe('key builder', () => {
   it('puts every key of an execution under the hash tag of its root, after the prefix', () => {
     expect(keys).toEqual({
+      id: 'e1',
+      base: 'app:{e1}:',
       execution: 'app:{e1}:exec:e1',
       results: 'app:{e1}:results:e1',
       undo: 'app:{e1}:undo:e1',
       trace: 'app:{e1}:trace:e1',
       lease: 'app:{e1}:lease:e1',
       settled: 'app:{e1}:settled:e1',
+      inbox: 'app:{e1}:inbox:e1',
+      dedupe: 'app:{e1}:dedupe:e1',
+      awaits: 'app:{e1}:awaits:e1',
+      children: 'app:{e1}:children:e1',
     });
+    // Every key is the root's base, the kind, and the id: how the scripts build other actors' keys.
+    for (const [kind, segment] of Object.entries(KEY_KINDS)) expect(keys[kind as keyof typeof KEY_KINDS]).toBe(`${keys.base}${segment}:e1`);
     expect(createKeyBuilder().executionKeys('child', 'root').results).toBe('xr:{root}:results:child');
   });
 
@@ -74,23 +91,29 @@ describe('key builder', () => {
 });
 
 describe('commitArgs', () => {
-  it('lays out the fence, the TTL, the options and the commit as commitExecution-5.lua reads them', () => {
+  /** Where the commit starts in commitExecution-5.lua's ARGV (0-based), and how long the step commit above is. */
+  const COMMIT_AT = 13;
+  const COMMIT_LENGTH = 7 + 2 * 2 + 2 * 1 + 1;
+
+  it('lays out the fence, the TTL, the options, the inbox seen, the commit and its kernel section as commitExecution-5.lua reads them', () => {
     const call = commitArgs(keys, 7, commit, 86_400_000);
     expect(call.keys).toEqual([keys.execution, keys.results, keys.undo, keys.trace, keys.lease]);
-    const [expected, ttl, restamp, release, owner, channel, message, take, takeOwner, takeTtl, check, expectedSnapshot, status, snapshot, outbox, truncate, nResults, nUndo, nTrace, ...rest] =
+    const [expected, ttl, restamp, release, owner, channel, message, take, takeOwner, takeTtl, check, expectedSnapshot, inboxSeen, status, snapshot, outbox, truncate, nResults, nUndo, nTrace, ...rest] =
       call.argv;
     expect([expected, ttl, status, truncate, nResults, nUndo, nTrace]).toEqual(['7', '86400000', 'running', '-1', '2', '1', '1']);
     // No options: re-stamp every key (the safe default), leave the lease alone, announce nothing,
     // check no snapshot (the new slots are flags and empty strings: no extra Redis command).
     expect([restamp, release, owner, channel, message]).toEqual(['1', '0', '', '', '']);
     expect([take, takeOwner, takeTtl, check, expectedSnapshot]).toEqual(['0', '', '', '0', '']);
+    // No inboxSeen: the commit has seen no signal.
+    expect(inboxSeen).toBe('0');
     expect(decodeEnvelope(bytes(snapshot), { kind: SNAPSHOT_KIND, machineVersions: [3] })).toEqual({
       kind: SNAPSHOT_KIND,
       machineVersion: 3,
       payload: { value: { running: 'b' }, context: { cursor: 1 } },
     });
     expect(decode(bytes(outbox))).toEqual(commit.outbox);
-    expect(rest).toHaveLength(2 * 2 + 2 * 1 + 1);
+    expect(rest).toHaveLength(2 * 2 + 2 * 1 + 1 + 6);
     expect(rest[0]).toBe('a');
     expect(decode(bytes(rest[1]))).toEqual({ id: 1 });
     expect(rest[2]).toBe('b');
@@ -98,11 +121,65 @@ describe('commitArgs', () => {
     expect(rest[4]).toBe('0');
     expect(decode(bytes(rest[5]))).toEqual({ step: 'a', args: { x: 1 }, result: { id: 1 } });
     expect(decode(bytes(rest[6]))).toEqual({ type: 'run', step: 'b', at: 5 });
+    // A re-stamp reaches the actor's kernel keys: root base, id, no consumed entries, awaits unchanged, no signals, no spawns.
+    expect(rest.slice(7)).toEqual([keys.base, 'e1', '0', '-1', '0', '0']);
+  });
+
+  it('sends one empty string for the kernel section of a commit without kernel work or re-stamp (the per-step fast path)', () => {
+    const call = commitArgs(keys, 7, commit, 86_400_000, { restamp: false });
+    expect(call.argv).toHaveLength(COMMIT_AT + COMMIT_LENGTH + 1);
+    expect(call.argv.at(-1)).toBe('');
+    expect(call.argv.slice(0, COMMIT_AT + COMMIT_LENGTH)).toEqual(commitArgs(keys, 7, commit, 86_400_000).argv.slice(0, COMMIT_AT + COMMIT_LENGTH).map((a, i) => (i === 2 ? '0' : a)));
+    expect(hasKernelWork(commit)).toBe(false);
+    for (const extra of [{ consumed: [1] }, { awaits: [] }, { signals: [{ to: 'e1.c', event: { type: 't' }, dedupeKey: 'k' }] }, { spawn: [{ id: 'e1.c', reactor: 'r', input: null, commit }] }]) {
+      expect(hasKernelWork({ ...commit, ...extra })).toBe(true);
+    }
+    // An empty list is no work, except awaits: [] (it clears the stored list).
+    expect(hasKernelWork({ ...commit, consumed: [], signals: [], spawn: [] })).toBe(false);
+  });
+
+  it('passes the inbox seen, the consumed seqs, the awaits (repeats dropped) and the signals with their entry bytes', () => {
+    const signals = [
+      { to: 'e1', event: { type: 'self', n: 1 }, dedupeKey: 'k1' },
+      { to: 'e1.child', event: { type: 'cancel' }, dedupeKey: 'k2', cascade: true },
+    ];
+    const call = commitArgs(keys, 2, { ...commit, inboxSeen: 4, consumed: [3, 4], awaits: ['e1.a', 'e1.b', 'e1.a'], signals }, 1000, { restamp: false });
+    expect(call.argv[12]).toBe('4');
+    const kernel = call.argv.slice(COMMIT_AT + COMMIT_LENGTH);
+    expect(kernel.slice(0, 10)).toEqual([keys.base, 'e1', '2', '3', '4', '2', 'e1.a', 'e1.b', '2', 'e1']);
+    expect(kernel[10]).toBe('k1');
+    expect(kernel[11]).toBe('0');
+    expect(decode(bytes(kernel[12]))).toEqual({ event: { type: 'self', n: 1 }, dedupeKey: 'k1' });
+    expect(kernel.slice(13, 16)).toEqual(['e1.child', 'k2', '1']);
+    expect(decode(bytes(kernel[16]))).toEqual({ event: { type: 'cancel' }, dedupeKey: 'k2' });
+    expect(kernel.slice(17)).toEqual(['0']);
+  });
+
+  it('passes each spawned actor with its id, reactor, input, lease, first commit and kernel tail, nested depth first', () => {
+    const grandchild = { id: 'e1.a.x', reactor: 'leaf', input: 3, commit: { ...commit, consumed: [9], inboxSeen: 9 } };
+    const child = { id: 'e1.a', reactor: 'child', input: { n: 1 }, lease: { owner: 'host-1', ttlMs: 1.5 }, commit: { ...commit, awaits: ['e1.a.x'], spawn: [grandchild] } };
+    const call = commitArgs(keys, 2, { ...commit, spawn: [child] }, 1000, { restamp: false });
+    const kernel = call.argv.slice(COMMIT_AT + COMMIT_LENGTH);
+    // Root base, id, no consumed, awaits unchanged, no signals, one spawned actor.
+    expect(kernel.slice(0, 6)).toEqual([keys.base, 'e1', '0', '-1', '0', '1']);
+    const [id, reactor, input, take, owner, ttl] = kernel.slice(6, 12);
+    expect([id, reactor, take, owner, ttl]).toEqual(['e1.a', 'child', '1', 'host-1', '2']);
+    expect(decode(bytes(input))).toEqual({ n: 1 });
+    // Its first commit, exactly as a create sends it, then its kernel tail (no consumed entries).
+    const childCommit = kernel.slice(12, 12 + COMMIT_LENGTH);
+    expect(childCommit).toEqual(commitArgs(keys, 2, commit, 1000).argv.slice(COMMIT_AT, COMMIT_AT + COMMIT_LENGTH));
+    const childKernel = kernel.slice(12 + COMMIT_LENGTH);
+    expect(childKernel.slice(0, 5)).toEqual(['0', '1', 'e1.a.x', '0', '1']);
+    expect(childKernel.slice(5, 7)).toEqual(['e1.a.x', 'leaf']);
+    expect(decode(bytes(childKernel[7]))).toBe(3);
+    expect(childKernel.slice(8, 11)).toEqual(['0', '', '']);
+    expect(childKernel.slice(11 + COMMIT_LENGTH)).toEqual(['0', '-1', '0', '0']);
+    expect(spawnedIds({ ...commit, spawn: [child, { ...grandchild, id: 'e1.b' }] })).toEqual(['e1.a', 'e1.a.x', 'e1.b']);
   });
 
   it('passes a truncation as the number of entries kept', () => {
     const call = commitArgs(keys, 1, { ...commit, writes: { ...commit.writes, truncateUndoTo: 0 } }, 1000);
-    expect(call.argv[15]).toBe('0');
+    expect(call.argv[COMMIT_AT + 3]).toBe('0');
   });
 
   it('passes the re-stamp flag, the lease to release and the announcement', () => {
@@ -112,7 +189,7 @@ describe('commitArgs', () => {
     expect(full.argv.slice(2, 7)).toEqual(['1', '1', 'host-1', keys.settled, 'e1']);
     // An empty owner is still a release: the flag, not the owner, says whether to release.
     expect(commitArgs(keys, 3, commit, 1000, { releaseLease: '' }).argv.slice(3, 5)).toEqual(['1', '']);
-    expect(full.argv.slice(12)).toEqual(plain.argv.slice(12));
+    expect(full.argv.slice(12, COMMIT_AT + COMMIT_LENGTH)).toEqual(plain.argv.slice(12, COMMIT_AT + COMMIT_LENGTH));
   });
 
   it('passes the lease to take, in whole milliseconds, and the snapshot bytes to fence on, before the commit', () => {
@@ -145,26 +222,48 @@ describe('commitArgs', () => {
 });
 
 describe('createArgs', () => {
-  it('puts the TTL, reactor, input, lease and announcement before the first commit', () => {
+  it('puts the TTL, reactor, input, lease and announcement before the first commit and its kernel section', () => {
     const call = createArgs(keys, { id: 'e1', reactor: 'checkout', input: { at: new Date(9) }, commit }, 5000);
     expect(call.keys).toEqual([keys.execution, keys.results, keys.undo, keys.trace, keys.lease]);
     expect(call.argv.slice(0, 2)).toEqual(['5000', 'checkout']);
     expect(decode(bytes(call.argv[2]))).toEqual({ at: new Date(9) });
     expect(call.argv.slice(3, 8)).toEqual(['0', '', '', '', '']);
-    expect(call.argv.slice(8)).toEqual(commitArgs(keys, 0, commit, 5000).argv.slice(12));
+    expect(call.argv.slice(8)).toEqual(commitArgs(keys, 0, commit, 5000).argv.slice(13));
   });
 
   it('passes the lease to take, in whole milliseconds, and the announcement', () => {
     const call = createArgs(keys, { id: 'e1', reactor: 'checkout', input: null, commit }, 5000, { lease: { owner: 'host-1', ttlMs: 2.5 }, announce: true });
     expect(call.argv.slice(3, 8)).toEqual(['1', 'host-1', '3', keys.settled, 'e1']);
-    expect(call.argv.slice(8)).toEqual(commitArgs(keys, 0, commit, 5000).argv.slice(12));
+    expect(call.argv.slice(8)).toEqual(commitArgs(keys, 0, commit, 5000).argv.slice(13));
+  });
+
+  it('always sends the kernel section (the script clears leftovers under the id), without consumed entries', () => {
+    const call = createArgs(keys, { id: 'e1', reactor: 'checkout', input: null, commit: { ...commit, consumed: [1, 2], inboxSeen: 9, awaits: ['e1.x'] } }, 5000);
+    expect(call.argv.slice(8 + 7 + 2 * 2 + 2 * 1 + 1)).toEqual([keys.base, 'e1', '0', '1', 'e1.x', '0', '0']);
   });
 });
 
 describe('acquireAndLoadArgs', () => {
-  it('names the execution hash and the lease, the owner and the TTL in whole milliseconds', () => {
-    expect(acquireAndLoadArgs(keys, { owner: 'host-1', ttlMs: 30_000 })).toEqual({ keys: [keys.execution, keys.lease], argv: ['host-1', '30000'] });
+  it('names the execution hash, the lease and the inbox, the owner and the TTL in whole milliseconds', () => {
+    expect(acquireAndLoadArgs(keys, { owner: 'host-1', ttlMs: 30_000 })).toEqual({ keys: [keys.execution, keys.lease, keys.inbox], argv: ['host-1', '30000'] });
     expect(acquireAndLoadArgs(keys, { owner: 'host-1', ttlMs: 0.2 }).argv[1]).toBe('1');
+  });
+});
+
+describe('load, inbox and signal args', () => {
+  it('loads and reads the inbox from the execution hash and the inbox hash', () => {
+    expect(loadArgs(keys)).toEqual({ keys: [keys.execution, keys.inbox], argv: [] });
+    expect(readInboxArgs(keys)).toEqual({ keys: [keys.execution, keys.inbox], argv: [] });
+  });
+
+  it('signals through the recipient\'s execution hash, with its root base, the TTL, the signal and the refuse statuses', () => {
+    const child = createKeyBuilder('app').executionKeys('e1.c');
+    const call = signalArgs(child, { to: 'e1.c', event: { type: 'cancel', at: new Date(3) }, dedupeKey: 'cancel:1', cascade: true }, 2.5, ['rolling_back', 'completed']);
+    expect(call.keys).toEqual([child.execution]);
+    expect(call.argv.slice(0, 5)).toEqual(['app:{e1}:', '3', 'e1.c', 'cancel:1', '1']);
+    expect(decode(bytes(call.argv[5]))).toEqual({ event: { type: 'cancel', at: new Date(3) }, dedupeKey: 'cancel:1' });
+    expect(call.argv.slice(6)).toEqual(['2', 'rolling_back', 'completed']);
+    expect(signalArgs(keys, { to: 'e1', event: { type: 't' }, dedupeKey: 'k' }, 1000).argv.slice(4).filter((a) => typeof a === 'string')).toEqual(['0', '0']);
   });
 });
 
@@ -224,15 +323,67 @@ describe('script replies', () => {
     const snapshot = Buffer.from([1, 2]);
     const outbox = Buffer.from([3]);
     const input = Buffer.from([4]);
-    expect(readAcquireAndLoadReply([0, rev, snapshot, outbox, input])).toEqual({ status: 'leased', revision: rev, snapshot, outbox, input });
-    expect(readAcquireAndLoadReply([0, rev, null, outbox])).toEqual({ status: 'leased', revision: rev, snapshot: null, outbox, input: null });
-    expect(readAcquireAndLoadReply([0, '3', null, null, null])).toEqual({ status: 'leased', revision: Buffer.from('3'), snapshot: null, outbox: null, input: null });
+    const none = { inboxSeq: 0, entries: [] };
+    expect(readAcquireAndLoadReply([0, rev, snapshot, outbox, input, null, []])).toEqual({ status: 'leased', revision: rev, snapshot, outbox, input, ...none });
+    expect(readAcquireAndLoadReply([0, rev, null, outbox])).toEqual({ status: 'leased', revision: rev, snapshot: null, outbox, input: null, ...none });
+    expect(readAcquireAndLoadReply([0, '3', null, null, null])).toEqual({ status: 'leased', revision: Buffer.from('3'), snapshot: null, outbox: null, input: null, ...none });
+    const entry = Buffer.from([9]);
+    expect(readAcquireAndLoadReply([0, rev, snapshot, outbox, input, Buffer.from('4'), [Buffer.from('4'), entry, '2', entry]])).toMatchObject({ inboxSeq: 4, entries: [[4, entry], [2, entry]] });
     expect(readAcquireAndLoadReply([1])).toEqual({ status: 'busy' });
     expect(readAcquireAndLoadReply([2])).toEqual({ status: 'missing' });
-    expect(() => readAcquireAndLoadReply('OK')).toThrow(/acquireAndLoad-2\.lua replied "OK", not a reply code/);
+    expect(() => readAcquireAndLoadReply('OK')).toThrow(/acquireAndLoad-3\.lua replied "OK", not a reply code/);
     expect(() => readAcquireAndLoadReply([])).toThrow(/not a reply code/);
     expect(() => readAcquireAndLoadReply([7])).toThrow(/unknown code 7/);
     expect(() => readAcquireAndLoadReply([0, rev, { not: 'bytes' }, outbox, input])).toThrow(/not bytes/);
+    expect(() => readAcquireAndLoadReply([0, rev, snapshot, outbox, input, 'x', []])).toThrow(/inbox seq x, not a whole number/);
+    expect(() => readAcquireAndLoadReply([0, rev, snapshot, outbox, input, '1', [entry]])).toThrow(/not field\/value pairs/);
+  });
+
+  it('reads a load reply: the stored fields, the inbox seq and the entries as listed', () => {
+    const entry = Buffer.from([7]);
+    expect(readLoadReply([Buffer.from('2'), Buffer.from([1]), Buffer.from([2]), Buffer.from('3'), [Buffer.from('3'), entry]])).toEqual({
+      revision: Buffer.from('2'),
+      snapshot: Buffer.from([1]),
+      outbox: Buffer.from([2]),
+      inboxSeq: 3,
+      entries: [[3, entry]],
+    });
+    expect(readLoadReply([null, null, null, null, []])).toEqual({ revision: null, snapshot: null, outbox: null, inboxSeq: 0, entries: [] });
+    expect(() => readLoadReply([null, null])).toThrow(/loadExecution-2\.lua replied/);
+  });
+
+  it('reads an inbox reply and a signal reply', () => {
+    expect(readInboxReply([null, []])).toEqual({ seq: 0, entries: [] });
+    expect(readInboxReply([Buffer.from('5'), [Buffer.from('5'), Buffer.from([1])]])).toEqual({ seq: 5, entries: [[5, Buffer.from([1])]] });
+    expect(() => readInboxReply('OK')).toThrow(/readInbox-2\.lua replied "OK"/);
+    expect(readSignalReply([0])).toEqual({ landed: [] });
+    expect(readSignalReply([0, 'e1', 'e1.a'])).toEqual({ landed: ['e1', 'e1.a'] });
+    expect(readSignalReply([1, 'e1.a', 'rolling_back'])).toEqual({ landed: [], refusedBy: { id: 'e1.a', status: 'rolling_back' } });
+    expect(() => readSignalReply([3])).toThrow(/signalActor-1\.lua replied with unknown code 3/);
+    expect(() => readSignalReply([])).toThrow(/not a reply code/);
+  });
+
+  it('reads the refusals of a spawned actor, naming it, in commit and create replies', () => {
+    for (const read of [(reply: unknown) => readCommitReply('e1', 3, reply), (reply: unknown) => readCreateReply('e1', reply)]) {
+      expect(() => read([6, 'e1.a'])).toThrow(expect.objectContaining({ code: 'execution_exists', message: 'execution e1.a already exists; execution ids must be unique' }) as Error);
+      expect(() => read([4, 'e1.a'])).toThrow(expect.objectContaining({ code: 'execution_busy', message: expect.stringMatching(/^execution e1\.a was not written/) }) as Error);
+      expect(() => read([4, 0])).toThrow(expect.objectContaining({ code: 'execution_busy', message: expect.stringMatching(/^execution e1 was not written/) }) as Error);
+      expect(() => read([3, '2', 0, 'e1.a'])).toThrow(/execution e1\.a: an undo entry pushed at position 2 would leave a gap in a stack of 0/);
+      expect(() => read([3, '2', 1])).toThrow(/execution e1: an undo entry pushed at position 2 would leave a gap in a stack of 1/);
+    }
+  });
+
+  it('reads a commit refused for a pending inbox entry as InboxPendingError naming the stored revision and seq', () => {
+    const refused = (() => {
+      try {
+        readCommitReply('e1', 3, [5, 3, 8]);
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(refused).toBeInstanceOf(InboxPendingError);
+    expect(refused).toBeInstanceOf(StaleRevisionError);
+    expect(refused).toMatchObject({ code: 'inbox_pending', executionId: 'e1', inboxSeq: 8 });
   });
 });
 
@@ -249,13 +400,24 @@ describe('lua scripts', () => {
       const source = loadLuaScript(script.file);
       const header = /^--\[\[([\s\S]*?)\]\]/.exec(source)?.[1] ?? '';
       expect(header, script.file).toContain(script.file);
-      expect(header, script.file).toMatch(/ARGV\[1\]/);
+      expect(header, script.file).toMatch(/ARGV\[1\]|ARGV {5}none/);
       expect(header, script.file).toMatch(/Returns/);
       const declared = new Set([...header.matchAll(/KEYS\[(\d+)\]/g)].map((m) => Number(m[1])));
       expect([...declared].sort(), script.file).toEqual(Array.from({ length: script.numberOfKeys }, (_, i) => i + 1));
       const used = [...source.slice(header.length).matchAll(/KEYS\[(\d+)\]/g)].map((m) => Number(m[1]));
       for (const index of used) expect(index, script.file).toBeLessThanOrEqual(script.numberOfKeys);
     }
+  });
+
+  it('builds the keys of other actors as the key builder does: the include\'s kinds are KEY_KINDS, its cascade bound MAX_CASCADE_DEPTH', () => {
+    const source = readFileSync(new URL('../../src/store/lua/includes/actorKeys.lua', import.meta.url), 'utf8');
+    const table = /local KIND = \{([^}]*)\}/.exec(source)?.[1] ?? '';
+    const kinds = Object.fromEntries([...table.matchAll(/(\w+) = '([^']+)'/g)].map((m) => [m[1], m[2]]));
+    const { settled: _channel, ...keyKinds } = KEY_KINDS;
+    expect(kinds).toEqual(keyKinds);
+    expect(source).toContain("return base .. KIND[kind] .. ':' .. id");
+    const deliver = readFileSync(new URL('../../src/store/lua/includes/deliverSignal.lua', import.meta.url), 'utf8');
+    expect(deliver).toContain(`local MAX_CASCADE_DEPTH = ${MAX_CASCADE_DEPTH}`);
   });
 
   it('expands includes', () => {

@@ -148,6 +148,22 @@ describe('envelope', () => {
     expect(() => decodeEnvelope(encode(['xr', 2, 'execution', 1, {}]), expected)).toThrow(/envelope format 2/);
   });
 
+  it('with a registry of kinds, reads each registered kind and says which kind or version is unknown (retryable)', () => {
+    const machines = { execution: [1, 2], map: [1] };
+    expect(decodeEnvelope(encodeEnvelope('map', 1, { n: 1 }), { machines })).toEqual({ kind: 'map', machineVersion: 1, payload: { n: 1 } });
+    expect(() => decodeEnvelope(encodeEnvelope('unit', 1, {}), { machines })).toThrow(
+      'stored snapshot is of kind "unit", which this build does not know (it knows "execution", "map"): a build that knows kind "unit" must advance it; deploy one, or discard the actor',
+    );
+    expect(() => decodeEnvelope(encodeEnvelope('map', 3, {}), { machines })).toThrow(
+      'stored map snapshot has machine version 3; this build knows 1: deploy a build that knows version 3, or discard the actor',
+    );
+    for (const bytes of [encodeEnvelope('unit', 1, {}), encodeEnvelope('map', 3, {})]) {
+      expect(() => decodeEnvelope(bytes, { machines })).toThrow(expect.objectContaining({ retryable: true }) as Error);
+    }
+    expect(() => decodeEnvelope(encode(['xr', 1, 5, 1, {}]), { machines })).toThrow(expect.objectContaining({ retryable: false, message: expect.stringMatching(/names kind 5, not an actor kind/) }) as Error);
+    expect(() => decodeEnvelope(encode(['something', 'else']), { machines })).toThrow(expect.objectContaining({ retryable: false }) as Error);
+  });
+
   it('refuses to write an envelope with an invalid machine version', () => {
     expect(() => encodeEnvelope('execution', 1.5, {})).toThrow(DefinitionError);
   });

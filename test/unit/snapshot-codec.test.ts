@@ -3,9 +3,10 @@ import { DeserializationError, EXECUTION_MACHINE_VERSION } from '../../src/index
 import type { PersistedSnapshot } from '../../src/index.js';
 import { encode, encodeEnvelope } from '../../src/serialization/index.js';
 import * as scripts from '../../src/store/redis-scripts.js';
-import { decodeSnapshot, encodeSnapshot, SNAPSHOT_KIND } from '../../src/store/snapshot-codec.js';
+import { decodeSnapshot, DEFAULT_MACHINES, encodeSnapshot, SNAPSHOT_KIND } from '../../src/store/snapshot-codec.js';
 
 const snapshot: PersistedSnapshot = {
+  kind: 'execution',
   machineVersion: EXECUTION_MACHINE_VERSION,
   value: { running: 'b' },
   context: { at: new Date('2030-01-02T03:04:05.006Z'), big: 2n ** 70n, list: [1, 'two', undefined], set: new Set(['a']) },
@@ -24,12 +25,39 @@ describe('snapshot codec', () => {
     expect(Buffer.compare(encodeSnapshot(decodeSnapshot(bytes)), bytes)).toBe(0);
   });
 
-  it('reads the machine versions it is given, by default only EXECUTION_MACHINE_VERSION', () => {
+  it('reads the machine versions it is given per kind, by default only executions of EXECUTION_MACHINE_VERSION', () => {
     const v7 = encodeSnapshot({ ...snapshot, machineVersion: 7 });
-    expect(decodeSnapshot(v7, [6, 7]).machineVersion).toBe(7);
+    expect(decodeSnapshot(v7, { execution: [6, 7] }).machineVersion).toBe(7);
+    expect(DEFAULT_MACHINES).toEqual({ execution: [EXECUTION_MACHINE_VERSION] });
     expect(() => decodeSnapshot(v7)).toThrow(DeserializationError);
-    expect(() => decodeSnapshot(v7)).toThrow(new RegExp(`machine version 7; this build knows ${EXECUTION_MACHINE_VERSION}`));
-    expect(() => decodeSnapshot(encodeSnapshot(snapshot), [])).toThrow(/knows no version/);
+    expect(() => decodeSnapshot(v7)).toThrow(new RegExp(`stored execution snapshot has machine version 7; this build knows ${EXECUTION_MACHINE_VERSION}: deploy a build that knows version 7`));
+    expect(() => decodeSnapshot(encodeSnapshot(snapshot), { execution: [] })).toThrow(/knows no version/);
+  });
+
+  it('stores the actor kind and returns it; a kind or version this build does not know is retryable, naming it', () => {
+    const map: PersistedSnapshot = { kind: 'map', machineVersion: 2, value: 'collecting', context: { done: 3 } };
+    const bytes = encodeSnapshot(map);
+    expect(decodeSnapshot(bytes, { execution: [1], map: [1, 2] })).toEqual(map);
+    const unknownKind = (() => {
+      try {
+        decodeSnapshot(bytes);
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(unknownKind).toBeInstanceOf(DeserializationError);
+    expect(unknownKind).toMatchObject({ retryable: true, code: 'deserialization_failed' });
+    expect((unknownKind as Error).message).toMatch(/kind "map", which this build does not know \(it knows "execution"\): a build that knows kind "map" must advance it/);
+    expect(() => decodeSnapshot(bytes, { map: [1] })).toThrow(expect.objectContaining({ retryable: true, message: expect.stringMatching(/stored map snapshot has machine version 2; this build knows 1/) }) as Error);
+    // A kind named like an Object.prototype member is not registered by accident.
+    expect(() => decodeSnapshot(encodeSnapshot({ ...map, kind: 'constructor' }), {})).toThrow(/kind "constructor", which this build does not know \(it knows no kind\)/);
+  });
+
+  it('keeps truncated and foreign bytes non-retryable', () => {
+    const bytes = encodeSnapshot(snapshot);
+    for (const bad of [bytes.subarray(0, bytes.length - 2), Buffer.from('junk'), encode({ not: 'an envelope' }), encode(['xr', 1, 7, 1, {}])]) {
+      expect(() => decodeSnapshot(bad)).toThrow(expect.objectContaining({ retryable: false }) as Error);
+    }
   });
 
   it('throws DeserializationError on bytes that are not a snapshot envelope', () => {
@@ -38,7 +66,6 @@ describe('snapshot codec', () => {
     expect(() => decodeSnapshot(Buffer.from('{"json":"from another program"}'))).toThrow(/could not be decoded/);
     expect(() => decodeSnapshot(encode({ not: 'an envelope' }))).toThrow(DeserializationError);
     expect(() => decodeSnapshot(encode({ not: 'an envelope' }))).toThrow(/not an xreactor envelope/);
-    expect(() => decodeSnapshot(encodeEnvelope('trace', EXECUTION_MACHINE_VERSION, { value: 1, context: 2 }))).toThrow(/kind "trace", not "execution"/);
     expect(() => decodeSnapshot(encodeEnvelope(SNAPSHOT_KIND, EXECUTION_MACHINE_VERSION, null))).toThrow(DeserializationError);
     expect(() => decodeSnapshot(encodeEnvelope(SNAPSHOT_KIND, EXECUTION_MACHINE_VERSION, 'text'))).toThrow(/not \{ value, context \}/);
   });

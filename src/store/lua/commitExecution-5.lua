@@ -1,17 +1,25 @@
 --[[
   commitExecution-5.lua: the fenced commit of an execution's next snapshot with its writes, in
   one atomic step. Applies only if the stored revision equals the expected one (and, when asked,
-  the stored snapshot is exactly the expected bytes); otherwise changes nothing (no lease taken
-  or released, no announcement either). Every check runs before the first write, in this order:
-  the execution exists, the revision, the snapshot, the undo positions, the lease to take. On
-  success it may also take the execution's lease, release it, and publish its settled
+  the stored snapshot is exactly the expected bytes) and no signal landed in the actor's inbox
+  after the seq the commit was computed with; otherwise changes nothing (no lease taken or
+  released, no signal delivered, no announcement either). Every check runs before the first
+  write, in this order: the execution exists, the revision, the snapshot, the inbox, the undo
+  positions, the lease to take, then each spawned actor (exists, lease, undo positions; depth
+  first). On success it writes the commit, deletes the consumed inbox entries, replaces the
+  awaits list, re-stamps (when asked) the actor's keys and those of its ancestors and
+  descendants, creates the spawned actors, delivers the signals (the commit's, then each spawned
+  actor's), and may take the execution's lease, release it, and publish its settled
   notification (in that order).
 
-  KEYS[1]  execution hash   {rev, status, reactor, snapshot, outbox, input}
+  KEYS[1]  execution hash   {rev, status, reactor, snapshot, outbox, input, iseq, parent}
   KEYS[2]  results hash     step -> encoded result
   KEYS[3]  undo list        encoded undo entries, oldest first
   KEYS[4]  trace list       encoded trace entries, oldest first
   KEYS[5]  lease string     the owner, with the lease TTL
+  The actor's inbox, dedupe, awaits and children keys, and the keys of the actors its signals
+  reach, it spawns, or it re-stamps, are built from the root base of the kernel section
+  (includes/actorKeys.lua): same hash tag, same slot.
 
   ARGV[1]  expected revision
   ARGV[2]  retention (TTL) of the execution's keys, ms
@@ -28,7 +36,9 @@
   ARGV[10] lease TTL, ms (read when ARGV[8] is '1'; '' otherwise)
   ARGV[11] '1': apply only if the stored snapshot is byte-for-byte ARGV[12]; '0': no snapshot check
   ARGV[12] the expected snapshot envelope bytes (read when ARGV[11] is '1'; '' otherwise)
-  ARGV[13..] the commit (layout in includes/applyCommit.lua, base 13)
+  ARGV[13] inbox seen: refuse if the stored inbox seq (iseq) is higher
+  ARGV[14..] the commit (layout in includes/applyCommit.lua, base 14), then its kernel section
+           (layout in includes/actorKernel.lua), present whenever ARGV[3] is '1'
 
   Returns
     {0, revision}           committed; the new revision
@@ -37,21 +47,31 @@
     {2, 0}                  no such execution (unknown id, or its retention expired)
     {3, position, length}   an undo push would leave a gap (position > stack length); nothing written
     {4, 0}                  another owner holds the lease ARGV[8] asked to take; nothing written
+    {5, revision, seq}      the inbox holds a signal the commit has not seen (stored seq > ARGV[13]); nothing written
+    {6, id}                 a spawned actor's id exists (or is named twice); nothing written
+    {4, id}                 another owner holds the lease of spawned actor `id`; nothing written
+    {3, position, length, id}  an undo push of spawned actor `id` would leave a gap; nothing written
 ]]
+--- @include "actorKeys"
+--- @include "deliverSignal"
 --- @include "applyCommit"
+--- @include "actorKernel"
 
-local stored, snapshot
-if ARGV[11] == '1' then
-  local fields = redis.call('HMGET', KEYS[1], 'rev', 'snapshot')
-  stored, snapshot = fields[1], fields[2]
-else
-  stored = redis.call('HGET', KEYS[1], 'rev')
-end
+local checkSnapshot = ARGV[11] == '1'
+local fields = checkSnapshot and redis.call('HMGET', KEYS[1], 'rev', 'iseq', 'snapshot') or redis.call('HMGET', KEYS[1], 'rev', 'iseq')
+local stored = fields[1]
 if not stored then return {2, 0} end
 if tonumber(stored) ~= tonumber(ARGV[1]) then return {1, tonumber(stored)} end
-if ARGV[11] == '1' and snapshot ~= ARGV[12] then return {1, tonumber(stored)} end
+if checkSnapshot and fields[3] ~= ARGV[12] then return {1, tonumber(stored)} end
+local seq = tonumber(fields[2] or 0)
+if seq > tonumber(ARGV[13]) then return {5, tonumber(stored), seq} end
 
-local commit = readCommit(13)
+local commit = readCommit(14)
+local base, id, kernel = ARGV[commit.next], nil, nil
+if base ~= '' then
+  id = ARGV[commit.next + 1]
+  kernel = readKernel(commit.next + 2)
+end
 local undoLength = commit.nUndo > 0 and redis.call('LLEN', KEYS[3]) or 0
 local badPosition, length = checkUndo(commit, undoLength)
 if badPosition then return {3, badPosition, length} end
@@ -62,7 +82,17 @@ if takeLease then
   if holder and holder ~= ARGV[9] then return {4, 0} end
 end
 
-local revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, ARGV[2], ARGV[3] == '1', tonumber(stored) + 1, undoLength)
+if kernel then
+  local refused = checkSpawns(base, kernel, { [id] = true })
+  if refused then return refused end
+end
+
+local restamp = ARGV[3] == '1'
+local revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, ARGV[2], restamp, tonumber(stored) + 1, undoLength)
+if kernel then
+  applyKernel(base, id, kernel, ARGV[2], restamp)
+  deliverKernel(base, kernel, ARGV[2])
+end
 if takeLease then redis.call('SET', KEYS[5], ARGV[9], 'PX', ARGV[10]) end
 if ARGV[4] == '1' and redis.call('GET', KEYS[5]) == ARGV[5] then redis.call('DEL', KEYS[5]) end
 if ARGV[6] ~= '' then redis.call('PUBLISH', ARGV[6], ARGV[7]) end

@@ -1,14 +1,20 @@
 --[[
   createExecution-5.lua: creates an execution at revision 1 with its input and first commit,
   unless the id exists; optionally takes its lease and publishes its settled notification in the
-  same atomic step. Leftovers of an expired execution under the same id are cleared. Every key
-  gets the retention TTL.
+  same atomic step. Leftovers of an expired execution under the same id (results, undo, trace,
+  inbox, dedupe, awaits, children) are cleared. Every key gets the retention TTL. The first
+  commit's awaits are stored, its spawned actors created (as commitExecution-5.lua creates
+  them) and its signals delivered (the commit's, then each spawned actor's) after its writes.
+  Checks, before the first write: the id exists, the lease, the undo positions, then each
+  spawned actor (exists, lease, undo positions; depth first).
 
-  KEYS[1]  execution hash   {rev, status, reactor, snapshot, outbox, input}
+  KEYS[1]  execution hash   {rev, status, reactor, snapshot, outbox, input, iseq, parent}
   KEYS[2]  results hash     step -> encoded result
   KEYS[3]  undo list        encoded undo entries, oldest first
   KEYS[4]  trace list       encoded trace entries, oldest first
   KEYS[5]  lease string     the owner, with the lease TTL
+  The actor's inbox, dedupe, awaits and children keys, and the keys of the actors its signals
+  reach or it spawns, are built from the root base of the kernel section (includes/actorKeys.lua).
 
   ARGV[1]  retention (TTL) of every key of the execution, ms
   ARGV[2]  reactor name
@@ -18,15 +24,22 @@
   ARGV[6]  lease TTL, ms (read when ARGV[4] is '1')
   ARGV[7]  settled channel to PUBLISH ARGV[8] on after the create; '' = no announcement
   ARGV[8]  the execution id (the message published)
-  ARGV[9..] the first commit (layout in includes/applyCommit.lua, base 9)
+  ARGV[9..] the first commit (layout in includes/applyCommit.lua, base 9), then its kernel
+           section, always present (layout in includes/actorKernel.lua; no consumed entries)
 
   Returns
     {0, 1}                  created at revision 1
     {1, revision}           the id exists (at that revision); nothing written
     {3, position, length}   an undo push would leave a gap (position > stack length); nothing written
     {4, 0}                  another owner holds the lease; nothing written
+    {6, id}                 a spawned actor's id exists (or is named twice); nothing written
+    {4, id}                 another owner holds the lease of spawned actor `id`; nothing written
+    {3, position, length, id}  an undo push of spawned actor `id` would leave a gap; nothing written
 ]]
+--- @include "actorKeys"
+--- @include "deliverSignal"
 --- @include "applyCommit"
+--- @include "actorKernel"
 
 local existing = redis.call('HGET', KEYS[1], 'rev')
 if existing then return {1, tonumber(existing)} end
@@ -38,12 +51,18 @@ if takeLease then
 end
 
 local commit = readCommit(9)
+local base, id = ARGV[commit.next], ARGV[commit.next + 1]
+local kernel = readKernel(commit.next + 2)
 local badPosition, length = checkUndo(commit, 0)
 if badPosition then return {3, badPosition, length} end
+local refused = checkSpawns(base, kernel, { [id] = true })
+if refused then return refused end
 
-redis.call('DEL', KEYS[2], KEYS[3], KEYS[4])
+redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], keyOf(base, 'inbox', id), keyOf(base, 'dedupe', id), keyOf(base, 'awaits', id), keyOf(base, 'children', id))
 redis.call('HSET', KEYS[1], 'reactor', ARGV[2], 'input', ARGV[3])
 local revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, ARGV[1], true, 1, 0)
+applyKernel(base, id, kernel, ARGV[1], false)
+deliverKernel(base, kernel, ARGV[1])
 if takeLease then redis.call('SET', KEYS[5], ARGV[5], 'PX', ARGV[6]) end
 if ARGV[7] ~= '' then redis.call('PUBLISH', ARGV[7], ARGV[8]) end
 return {0, revision}

@@ -1,0 +1,41 @@
+/**
+ * The rules on a commit's signals, awaits and spawns that every adapter checks before it writes
+ * anything (the Redis store before it calls its script, the memory store before it touches a row).
+ */
+import { XreactorError } from '../errors/index.js';
+import { rootOf } from './keys.js';
+import { signalCrossRootError } from './store.js';
+import type { Commit } from './store.js';
+
+const isSeq = (n: number, min: number) => Number.isSafeInteger(n) && n >= min;
+
+/**
+ * Checks that every signal recipient, awaited actor and spawned actor of `commit` (and of the
+ * commits of its spawned actors, at any depth) shares the root of `id`, and that `inboxSeen` and
+ * `consumed` are inbox seqs.
+ * @throws XreactorError `signal_cross_root` ({@link signalCrossRootError}) for the first actor of
+ * another root, `inbox_seq_invalid` for a seq that is not a whole number (inboxSeen >= 0, consumed >= 1).
+ */
+export function checkCommitRules(id: string, commit: Commit): void {
+  const root = rootOf(id);
+  const walk = (from: string, c: Commit) => {
+    for (const signal of c.signals ?? []) if (rootOf(signal.to) !== root) throw signalCrossRootError(from, signal.to, 'signal');
+    for (const awaited of c.awaits ?? []) if (rootOf(awaited) !== root) throw signalCrossRootError(from, awaited, 'await');
+    for (const spawned of c.spawn ?? []) {
+      if (rootOf(spawned.id) !== root) throw signalCrossRootError(from, spawned.id, 'spawn');
+      walk(spawned.id, spawned.commit);
+    }
+  };
+  walk(id, commit);
+  if (commit.inboxSeen !== undefined && !isSeq(commit.inboxSeen, 0)) {
+    throw new XreactorError('inbox_seq_invalid', `commit of actor ${id} names inboxSeen ${commit.inboxSeen}, not a whole number >= 0 (the inbox.seq of its load)`);
+  }
+  for (const seq of commit.consumed ?? []) {
+    if (!isSeq(seq, 1)) throw new XreactorError('inbox_seq_invalid', `commit of actor ${id} consumes inbox entry ${seq}, not a seq (a whole number >= 1)`);
+  }
+}
+
+/** `ids` without repeats, each at its first place. */
+export function uniqueIds(ids: readonly string[]): string[] {
+  return [...new Set(ids)];
+}

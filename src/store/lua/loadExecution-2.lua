@@ -1,0 +1,17 @@
+--[[
+  loadExecution-2.lua: reads an execution's revision, snapshot, outbox and inbox in one atomic
+  step (what Store.load returns). Writes nothing.
+
+  KEYS[1]  execution hash   {rev, status, reactor, snapshot, outbox, input, iseq, parent}
+  KEYS[2]  inbox hash       seq -> encoded { event, dedupeKey }
+
+  ARGV     none
+
+  Returns
+    {rev, snapshot, outbox, iseq, {seq, entry, ...}}   the fields as stored (nil when absent:
+                                                      the caller checks them); the inbox entries
+                                                      as HGETALL lists them ({} without iseq)
+]]
+local fields = redis.call('HMGET', KEYS[1], 'rev', 'snapshot', 'outbox', 'iseq')
+local entries = fields[4] and redis.call('HGETALL', KEYS[2]) or {}
+return {fields[1], fields[2], fields[3], fields[4], entries}
