@@ -1,4 +1,4 @@
-import type { HeldExecution } from './host.js';
+import type { HeldActor } from './actor-host.js';
 
 /**
  * Who is advancing the actors of a call. A caller that is interrupted stores the run `aborted`; a
@@ -15,9 +15,9 @@ export interface Call {
   readonly signal: AbortSignal;
   readonly place: Place;
   /** Actors this call is advancing right now (on its stack), by id: a signal to one of them is applied when its turn comes back. */
-  readonly active: Map<string, HeldExecution>;
-  /** Children created by commits of this call and not driven yet, by id. */
-  readonly spawned: Map<string, HeldExecution>;
+  readonly active: Map<string, HeldActor>;
+  /** Actors created by commits of this call and not driven yet, by id, with how to start them. */
+  readonly spawned: Map<string, { readonly held: HeldActor; readonly start: (call: Call) => Promise<void> }>;
   /** Recipients of signals this call sent that it is not advancing; they are woken when the sender is idle. */
   readonly woken: Set<string>;
 }

@@ -139,7 +139,7 @@ export function createEngine(options: EngineOptions): Engine {
           lease: (id) => engine.lease(id),
           loadLeased: async (lease) => {
             const found = await engine.loadLeased(lease);
-            return typeof found === 'string' ? found : { host: found.host, held: found.held };
+            return typeof found === 'string' ? found : { host: found.host.loop, held: found.held };
           },
         });
         hosts.set(definition, host);

@@ -3,14 +3,14 @@ import type { ExecutionMachine } from '../../machines/execution.js';
 import { EXECUTION_MACHINE_VERSION } from '../../machines/execution.js';
 import type { ExecutionContext, ExecutionEffect, ExecutionEvent, ExecutionStatus, PauseRecord } from '../../machines/execution-types.js';
 import type { AnyReactorDefinition, CompiledStep } from '../definition/compiled.js';
-import { DefinitionError, DeserializationError, InboxPendingError, InputValidationError, InterruptTimeoutError, QueueRequiredError, WorkInterruptedError } from '../errors/index.js';
+import { DefinitionError, DeserializationError, InputValidationError, InterruptTimeoutError, QueueRequiredError, WorkInterruptedError } from '../errors/index.js';
 import { CORRELATION_TTL_MS, correlationKey, interruptKey, rootIdOf } from './lineage.js';
 import type { JobSpec, Queue } from '../queue/queue.js';
 import { jobId } from '../queue/job-ids.js';
 import { describeIssues, validateWith } from '../internal/standard-schema.js';
 import type { Hooks } from '../observability/middleware.js';
 import { decode, deserializeError, encode, serializeError } from '../serialization/index.js';
-import type { Commit, CommitOptions, Inbox, InboxEntry, LoadedExecution, OutboxEffect, PersistedSnapshot, SpawnActor, Store } from '../store/store.js';
+import type { Commit, CommitOptions, LoadedExecution, OutboxEffect, PersistedSnapshot, SignalEvent, SpawnActor, Store } from '../store/store.js';
 import { encodeSnapshot } from '../store/snapshot-codec.js';
 import type { Clock } from '../internal/clock.js';
 import type { Attempt, StepScope } from './step-performer.js';
@@ -27,6 +27,9 @@ import { newCall } from './call.js';
 import { mergePlans, planCommit } from './commit-plan.js';
 import type { CommitPlan } from './commit-plan.js';
 import type { ActorInspector } from '../observability/inspector.js';
+import { ActorHost } from './actor-host.js';
+import type { ActorBehaviour, HeldActor, KernelDeps, Transition } from './actor-host.js';
+import type { ActorTag } from '../../machines/registry-types.js';
 
 type Snapshot = ExecutionSnapshot;
 
@@ -44,38 +47,22 @@ export interface HostDeps {
   readonly inspector: ActorInspector;
   /** A lease on an actor for this process, not taken yet. */
   readonly lease: (id: string) => HeldLease;
-  /** Take an actor's lease and load it with its host, in one store call (see Engine.loadLeased). */
-  readonly loadLeased: (lease: HeldLease) => Promise<{ readonly host: ExecutionHost; readonly held: HeldExecution } | 'busy' | 'missing'>;
+  /** Take an actor's lease and load it with the host of its kind, in one store call (see Engine.loadLeased). */
+  readonly loadLeased: KernelDeps['loadLeased'];
 }
 
 export type { Place } from './call.js';
 
-/** An execution actor held by a host: its snapshot, the revision it was loaded at, and its input. */
-export interface HeldExecution {
-  readonly id: string;
+/** An execution actor held by a host: the kernel's held actor, with its input and the results it read. */
+export interface HeldExecution extends HeldActor {
   snapshot: Snapshot;
-  revision: number;
   readonly inputs: unknown;
-  /** The outbox of its last commit: the work pending after it. */
-  outbox: readonly OutboxEffect[];
-  /** A child spawned by its parent's commit whose first effects have not been performed yet. */
-  pendingStart?: boolean;
-  /** The last commit's effects wait for the inbox entries that landed meanwhile (which may supersede them). */
-  outboxPending?: boolean;
-  /** Its inbox as last read: unconsumed entries and the highest seq seen (a commit names it). */
-  inbox: Inbox;
-  /** Entries its current state did not accept (tried again after its next transition). */
-  readonly declined: Set<number>;
-  /** Signals may have landed since the inbox was read (after waiting for a child): read it again before going idle. */
-  inboxStale: boolean;
   /**
    * Encoded results this host committed or read, so a step does not read back
    * what was just written (decoded afresh each time: a step can never alias
    * another step's stored result).
    */
   readonly results: Map<string, Uint8Array>;
-  /** This process's lease on the execution, when it holds one (a root it advances); a composed child runs under its root's. */
-  lease: HeldLease | undefined;
   /** The hand-off job, sent alongside the commit that asked for it (awaited when the effect is performed). */
   handOffSent?: Promise<void> | undefined;
   /**
@@ -139,11 +126,14 @@ function abortWaiters(signal: AbortSignal): Set<() => void> {
 }
 
 /**
- * The host loop for one reactor: event → pure transition → one fenced commit
- * of snapshot, writes and outbox → perform the effects → their outcome is the
- * next event. The same loop serves every process that advances an execution.
+ * The execution kind of actor for one reactor: its pure machine, how a transition becomes a commit
+ * (writes, signals, spawned children, lease and announcement), and its performers (run a step,
+ * wait, compensate, undo, pause, hand off, await a child). The kernel's loop ({@link ActorHost})
+ * advances it, the same in every process.
  */
-export class ExecutionHost {
+export class ExecutionHost implements ActorBehaviour<HeldExecution> {
+  /** The kernel loop advancing this reactor's executions. */
+  readonly loop: ActorHost<HeldExecution>;
   readonly #definition: AnyReactorDefinition;
   readonly #machine: ExecutionMachine;
   readonly #stepper: MachineStepper;
@@ -159,6 +149,7 @@ export class ExecutionHost {
     this.#deps = deps;
     this.#composeDeps = { store: deps.store, clock: deps.clock };
     this.#byName = new Map(definition.steps.map((s) => [s.name, s]));
+    this.loop = new ActorHost(deps, this);
   }
 
   /**
@@ -221,7 +212,7 @@ export class ExecutionHost {
     if (event.type === 'xreactor.input.accepted') this.#deps.hooks.emit('reactorStart', { ...this.#base(held), input: held.inputs });
     await this.#afterCommit(held, event, effects);
     const call = newCall(signal, place);
-    await this.#continueWith(held, await this.#performAll(held, effects, call), call);
+    await this.loop.continueWith(held, await this.loop.performAll(held, effects, call), call);
     return held;
   }
 
@@ -248,158 +239,39 @@ export class ExecutionHost {
    * and its inbox holds nothing its state accepts. Returns whether the actor accepted `first` (a
    * stale or duplicate delivery is ignored without a commit, and nothing else is done).
    */
-  async drive(held: HeldExecution, first: ExecutionEvent, signal: AbortSignal, place: Place = 'caller', call: Call = newCall(signal, place)): Promise<boolean> {
-    const outcome = await this.#step(held, first, undefined, call);
-    if (outcome.status === 'ignored') {
-      this.#deps.logger.debug({ event: 'xreactor.event.ignored', executionId: held.id, type: first.type }, 'event not accepted in this state');
-      return false;
-    }
-    await this.#continueWith(held, outcome.status === 'committed' ? outcome.next : first, call);
-    return true;
+  drive(held: HeldExecution, first: ExecutionEvent, signal: AbortSignal, place: Place = 'caller', call: Call = newCall(signal, place)): Promise<boolean> {
+    return this.loop.drive(held, first, call);
   }
 
   /**
    * Recover a loaded actor: apply its inbox first (a signal such as a cancel supersedes the pending
    * work), else perform its committed outbox again (after a crash or a lost job); then keep driving.
    */
-  async resume(held: HeldExecution, outbox: readonly OutboxEffect[], signal: AbortSignal, place: Place, call: Call = newCall(signal, place)): Promise<void> {
-    call.active.set(held.id, held);
-    try {
-      if (await this.#applyInbox(held, call)) return void (await this.#continueWith(held, undefined, call));
-      await this.#continueWith(held, await this.#performAll(held, outbox as readonly ExecutionEffect[], call), call);
-    } finally {
-      call.active.delete(held.id);
-    }
+  resume(held: HeldExecution, outbox: readonly OutboxEffect[], signal: AbortSignal, place: Place, call: Call = newCall(signal, place)): Promise<void> {
+    return this.loop.resume(held, outbox, call);
   }
 
-  /** Drive from `event` (when set) until idle, then wake the actors it signalled that this call is not advancing. */
-  async #continueWith(held: HeldExecution, event: ExecutionEvent | undefined, call: Call): Promise<void> {
-    call.active.set(held.id, held);
-    try {
-      let next = event;
-      for (;;) {
-        while (next !== undefined) {
-          const outcome = await this.#step(held, next, undefined, call);
-          if (outcome.status === 'ignored') {
-            this.#deps.logger.debug({ event: 'xreactor.event.ignored', executionId: held.id, type: next.type }, 'event not accepted in this state');
-            break;
-          }
-          // Refused for a signal it had not seen: the inbox was applied; deliver the event again.
-          next = outcome.status === 'committed' ? outcome.next : next;
-        }
-        if (await this.#applyInbox(held, call)) {
-          next = undefined;
-          continue;
-        }
-        // No signal superseded the last commit's work: perform it now.
-        if (!held.outboxPending) break;
-        held.outboxPending = false;
-        next = await this.#performAll(held, held.outbox as readonly ExecutionEffect[], call);
-        if (next === undefined) break;
-      }
-    } finally {
-      call.active.delete(held.id);
-    }
-    if (call.active.size === 0 || !call.active.has(held.snapshot.context.parentId ?? '')) await this.#wake(call);
+  tags(value: unknown): ReadonlySet<ActorTag> {
+    return executionTagsOf(value);
+  }
+
+  persist(held: HeldExecution): { readonly snapshot: PersistedSnapshot; readonly status: ExecutionStatus } {
+    return { snapshot: persist(held.snapshot), status: statusOf(held.snapshot.value) };
   }
 
   /**
-   * Apply the first inbox entry the actor's state accepts (reading the inbox again if it may be
-   * stale), with everything that follows from it. Returns false when no entry was accepted. A
-   * settled actor discards the entries it does not accept, with a trace entry each.
+   * The commit `event` leads to: the next snapshot with its writes and outbox, the signals it
+   * sends, the children it spawns (each with its own lease), the lease it releases (the run leaves
+   * this process) or takes (the first commit of a run built from a hand-off job's snapshot), and
+   * the settle announcement.
    */
-  async #applyInbox(held: HeldExecution, call: Call): Promise<boolean> {
-    if (held.inboxStale) {
-      held.inbox = await this.#deps.store.readInbox(held.id);
-      held.inboxStale = false;
-    }
-    for (const entry of held.inbox.entries) {
-      if (held.declined.has(entry.seq)) continue;
-      const outcome = await this.#step(held, entry.event as unknown as ExecutionEvent, entry, call);
-      if (outcome.status === 'ignored') {
-        held.declined.add(entry.seq);
-        continue;
-      }
-      if (outcome.status === 'committed') {
-        await this.#continueWith(held, outcome.next, call);
-        call.active.set(held.id, held);
-      }
-      return true;
-    }
-    const left = held.inbox.entries.filter((e) => held.declined.has(e.seq));
-    if (left.length > 0 && executionTagsOf(held.snapshot.value).has('settled') && !executionTagsOf(held.snapshot.value).has('undoable')) await this.#discard(held, left);
-    return false;
-  }
-
-  /** A settled actor's inbox entries no state of it will accept: consumed with a trace entry each, nothing else changes. */
-  async #discard(held: HeldExecution, entries: readonly InboxEntry[]): Promise<void> {
-    const at = this.#deps.clock.now();
-    const commit: Commit = {
-      snapshot: persist(held.snapshot),
-      status: statusOf(held.snapshot.value),
-      writes: { results: [], pushUndo: [], truncateUndoTo: undefined, trace: entries.map((e) => ({ type: 'signal_discarded' as const, at, signal: e.event.type })) },
-      outbox: [],
-      inboxSeen: held.inbox.seq,
-      consumed: entries.map((e) => e.seq),
-    };
-    try {
-      held.revision = await this.#deps.store.commit(held.id, held.revision, commit);
-      held.inbox = { entries: held.inbox.entries.filter((e) => !entries.includes(e)), seq: held.inbox.seq };
-    } catch (error) {
-      // Another process moved it meanwhile: it discards them itself.
-      this.#deps.logger.debug({ event: 'xreactor.inbox.discard_refused', executionId: held.id, err: error }, 'could not discard settled inbox entries');
-    }
-  }
-
-  /**
-   * Wake the actors this call signalled and is not advancing: take each one's lease and drive it
-   * here (so an inline continue returns the root's outcome); one another process holds gets a
-   * wake job instead.
-   */
-  async #wake(call: Call): Promise<void> {
-    for (const id of [...call.woken]) {
-      call.woken.delete(id);
-      if (call.active.has(id)) continue;
-      const lease = this.#deps.lease(id);
-      try {
-        const found = await this.#deps.loadLeased(lease);
-        if (found === 'missing') continue;
-        if (found === 'busy') {
-          await this.#enqueueWake(id);
-          continue;
-        }
-        found.held.lease = lease;
-        await found.host.resume(found.held, found.held.outbox, call.signal, call.place, call);
-      } finally {
-        await lease.end();
-      }
-    }
-  }
-
-  async #enqueueWake(id: string): Promise<void> {
-    const queue = this.#deps.queue;
-    if (queue === undefined) return;
-    await queue.enqueue([{ id: jobId(id, 'wake', this.#deps.clock.now()), kind: 'advance', actor: { kind: 'execution', id } }]);
-  }
-
-  /**
-   * One transition: from the actor's snapshot and `event` (an inbox entry's, when `entry` is set),
-   * commit the next snapshot with its writes, signals and spawned children, then perform its
-   * effects. `ignored`: the state does not accept the event (nothing written). `refused`: a signal
-   * landed that the actor had not seen; it has been applied, and the caller delivers `event` again.
-   */
-  async #step(
-    held: HeldExecution,
-    event: ExecutionEvent,
-    entry: InboxEntry | undefined,
-    call: Call,
-  ): Promise<{ readonly status: 'ignored' } | { readonly status: 'refused' } | { readonly status: 'committed'; readonly next: ExecutionEvent | undefined }> {
-    const { store } = this.#deps;
+  async transition(held: HeldExecution, input: SignalEvent, call: Call): Promise<Transition | undefined> {
+    const event = input as unknown as ExecutionEvent;
     const place = call.place;
     if (event.type === 'xreactor.execution.abort' && place === 'worker') throw new WorkInterruptedError(held.id, event.reason);
     const [next, actions] = this.#stepper.next(held.snapshot, event);
     // XState returns the very same snapshot when no transition applies (stale or duplicate delivery).
-    if (next === held.snapshot) return { status: 'ignored' };
+    if (next === held.snapshot) return undefined;
     const plan = planCommit(actions);
     const { writes, effects } = plan;
     const spawned = await Promise.all(plan.spawns.map((s) => this.#spawn(held, s.step, s.child, s.input)));
@@ -408,15 +280,10 @@ export class ExecutionHost {
       status: statusOf(next.value),
       writes,
       outbox: effects,
-      inboxSeen: held.inbox.seq,
-      ...(entry === undefined ? {} : { consumed: [entry.seq] }),
       ...(plan.signals.length === 0 ? {} : { signals: plan.signals }),
       ...(plan.awaits === undefined ? {} : { awaits: plan.awaits }),
       ...(spawned.length === 0 ? {} : { spawn: spawned.map((s) => s.create) }),
     };
-    // A commit that takes the run out of this process releases the lease and tells the run's
-    // waiters, in the same atomic step. The first commit of a run built from a hand-off job's
-    // snapshot takes the lease, fenced by that snapshot.
     const lease = held.lease?.held === true && leavesProcess(effects, place) ? held.lease : undefined;
     const announce = settles(effects);
     const fromJob = held.fromJob;
@@ -428,93 +295,61 @@ export class ExecutionHost {
             ...(fromJob === undefined || held.lease === undefined ? {} : { takeLease: held.lease.request, ifSnapshot: fromJob.ifSnapshot }),
             announce,
           };
-    // An actor becoming recoverable again (continued after a pause, undone after its end), a
-    // signal's recipient and a spawned child are listed for the sweeper before this commit
-    // (should the process die right after it) and again after it (a sweep that dropped an entry
-    // meanwhile may have removed the first one).
-    const listed = [
-      ...(!isRecoverable(held.snapshot.value) && isRecoverable(next.value) ? [held.id] : []),
-      ...plan.signals.map((s) => s.to),
-      ...plan.spawns.map((s) => s.child),
-    ];
-    const list = () => Promise.all(listed.map((id) => store.markActive(id, true)));
-    if (listed.length > 0) await list();
-    const committing = store.commit(held.id, held.revision, commit, options);
-    if (place === 'caller') this.#sendHandOffEarly(held, effects, held.revision + 1, commit.snapshot);
-    try {
-      held.revision = await committing;
-    } catch (error) {
-      if (lease !== undefined) lease.taken();
-      if (!(error instanceof InboxPendingError)) throw error;
-      // A signal landed since the actor was read: apply it first (a cancel fences the work in flight).
-      held.inbox = await store.readInbox(held.id);
-      held.declined.clear();
-      await this.#applyInbox(held, call);
-      return { status: 'refused' };
-    }
-    lease?.released();
-    if (listed.length > 0) await list();
-    if (fromJob !== undefined) {
-      held.fromJob = undefined;
-      held.lease?.taken();
-    }
-    this.#emitWaiting(held, next, effects);
-    const { inspector } = this.#deps;
-    if (inspector.enabled) {
-      inspector.event(held.id, event, (event as { child?: string }).child);
-      inspector.snapshot(held.id, next, event, actions);
-      if (settles(effects)) inspector.stopped(held.id);
-    }
-    held.snapshot = next;
-    held.outbox = effects;
-    held.outboxPending = false;
-    held.declined.clear();
-    if (entry !== undefined) held.inbox = { entries: held.inbox.entries.filter((e) => e.seq !== entry.seq), seq: held.inbox.seq };
-    for (const [step, value] of writes.results) held.results.set(step, encode(value));
-    for (const child of spawned) {
-      child.lease?.taken();
-      call.spawned.set(child.held.id, child.held);
-    }
-    await this.#afterCommit(held, event, effects);
-    // Signals that landed meanwhile come first: an inbox entry not tried yet (a cancel behind a
-    // resume) may supersede this commit's work, which is then never started. Wakes are noted now.
-    if (held.inbox.entries.some((e) => !held.declined.has(e.seq))) {
-      for (const effect of effects) if (effect.type === 'xreactor.effect.wake') await this.#perform(held, effect, call);
-      held.outboxPending = true;
-      return { status: 'committed', next: undefined };
-    }
-    return { status: 'committed', next: await this.#performAll(held, effects, call) };
+    return {
+      next,
+      commit,
+      options,
+      effects,
+      // An actor becoming recoverable again (continued after a pause, undone after its end), a
+      // signal's recipient and a spawned child are listed for the sweeper.
+      listed: [...(!isRecoverable(held.snapshot.value) && isRecoverable(next.value) ? [held.id] : []), ...plan.signals.map((s) => s.to), ...plan.spawns.map((s) => s.child)],
+      sent: (revision) => {
+        if (place === 'caller') this.#sendHandOffEarly(held, effects, revision, commit.snapshot);
+      },
+      refused: () => {
+        if (lease !== undefined) lease.taken();
+      },
+      landed: async (landedIn, previous) => {
+        lease?.released();
+        if (fromJob !== undefined) {
+          held.fromJob = undefined;
+          held.lease?.taken();
+        }
+        this.#emitWaiting(held, previous as Snapshot, effects);
+        const { inspector } = this.#deps;
+        if (inspector.enabled) {
+          inspector.event(held.id, event, (event as { child?: string }).child);
+          inspector.snapshot(held.id, next, event, actions);
+          if (announce) inspector.stopped(held.id);
+        }
+        for (const [step, value] of writes.results) held.results.set(step, encode(value));
+        for (const child of spawned) {
+          child.lease?.taken();
+          landedIn.spawned.set(child.held.id, { held: child.held, start: (startIn) => child.host.startSpawned(child.held, startIn) });
+        }
+        await this.#afterCommit(held, event, effects);
+      },
+    };
   }
 
   /** Build a composed child's creation for its parent's commit (the child takes its own lease with it). */
-  async #spawn(parent: HeldExecution, step: string, child: string, input: unknown): Promise<{ readonly held: HeldExecution; readonly create: SpawnActor; readonly lease: HeldLease | undefined }> {
+  async #spawn(parent: HeldExecution, step: string, child: string, input: unknown): Promise<{ readonly held: HeldExecution; readonly host: ExecutionHost; readonly create: SpawnActor; readonly lease: HeldLease | undefined }> {
     const definition = this.#byName.get(step)?.child;
     if (definition === undefined) throw new DefinitionError(`step "${step}" of reactor "${this.#definition.name}" is not a compose step`);
     const host = this.#deps.hostFor(definition);
     const { held, create, plan } = await host.creation(child, input, { parentId: parent.id, path: [...parent.snapshot.context.path, step] });
     const lease = leavesProcess(plan.effects, 'worker') ? undefined : this.#deps.lease(child);
     held.lease = lease;
-    held.pendingStart = true;
-    return { held, create: { ...create, ...(lease === undefined ? {} : { lease: lease.request }) }, lease };
+    return { held, host, create: { ...create, ...(lease === undefined ? {} : { lease: lease.request }) }, lease };
   }
 
   /** Drive a child this call spawned, from its creating commit. */
   async startSpawned(held: HeldExecution, call: Call): Promise<void> {
-    held.pendingStart = false;
     this.#inspect(held);
     const accepted = held.snapshot.context.inputError === null;
     if (accepted) this.#deps.hooks.emit('reactorStart', { ...this.#base(held), input: held.inputs });
     await this.#afterCommit(held, { type: accepted ? 'xreactor.input.accepted' : 'xreactor.input.rejected', at: this.#deps.clock.now() } as ExecutionEvent, held.outbox as ExecutionEffect[]);
-    await this.#continueWith(held, await this.#performAll(held, held.outbox as ExecutionEffect[], call), call);
-  }
-
-  async #performAll(held: HeldExecution, effects: readonly ExecutionEffect[], call: Call): Promise<ExecutionEvent | undefined> {
-    let event: ExecutionEvent | undefined;
-    for (const effect of effects) {
-      const produced = await this.#perform(held, effect, call);
-      if (produced !== undefined) event = produced;
-    }
-    return event;
+    await this.loop.continueWith(held, await this.loop.performAll(held, held.outbox, call), call);
   }
 
   async #enqueue(held: HeldExecution, id: string, event: ExecutionEvent, delayMs?: number, executionId = held.id, handoff?: JobSpec['handoff'], dedupeKey?: string): Promise<void> {
@@ -614,6 +449,10 @@ export class ExecutionHost {
     });
   }
 
+  async perform(held: HeldExecution, outboxEffect: OutboxEffect, call: Call): Promise<SignalEvent | undefined> {
+    return await this.#perform(held, outboxEffect as ExecutionEffect, call);
+  }
+
   async #perform(held: HeldExecution, effect: ExecutionEffect, call: Call): Promise<ExecutionEvent | undefined> {
     const { hooks, clock, store } = this.#deps;
     const { signal, place } = call;
@@ -641,8 +480,7 @@ export class ExecutionHost {
       case 'xreactor.effect.paused':
         return this.#paused(held, effect.params);
       case 'xreactor.effect.wake':
-        // An actor this call is advancing meets the signal when its turn comes back; others are woken when this one is idle.
-        if (!call.active.has(effect.params.actor)) call.woken.add(effect.params.actor);
+        // Performed by the kernel loop (it knows which actors this call advances).
         return undefined;
       case 'xreactor.effect.awaitChild':
         await this.#advanceChild(held, effect.params.child, call);
@@ -729,28 +567,7 @@ export class ExecutionHost {
    */
   async #advanceChild(held: HeldExecution, child: string, call: Call): Promise<void> {
     held.inboxStale = true;
-    call.woken.delete(child);
-    if (call.active.has(child)) return;
-    const spawned = call.spawned.get(child);
-    if (spawned !== undefined) {
-      call.spawned.delete(child);
-      const definition = this.#byName.get(spawned.snapshot.context.path.at(-1) ?? '')?.child;
-      try {
-        if (definition !== undefined) await this.#deps.hostFor(definition).startSpawned(spawned, call);
-      } finally {
-        await spawned.lease?.end();
-      }
-      return;
-    }
-    const lease = this.#deps.lease(child);
-    try {
-      const found = await this.#deps.loadLeased(lease);
-      if (typeof found === 'string') return;
-      found.held.lease = lease;
-      await found.host.resume(found.held, found.held.outbox, call.signal, call.place, call);
-    } finally {
-      await lease.end();
-    }
+    await this.loop.advance(child, call);
   }
 
   /**

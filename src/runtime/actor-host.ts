@@ -1,0 +1,328 @@
+import type { Logger } from 'pino';
+import type { ActorTag } from '../../machines/registry-types.js';
+import { InboxPendingError } from '../errors/index.js';
+import type { Clock } from '../internal/clock.js';
+import { jobId } from '../queue/job-ids.js';
+import type { Queue } from '../queue/queue.js';
+import type { Commit, CommitOptions, Inbox, InboxEntry, OutboxEffect, PersistedSnapshot, SignalEvent, Store } from '../store/store.js';
+import type { Call } from './call.js';
+import type { HeldLease } from './lease.js';
+
+/** An actor held by this process: its snapshot, the revision it was read at, its outbox and inbox. */
+export interface HeldActor {
+  readonly id: string;
+  snapshot: { readonly value: unknown; readonly context: unknown };
+  revision: number;
+  /** The outbox of its last commit: the work pending after it. */
+  outbox: readonly OutboxEffect[];
+  /** Its inbox as last read: unconsumed entries and the highest seq seen (a commit names it). */
+  inbox: Inbox;
+  /** Entries its current state did not accept (tried again after its next transition). */
+  readonly declined: Set<number>;
+  /** Signals may have landed since the inbox was read (after waiting for another actor): read it again before going idle. */
+  inboxStale: boolean;
+  /** The last commit's effects wait for the inbox entries that landed meanwhile (which may supersede them). */
+  outboxPending?: boolean;
+  /** This process's lease on the actor, when it holds one. */
+  lease: HeldLease | undefined;
+}
+
+/** A transition of one actor, computed by its kind and committed by the kernel. */
+export interface Transition {
+  readonly next: HeldActor['snapshot'];
+  /** The commit, without the inbox fields (the kernel adds `inboxSeen` and `consumed`). */
+  readonly commit: Commit;
+  readonly options: CommitOptions | undefined;
+  readonly effects: readonly OutboxEffect[];
+  /** Actors listed for the sweeper before the commit (should the process die right after it) and again after it. */
+  readonly listed: readonly string[];
+  /** Called right after the commit is sent, before it lands (with the revision it will have). */
+  readonly sent?: (revision: number) => void;
+  /** The commit was refused: give back what preparing it took (a lease it was to release). */
+  readonly refused?: () => void;
+  /** The commit landed (the held actor has its new snapshot): the kind records what it keeps beside it and emits its observations. */
+  readonly landed: (call: Call, previous: HeldActor['snapshot']) => Promise<void>;
+}
+
+/** What the kernel needs of one kind of actor: its pure transition and its performers. */
+export interface ActorBehaviour<H extends HeldActor> {
+  /** The commit `event` leads to, or undefined when the actor's state does not accept it. */
+  transition(held: H, event: SignalEvent, call: Call): Promise<Transition | undefined>;
+  /** Perform one committed effect; its outcome is the actor's next event. */
+  perform(held: H, effect: OutboxEffect, call: Call): Promise<SignalEvent | undefined>;
+  /** The tags of a state value (settled, undoable, ...), as its machine declares them. */
+  tags(value: unknown): ReadonlySet<ActorTag>;
+  /** The held snapshot as stored. */
+  persist(held: H): { readonly snapshot: PersistedSnapshot; readonly status: Commit['status'] };
+}
+
+/** Where an actor another one signalled is found: taken with its lease, with the host of its kind. */
+export interface LeasedActor {
+  readonly host: { resume(held: never, outbox: readonly OutboxEffect[], call: Call): Promise<void> };
+  readonly held: HeldActor;
+}
+
+/** Services of the kernel. */
+export interface KernelDeps {
+  readonly store: Store;
+  readonly queue: Queue | undefined;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** A lease on an actor for this process, not taken yet. */
+  readonly lease: (id: string) => HeldLease;
+  /** Take an actor's lease and load it with the host of its kind, in one store call. */
+  readonly loadLeased: (lease: HeldLease) => Promise<LeasedActor | 'busy' | 'missing'>;
+}
+
+type StepOutcome = { readonly status: 'ignored' } | { readonly status: 'refused' } | { readonly status: 'committed'; readonly next: SignalEvent | undefined };
+
+/**
+ * The kernel's host loop, the same for every kind of actor: event → the kind's pure transition →
+ * one fenced commit (snapshot, writes, outbox, signals, spawned actors, the inbox entry applied) →
+ * perform the effects → their outcome is the next event; when idle, the inbox. A commit refused
+ * for a signal it had not seen applies that signal first. Actors this call signalled and does not
+ * advance are woken when the sender is idle.
+ */
+export class ActorHost<H extends HeldActor> {
+  readonly #deps: KernelDeps;
+  readonly #kind: ActorBehaviour<H>;
+
+  constructor(deps: KernelDeps, kind: ActorBehaviour<H>) {
+    this.#deps = deps;
+    this.#kind = kind;
+  }
+
+  /**
+   * Feed `first` to the actor and keep going until it is idle. Returns whether the actor accepted
+   * `first` (a stale or duplicate delivery is ignored without a commit, and nothing else is done).
+   */
+  async drive(held: H, first: SignalEvent, call: Call): Promise<boolean> {
+    const outcome = await this.#step(held, first, undefined, call);
+    if (outcome.status === 'ignored') {
+      this.#ignored(held, first);
+      return false;
+    }
+    await this.continueWith(held, outcome.status === 'committed' ? outcome.next : first, call);
+    return true;
+  }
+
+  /**
+   * Recover a loaded actor: apply its inbox first (a signal such as a cancel supersedes the pending
+   * work), else perform its committed outbox again (after a crash or a lost job); then keep driving.
+   */
+  async resume(held: H, outbox: readonly OutboxEffect[], call: Call): Promise<void> {
+    call.active.set(held.id, held);
+    try {
+      if (await this.#applyInbox(held, call)) return void (await this.continueWith(held, undefined, call));
+      await this.continueWith(held, await this.performAll(held, outbox, call), call);
+    } finally {
+      call.active.delete(held.id);
+    }
+  }
+
+  /** Drive from `event` (when set) until idle, then wake the actors it signalled that this call is not advancing. */
+  async continueWith(held: H, event: SignalEvent | undefined, call: Call): Promise<void> {
+    call.active.set(held.id, held);
+    try {
+      let next = event;
+      for (;;) {
+        while (next !== undefined) {
+          const outcome = await this.#step(held, next, undefined, call);
+          if (outcome.status === 'ignored') {
+            this.#ignored(held, next);
+            break;
+          }
+          // Refused for a signal it had not seen: the inbox was applied; deliver the event again.
+          next = outcome.status === 'committed' ? outcome.next : next;
+        }
+        if (await this.#applyInbox(held, call)) {
+          next = undefined;
+          continue;
+        }
+        // No signal superseded the last commit's work: perform it now.
+        if (held.outboxPending !== true) break;
+        held.outboxPending = false;
+        next = await this.performAll(held, held.outbox, call);
+        if (next === undefined) break;
+      }
+    } finally {
+      call.active.delete(held.id);
+    }
+    if (call.active.size === 0 || !call.active.has(parentOf(held.id))) await this.#wake(call);
+  }
+
+  /** Perform effects in order; the last outcome is the next event. */
+  async performAll(held: H, effects: readonly OutboxEffect[], call: Call): Promise<SignalEvent | undefined> {
+    let event: SignalEvent | undefined;
+    for (const effect of effects) {
+      const produced = await this.#perform(held, effect, call);
+      if (produced !== undefined) event = produced;
+    }
+    return event;
+  }
+
+  /**
+   * Advance actor `id` in this call when nothing else does: a child this call spawned, or one
+   * whose lease is free. One another process advances signals when it is done.
+   */
+  async advance(id: string, call: Call): Promise<void> {
+    call.woken.delete(id);
+    if (call.active.has(id)) return;
+    const spawned = call.spawned.get(id);
+    if (spawned !== undefined) {
+      call.spawned.delete(id);
+      try {
+        await spawned.start(call);
+      } finally {
+        await spawned.held.lease?.end();
+      }
+      return;
+    }
+    const lease = this.#deps.lease(id);
+    try {
+      const found = await this.#deps.loadLeased(lease);
+      if (typeof found === 'string') return;
+      found.held.lease = lease;
+      await found.host.resume(found.held as never, found.held.outbox, call);
+    } finally {
+      await lease.end();
+    }
+  }
+
+  #ignored(held: H, event: SignalEvent): void {
+    this.#deps.logger.debug({ event: 'xreactor.event.ignored', executionId: held.id, type: event.type }, 'event not accepted in this state');
+  }
+
+  async #perform(held: H, effect: OutboxEffect, call: Call): Promise<SignalEvent | undefined> {
+    if (effect.type === 'xreactor.effect.wake') {
+      // An actor this call is advancing meets the signal when its turn comes back; others are woken when this one is idle.
+      const { actor } = effect.params as { readonly actor: string };
+      if (!call.active.has(actor)) call.woken.add(actor);
+      return undefined;
+    }
+    return this.#kind.perform(held, effect, call);
+  }
+
+  /**
+   * Apply the first inbox entry the actor's state accepts (reading the inbox again if it may be
+   * stale), with everything that follows from it. Returns false when no entry was accepted. A
+   * settled actor that cannot be undone discards the entries it does not accept, with a trace entry each.
+   */
+  async #applyInbox(held: H, call: Call): Promise<boolean> {
+    if (held.inboxStale) {
+      held.inbox = await this.#deps.store.readInbox(held.id);
+      held.inboxStale = false;
+    }
+    for (const entry of held.inbox.entries) {
+      if (held.declined.has(entry.seq)) continue;
+      const outcome = await this.#step(held, entry.event, entry, call);
+      if (outcome.status === 'ignored') {
+        held.declined.add(entry.seq);
+        continue;
+      }
+      if (outcome.status === 'committed') {
+        await this.continueWith(held, outcome.next, call);
+        call.active.set(held.id, held);
+      }
+      return true;
+    }
+    const left = held.inbox.entries.filter((e) => held.declined.has(e.seq));
+    const tags = this.#kind.tags(held.snapshot.value);
+    if (left.length > 0 && tags.has('settled') && !tags.has('undoable')) await this.#discard(held, left);
+    return false;
+  }
+
+  /** A settled actor's inbox entries no state of it will accept: consumed with a trace entry each, nothing else changes. */
+  async #discard(held: H, entries: readonly InboxEntry[]): Promise<void> {
+    const at = this.#deps.clock.now();
+    const commit: Commit = {
+      ...this.#kind.persist(held),
+      writes: { results: [], pushUndo: [], truncateUndoTo: undefined, trace: entries.map((e) => ({ type: 'signal_discarded' as const, at, signal: e.event.type })) },
+      outbox: [],
+      inboxSeen: held.inbox.seq,
+      consumed: entries.map((e) => e.seq),
+    };
+    try {
+      held.revision = await this.#deps.store.commit(held.id, held.revision, commit);
+      held.inbox = { entries: held.inbox.entries.filter((e) => !entries.includes(e)), seq: held.inbox.seq };
+    } catch (error) {
+      // Another process moved it meanwhile: it discards them itself.
+      this.#deps.logger.debug({ event: 'xreactor.inbox.discard_refused', executionId: held.id, err: error }, 'could not discard settled inbox entries');
+    }
+  }
+
+  /**
+   * Wake the actors this call signalled and is not advancing: take each one's lease and drive it
+   * here (so an inline continue returns the root's outcome); one another process holds gets a
+   * wake job instead.
+   */
+  async #wake(call: Call): Promise<void> {
+    for (const id of [...call.woken]) {
+      call.woken.delete(id);
+      if (call.active.has(id)) continue;
+      const lease = this.#deps.lease(id);
+      try {
+        const found = await this.#deps.loadLeased(lease);
+        if (found === 'missing') continue;
+        if (found === 'busy') {
+          await this.#deps.queue?.enqueue([{ id: jobId(id, 'wake', this.#deps.clock.now()), kind: 'advance', actor: { kind: 'execution', id } }]);
+          continue;
+        }
+        found.held.lease = lease;
+        await found.host.resume(found.held as never, found.held.outbox, call);
+      } finally {
+        await lease.end();
+      }
+    }
+  }
+
+  /**
+   * One transition: the kind computes the commit `event` leads to (an inbox entry's, when `entry`
+   * is set); the kernel commits it, fenced by revision and inbox, then performs its effects.
+   * `ignored`: the state does not accept the event (nothing written). `refused`: a signal landed
+   * that the actor had not seen; it has been applied, and the caller delivers `event` again.
+   */
+  async #step(held: H, event: SignalEvent, entry: InboxEntry | undefined, call: Call): Promise<StepOutcome> {
+    const { store } = this.#deps;
+    const transition = await this.#kind.transition(held, event, call);
+    if (transition === undefined) return { status: 'ignored' };
+    const commit: Commit = { ...transition.commit, inboxSeen: held.inbox.seq, ...(entry === undefined ? {} : { consumed: [entry.seq] }) };
+    const list = () => Promise.all(transition.listed.map((id) => store.markActive(id, true)));
+    if (transition.listed.length > 0) await list();
+    const committing = store.commit(held.id, held.revision, commit, transition.options);
+    transition.sent?.(held.revision + 1);
+    try {
+      held.revision = await committing;
+    } catch (error) {
+      transition.refused?.();
+      if (!(error instanceof InboxPendingError)) throw error;
+      // A signal landed since the actor was read: apply it first (a cancel fences the work in flight).
+      held.inbox = await store.readInbox(held.id);
+      held.declined.clear();
+      await this.#applyInbox(held, call);
+      return { status: 'refused' };
+    }
+    if (transition.listed.length > 0) await list();
+    const previous = held.snapshot;
+    held.snapshot = transition.next;
+    held.outbox = transition.effects;
+    held.outboxPending = false;
+    held.declined.clear();
+    if (entry !== undefined) held.inbox = { entries: held.inbox.entries.filter((e) => e.seq !== entry.seq), seq: held.inbox.seq };
+    await transition.landed(call, previous);
+    // Signals that landed meanwhile come first: an inbox entry not tried yet (a cancel behind a
+    // resume) may supersede this commit's work, which is then never started. Wakes are noted now.
+    if (held.inbox.entries.some((e) => !held.declined.has(e.seq))) {
+      for (const effect of transition.effects) if (effect.type === 'xreactor.effect.wake') await this.#perform(held, effect, call);
+      held.outboxPending = true;
+      return { status: 'committed', next: undefined };
+    }
+    return { status: 'committed', next: await this.performAll(held, transition.effects, call) };
+  }
+}
+
+/** The parent of an actor id (`<root>.<step>...`), or '' for a root. */
+function parentOf(id: string): string {
+  const dot = id.lastIndexOf('.');
+  return dot < 0 ? '' : id.slice(0, dot);
+}
