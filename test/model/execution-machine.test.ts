@@ -2,8 +2,10 @@
  * Model lane (ARCHITECTURE.md §6.4): XState's graph utilities generate paths through the
  * execution machine of a few small plans, and those paths must reach every transition the
  * machine declares (guarded alternatives and eventless `always` branches counted apart).
- * Every generated path is replayed with the pure `transition()` the host uses, checking the
- * machine's invariants at each step.
+ * Every generated path is replayed with the pure `transition()` the host uses and with the
+ * host's own stepper, checking the machine's invariants at each step: the undo stack its writes
+ * build, the signals it sends (to its parent, to a composed child), the actors it awaits and
+ * the tags of every state it rests in.
  */
 import { describe, expect, it } from 'vitest';
 import type { AnyStateNode, AnyTransitionDefinition } from 'xstate';
@@ -19,19 +21,34 @@ import type {
   ExecutionStatus,
   ExecutionWrite,
 } from '../../machines/execution.js';
-import { createExecutionMachine } from '../../machines/execution.js';
+import { createExecutionMachine, EXECUTION_STATE_TAGS, executionTagsOf } from '../../machines/execution.js';
+import type { ActorTag } from '../../machines/registry-types.js';
 import { createMachineStepper } from '../../src/runtime/machine-stepper.js';
 
 type Snapshot = ReturnType<typeof initialTransition<ExecutionMachine>>[0];
 type Action = ExecutionEffect | ExecutionWrite;
 type Path = TestPath<Snapshot, ExecutionEvent>;
+type EventOf<T extends ExecutionEvent['type']> = Extract<ExecutionEvent, { type: T }>;
+type Signal = Extract<ExecutionWrite, { type: 'xreactor.write.signal' }>['params'];
 
+/** A root execution: its signals to a parent have no recipient (`to: null`). */
 const INPUT: ExecutionInput = { executionId: 'exec-1', reactor: 'model', at: 1_000 };
+/** A composed child of `outer` (its compose step `order`): it signals its parent. */
+const CHILD_INPUT: ExecutionInput = { executionId: 'outer.order', reactor: 'model', at: 1_000, parentId: 'outer', path: ['order'] };
 const BASE_DELAY_MS = 10;
 const TERMINAL: ReadonlySet<ExecutionStatus> = new Set(['completed', 'halted', 'aborted', 'failed', 'cancelled']);
 const FINAL: ReadonlySet<ExecutionStatus> = new Set(['failed', 'cancelled']);
 /** Effects whose outcome is the host's next event; `drive()` follows at most one per transition. */
-const EVENT_PRODUCING = new Set(['xreactor.effect.runStep', 'xreactor.effect.wait', 'xreactor.effect.compensate', 'xreactor.effect.undo']);
+const EVENT_PRODUCING = new Set(['xreactor.effect.runStep', 'xreactor.effect.wait', 'xreactor.effect.compensate', 'xreactor.effect.undo', 'xreactor.effect.awaitChild']);
+/** Every tag an actor state may carry (machines/registry-types.ts `ActorTag`). */
+const ACTOR_TAGS: readonly ActorTag[] = ['settled', 'recoverable', 'awaiting', 'parked', 'paused', 'undoable'];
+/** Events with which a paused run leaves its pause by itself (it tells its parent: `child.resumed`). */
+const LEAVES_PAUSE_BY_ITSELF: ReadonlySet<ExecutionEvent['type']> = new Set([
+  'xreactor.interrupt.resume',
+  'xreactor.interrupt.fail',
+  'xreactor.child.resumed',
+  'xreactor.child.settled',
+]);
 
 const step = (name: string, maxAttempts: number, tracked = true) => ({
   name,
@@ -42,25 +59,77 @@ const interrupt = (name: string, group: readonly string[], timeoutMs: number | n
   ...step(name, 1, false),
   interrupt: { group, timeoutMs },
 });
+/**
+ * A compose step as the execution machine sees it: an ordinary tracked step (the machine does
+ * not know it composes). Its runtime (src/runtime/compose.ts `runCompose`) never retries it,
+ * never skips or halts it: its outcomes are `compose.spawn` / `compose.awaiting`, then, once the
+ * child settled, `step.succeeded`, `step.failed` (started: false, retryable: false) or an abort.
+ */
+const compose = (name: string) => step(name, 1);
+
+/** What the model knows of a compose step's child (the child's own plan is not the machine's). */
+interface ComposeChild {
+  /** The child has interrupts of its own (or composes a child that has): it may pause. */
+  readonly pauses: boolean;
+}
 
 interface ModelPlan {
   readonly title: string;
   readonly plan: ExecutionPlanView;
+  /** Defaults to a root execution ({@link INPUT}). */
+  readonly input?: ExecutionInput;
+  /** The plan's compose steps, by name: only at those the event generator offers compose events. */
+  readonly compose?: Readonly<Record<string, ComposeChild>>;
   /** Declared transitions this plan cannot exercise (by its shape, not by a machine defect). */
   readonly unreachable: readonly string[];
 }
 
 /** Transitions a plan without a background cut never takes. */
 const NO_HANDOFF = ['running.next --always[atHandoff]--> running.handedOff', 'running.handedOff --xreactor.execution.resume--> running.next'];
-/** Transitions a plan without an interrupt step never takes (only a child's pause reaches `paused`). */
+/** Transitions a plan without an interrupt step never takes. */
 const NO_INTERRUPT = [
   'running.next --always[atResumedInterrupt]--> running.next',
   'running.next --always[atInterrupt]--> paused',
   'paused --xreactor.interrupt.resume--> running',
   'paused --xreactor.interrupt.fail--> rolling_back',
+  'paused --xreactor.operator.undo[else]--> rolling_back',
+];
+/** Transitions a plan without a compose step whose child may pause never takes. */
+const NO_CHILD_PAUSE = [
+  'running.awaiting --xreactor.child.paused--> paused',
+  'paused --xreactor.child.resumed--> running.awaiting',
+  'paused --xreactor.child.settled--> running.executing',
+  'paused --xreactor.operator.undo[pausedOnChild]--> rolling_back.undoingPausedChild',
+  'rolling_back.undoingPausedChild --xreactor.child.settled--> rolling_back.deciding',
+  'rolling_back.undoingPausedChild --xreactor.child.lost--> rolling_back.deciding',
+];
+/** Transitions a plan without a compose step never takes. */
+const NO_COMPOSE = [
+  'running.executing --xreactor.compose.spawn--> running.awaiting',
+  'running.executing --xreactor.compose.awaiting--> running.awaiting',
+  'running.awaiting --xreactor.step.failed--> rolling_back',
+  'running.awaiting --xreactor.child.settled--> running.executing',
+  'rolling_back.undoingEntry --xreactor.undo.child--> rolling_back.undoingChild',
+  'rolling_back.undoingChild --xreactor.child.settled--> rolling_back.undoingEntry',
+  'rolling_back.undoingChild --xreactor.child.lost--> rolling_back.undoingEntry',
+  ...NO_CHILD_PAUSE,
+];
+/** A plan with neither an interrupt nor a child that pauses never pauses at all. */
+const NEVER_PAUSES = [...NO_INTERRUPT, 'paused --xreactor.operator.cancel--> cancelled'];
+/**
+ * Transitions a plan whose steps are all compose steps never takes: a compose step is never
+ * skipped or halted (a child that halted is the step's success), and its failure never started a
+ * body of its own, so nothing is compensated (src/runtime/compose.ts).
+ */
+const ONLY_COMPOSE = [
+  'running.executing --xreactor.step.skipped--> running.next',
+  'running.executing --xreactor.step.halted--> halted',
+  'halted --xreactor.operator.undo--> rolling_back',
+  'rolling_back.deciding --always[compensationPending]--> rolling_back.compensating',
+  'rolling_back.compensating --xreactor.compensate.finished--> rolling_back.undoing',
 ];
 /** Transitions a plan whose steps all have maxAttempts 1 never takes. */
-const NO_RETRY = ['running.executing --xreactor.step.failed[canRetry]--> running.waitingToRetry', 'running.waitingToRetry --xreactor.timer.fired--> running.executing'];
+const NO_RETRY = ['running.executing --xreactor.step.failed[canRetry]--> running.parked', 'running.parked --xreactor.timer.fired--> running.executing'];
 
 const PLANS: readonly ModelPlan[] = [
   {
@@ -68,14 +137,15 @@ const PLANS: readonly ModelPlan[] = [
     plan: { reactor: 'empty', steps: [], handoffIndex: null },
     unreachable: [
       ...NO_HANDOFF,
+      ...NEVER_PAUSES,
+      ...NO_COMPOSE,
+      ...NO_RETRY,
       'running --xreactor.execution.abort--> aborted',
       'running.next --always[hasNextStep]--> running.executing',
       'running.executing --xreactor.step.succeeded--> running.next',
       'running.executing --xreactor.step.skipped--> running.next',
       'running.executing --xreactor.step.halted--> halted',
-      'running.executing --xreactor.step.failed[canRetry]--> running.waitingToRetry',
       'running.executing --xreactor.step.failed[isCurrentOutcome]--> rolling_back',
-      'running.waitingToRetry --xreactor.timer.fired--> running.executing',
       'rolling_back --xreactor.execution.abort--> aborted',
       'rolling_back.deciding --always[compensationPending]--> rolling_back.compensating',
       'rolling_back.compensating --xreactor.compensate.finished--> rolling_back.undoing',
@@ -84,32 +154,25 @@ const PLANS: readonly ModelPlan[] = [
       'rolling_back.done --always[else]--> failed',
       'halted --xreactor.operator.undo--> rolling_back',
       'aborted --xreactor.operator.undo--> rolling_back',
-      // Nothing runs, so nothing can be cancelled or pause.
+      // Nothing runs, so nothing can be cancelled.
       'running --xreactor.operator.cancel--> cancelled',
-      'running.executing --xreactor.child.paused--> paused',
-      'running.next --always[atResumedInterrupt]--> running.next',
-      'running.next --always[atInterrupt]--> paused',
-      'paused --xreactor.interrupt.resume--> running',
-      'paused --xreactor.interrupt.fail--> rolling_back',
-      'paused --xreactor.execution.resume--> running.executing',
-      'paused --xreactor.operator.cancel--> cancelled',
-      'paused --xreactor.operator.undo--> rolling_back',
     ],
   },
   {
     title: 'one step, no retry',
     plan: { reactor: 'one', steps: [step('only', 1)], handoffIndex: null },
-    unreachable: [...NO_HANDOFF, ...NO_RETRY, ...NO_INTERRUPT],
+    unreachable: [...NO_HANDOFF, ...NO_RETRY, ...NEVER_PAUSES, ...NO_COMPOSE],
   },
   {
     title: 'two steps, the second retried up to 2 attempts',
     plan: { reactor: 'two', steps: [step('reserve', 1), step('charge', 2)], handoffIndex: null },
-    unreachable: [...NO_HANDOFF, ...NO_INTERRUPT],
+    unreachable: [...NO_HANDOFF, ...NEVER_PAUSES, ...NO_COMPOSE],
   },
   {
-    title: 'three steps, an untracked one in the middle',
+    title: 'three steps, an untracked one in the middle, in a composed child',
     plan: { reactor: 'mixed', steps: [step('reserve', 2), step('notify', 1, false), step('charge', 2)], handoffIndex: null },
-    unreachable: [...NO_HANDOFF, ...NO_INTERRUPT],
+    input: CHILD_INPUT,
+    unreachable: [...NO_HANDOFF, ...NEVER_PAUSES, ...NO_COMPOSE],
   },
   {
     title: 'two interrupts ready together, between two steps',
@@ -118,12 +181,32 @@ const PLANS: readonly ModelPlan[] = [
       steps: [step('quote', 1), interrupt('manager', ['manager', 'finance'], 1_000), interrupt('finance', ['finance']), step('order', 1)],
       handoffIndex: null,
     },
-    unreachable: [...NO_HANDOFF, ...NO_RETRY],
+    unreachable: [...NO_HANDOFF, ...NO_RETRY, ...NO_COMPOSE],
   },
   {
     title: 'background hand-off after the first of two steps',
     plan: { reactor: 'background', steps: [step('reserve', 1), step('charge', 2)], handoffIndex: 1 },
-    unreachable: NO_INTERRUPT,
+    unreachable: [...NEVER_PAUSES, ...NO_COMPOSE],
+  },
+  {
+    title: 'a compose step between two steps, its child never pausing, in a composed child',
+    plan: { reactor: 'checkout', steps: [step('reserve', 1), compose('payment'), step('ship', 2)], handoffIndex: null },
+    input: CHILD_INPUT,
+    compose: { payment: { pauses: false } },
+    unreachable: [...NO_HANDOFF, ...NEVER_PAUSES, ...NO_CHILD_PAUSE],
+  },
+  {
+    title: 'an interrupt, then a compose step whose child pauses, in a composed child',
+    plan: { reactor: 'approved-checkout', steps: [interrupt('approve', ['approve']), compose('payment'), step('ship', 1)], handoffIndex: null },
+    input: CHILD_INPUT,
+    compose: { payment: { pauses: true } },
+    unreachable: [...NO_HANDOFF, ...NO_RETRY],
+  },
+  {
+    title: 'two compose steps, the second child pausing, in a root',
+    plan: { reactor: 'fulfilment', steps: [compose('payment'), compose('shipping')], handoffIndex: null },
+    compose: { payment: { pauses: false }, shipping: { pauses: true } },
+    unreachable: [...NO_HANDOFF, ...NO_RETRY, ...NO_INTERRUPT, ...ONLY_COMPOSE],
   },
 ];
 
@@ -184,30 +267,25 @@ function takenTransitions(machine: ExecutionMachine, before: Snapshot, event: Ex
 }
 
 // ---------------------------------------------------------------------------------------------
-// Traversal: context-aware event generators and an abstract state key.
+// The model of one plan: context-aware event generators and an abstract state key.
 
 const statusOf = (value: Snapshot['value']): ExecutionStatus =>
   (typeof value === 'string' ? value : Object.keys(value)[0]) as ExecutionStatus;
+const valueIs = (s: Snapshot, value: Snapshot['value']) => JSON.stringify(s.value) === JSON.stringify(value);
+const pausedOnChild = (s: Snapshot) => statusOf(s.value) === 'paused' && s.context.paused?.child != null;
+const error = (message: string) => ({ name: 'Error', message });
+const childIdOf = (executionId: string, stepName: string) => `${executionId}.${stepName}`;
 
 /**
- * The context fields the guards read, and what decides which events are current (the ready
- * interrupts a resume/fail may name); everything else (clock, epochs, error payloads) is
- * irrelevant to control. The epoch is left out on purpose: abort → operator undo → abort
- * cycles would make the graph infinite, and the events read it from the concrete snapshot.
+ * The composed child a state waits for (awaiting it, paused on it, undoing it), whose signals it
+ * accepts; null when it waits for none. A settled run may keep a stale `awaiting` record (see the
+ * report): no state it can rest in accepts a child's signal, so the model offers none there.
  */
-function abstractKey(s: Snapshot): string {
-  const c = s.context;
-  return JSON.stringify([
-    s.value,
-    c.cursor,
-    c.attempt,
-    c.undoDepth,
-    c.rollbackReason,
-    c.failure?.compensationPending ?? null,
-    c.handedOff,
-    c.resumed,
-    c.paused === null ? null : { ready: c.paused.ready.map((r) => r.step), child: c.paused.child },
-  ]);
+function awaitedChild(s: Snapshot): string | null {
+  const tags = executionTagsOf(s.value);
+  if (tags.has('awaiting')) return s.context.awaiting?.child ?? null;
+  if (pausedOnChild(s)) return childIdOf(s.context.executionId, s.context.paused!.child!);
+  return null;
 }
 
 function eventVariant(e: ExecutionEvent): string {
@@ -226,120 +304,225 @@ function eventVariant(e: ExecutionEvent): string {
   }
 }
 
-/**
- * A vertex is a state reached *through a given edge* (as `createTestModel`'s
- * `serializeTransition` does), so the shortest paths reach every edge of the abstract graph,
- * not only every state.
- */
-function serializeState(state: Snapshot, event: ExecutionEvent | undefined, previous?: Snapshot): string {
-  const key = abstractKey(state);
-  return event === undefined || previous === undefined ? key : `${key} via ${eventVariant(event)} from ${abstractKey(previous)}`;
+interface PlanModel {
+  readonly plan: ExecutionPlanView;
+  readonly input: ExecutionInput;
+  /** Plan index → the compose step there. */
+  readonly composeAt: ReadonlyMap<number, ComposeChild & { readonly name: string }>;
+  /**
+   * The undo stack (plan indexes, oldest first) of a state generated by the traversal, derived
+   * from the events that led to it: a tracked step's success pushes, an accepted undo pops. The
+   * machine's context only counts it (`undoDepth`); which entry is on top decides whether an
+   * undo is of a compose entry (`undo.child`). The replay checks it against the writes.
+   */
+  readonly stackOf: (s: Snapshot) => readonly number[];
+  readonly abstractKey: (s: Snapshot, stack: readonly number[]) => string;
+  readonly eventsFor: (s: Snapshot, stack: readonly number[]) => ExecutionEvent[];
+  readonly staleEventsFor: (s: Snapshot, stack: readonly number[]) => ExecutionEvent[];
+  readonly generatePaths: (machine: ExecutionMachine) => Path[];
 }
 
-const error = (message: string) => ({ name: 'Error', message });
+function planModel({ plan, input = INPUT, compose: composeSteps = {} }: Pick<ModelPlan, 'plan' | 'input' | 'compose'>): PlanModel {
+  const composeAt = new Map(
+    Object.entries(composeSteps).map(([name, child]) => {
+      const index = plan.steps.findIndex((st) => st.name === name);
+      expect(index, `compose step "${name}" is not in the plan`).toBeGreaterThanOrEqual(0);
+      expect(plan.steps[index]!.tracked, `compose step "${name}" is not tracked`).toBe(true);
+      expect(plan.steps[index]!.interrupt, `compose step "${name}" is an interrupt`).toBeUndefined();
+      return [index, { ...child, name }] as const;
+    }),
+  );
+  const id = input.executionId;
 
-/**
- * Concrete events for a snapshot: each carries the index/attempt/position the snapshot expects,
- * with every variant the guards distinguish. `createTestModel` keeps those whose type an active
- * state node handles — and, for a handled type this list has no event of, substitutes a bare
- * `{ type }` (no `at`, no step): `isRealEvent` drops those (see `generatePaths`).
- *
- * `xreactor.execution.resume` is what the host sends to a handed-off run (the worker's job) or
- * to a run paused on a composed child (the child was continued); a run paused on its own
- * interrupts is continued by `xreactor.interrupt.resume` / `.fail` naming a ready interrupt.
- * The ignored cases are checked in `staleEventsFor`.
- */
-function eventsFor(s: Snapshot): ExecutionEvent[] {
-  const { cursor: index, attempt, undoDepth, updatedAt, rollbackEpoch: epoch } = s.context;
-  const at = updatedAt + 1;
-  const flags = [true, false];
-  return [
-    { type: 'xreactor.input.accepted', at },
-    { type: 'xreactor.input.rejected', at, error: error('input rejected') },
-    { type: 'xreactor.step.succeeded', at, index, attempt, args: { index }, result: `result-${index}` },
-    { type: 'xreactor.step.skipped', at, index, attempt, value: `skipped-${index}` },
-    { type: 'xreactor.step.halted', at, index, attempt, reason: 'halt requested' },
-    ...flags.flatMap((started) =>
-      flags.map((retryable): ExecutionEvent => ({ type: 'xreactor.step.failed', at, index, attempt, error: error('step failed'), started, retryable, args: { index } })),
-    ),
-    { type: 'xreactor.timer.fired', at, index, attempt },
-    ...(pausedOnInterrupts(s) ? [] : [{ type: 'xreactor.execution.resume', at } as const]),
-    { type: 'xreactor.operator.cancel', at, reason: 'operator cancel' },
-    { type: 'xreactor.child.paused', at, index, attempt },
-    ...(s.context.paused?.ready ?? []).flatMap((r): ExecutionEvent[] => [
-      { type: 'xreactor.interrupt.resume', at, step: r.step, payload: { ok: r.step } },
-      { type: 'xreactor.interrupt.fail', at, step: r.step, error: error('interrupt failed') },
-    ]),
-    { type: 'xreactor.compensate.finished', at, epoch, failure: null },
-    { type: 'xreactor.compensate.finished', at, epoch, failure: { reason: 'raised', error: error('compensate raised') } },
-    { type: 'xreactor.undo.finished', at, epoch, position: undoDepth - 1, step: 'top-of-stack', failure: null },
-    { type: 'xreactor.undo.finished', at, epoch, position: undoDepth - 1, step: 'top-of-stack', failure: { reason: 'returned_failure', error: error('undo failed') } },
-    { type: 'xreactor.execution.abort', at, reason: 'signal aborted' },
-    { type: 'xreactor.operator.undo', at },
-  ];
+  /**
+   * The context fields the guards read, and what decides which events are current (the ready
+   * interrupts a resume/fail may name, the awaited child, the undo stack's entries); everything
+   * else (clock, epochs, pause counts, error payloads) is irrelevant to control. The epoch and
+   * the pause count are left out on purpose: abort → operator undo → abort and pause → resume →
+   * pause cycles would make the graph infinite, and the events read them from the snapshot.
+   */
+  const abstractKey = (s: Snapshot, stack: readonly number[]): string => {
+    const c = s.context;
+    return JSON.stringify([
+      s.value,
+      c.cursor,
+      c.attempt,
+      c.undoDepth,
+      stack,
+      c.rollbackReason,
+      c.failure?.compensationPending ?? null,
+      c.handedOff,
+      c.resumed,
+      c.paused === null ? null : { ready: c.paused.ready.map((r) => r.step), child: c.paused.child },
+      c.awaiting === null ? null : { step: c.awaiting.step, purpose: c.awaiting.purpose, position: c.awaiting.position },
+    ]);
+  };
+
+  const stacks = new WeakMap<Snapshot, readonly number[]>();
+  const stackOf = (s: Snapshot): readonly number[] => {
+    const stack = stacks.get(s);
+    if (stack === undefined) throw new Error(`no undo stack recorded for ${JSON.stringify(s.value)}`);
+    return stack;
+  };
+  /** Records the stack of `state`, reached from `previous` by `event` (the traversal's order). */
+  const recordStack = (state: Snapshot, event: ExecutionEvent | undefined, previous: Snapshot | undefined): readonly number[] => {
+    const known = stacks.get(state);
+    if (known !== undefined) return known;
+    let stack: readonly number[] = [];
+    if (event !== undefined && previous !== undefined) {
+      stack = stackOf(previous);
+      if (state !== previous && event.type === 'xreactor.step.succeeded' && plan.steps[event.index]!.tracked) stack = [...stack, event.index];
+      if (state !== previous && event.type === 'xreactor.undo.finished') stack = stack.slice(0, -1);
+    }
+    stacks.set(state, stack);
+    return stack;
+  };
+
+  /**
+   * Concrete events for a snapshot: each carries the index/attempt/position/child the snapshot
+   * expects, with every variant the guards distinguish, and only what the runtime can send there:
+   * a compose step's outcomes at a compose step (no skip, halt or retryable failure there), a
+   * child's signals from the child the state waits for (a pause only from a child that may pause),
+   * `undo.child` for a compose step's undo-stack entry. `createTestModel` keeps those whose type
+   * an active state node handles — and, for a handled type this list has no event of, substitutes
+   * a bare `{ type }` (no `at`, no step): `isRealEvent` drops those (see `generatePaths`).
+   */
+  const eventsFor = (s: Snapshot, stack: readonly number[]): ExecutionEvent[] => {
+    const { cursor: index, attempt, undoDepth, updatedAt, rollbackEpoch: epoch } = s.context;
+    const at = updatedAt + 1;
+    const flags = [true, false];
+    const composeHere = composeAt.get(index);
+    const child = awaitedChild(s);
+    const childStep = child === null ? undefined : [...composeAt.values()].find((cs) => childIdOf(id, cs.name) === child);
+    const top = stack.at(-1);
+    const topName = top === undefined ? 'no-entry' : plan.steps[top]!.name;
+    const failures: [boolean, boolean][] = composeHere === undefined ? flags.flatMap((started) => flags.map((retryable): [boolean, boolean] => [started, retryable])) : [[false, false]];
+    return [
+      { type: 'xreactor.input.accepted', at },
+      { type: 'xreactor.input.rejected', at, error: error('input rejected') },
+      { type: 'xreactor.step.succeeded', at, index, attempt, args: { index }, result: `result-${index}` },
+      ...(composeHere === undefined
+        ? [
+            { type: 'xreactor.step.skipped', at, index, attempt, value: `skipped-${index}` } as const,
+            { type: 'xreactor.step.halted', at, index, attempt, reason: 'halt requested' } as const,
+          ]
+        : [
+            { type: 'xreactor.compose.spawn', at, index, attempt, args: { index } } as const,
+            { type: 'xreactor.compose.awaiting', at, index, attempt, args: { index } } as const,
+          ]),
+      ...failures.map(([started, retryable]): ExecutionEvent => ({ type: 'xreactor.step.failed', at, index, attempt, error: error('step failed'), started, retryable, args: { index } })),
+      { type: 'xreactor.timer.fired', at, index, attempt },
+      { type: 'xreactor.execution.resume', at },
+      { type: 'xreactor.operator.cancel', at, reason: 'operator cancel' },
+      ...(s.context.paused?.ready ?? []).flatMap((r): ExecutionEvent[] => [
+        { type: 'xreactor.interrupt.resume', at, step: r.step, payload: { ok: r.step } },
+        { type: 'xreactor.interrupt.fail', at, step: r.step, error: error('interrupt failed') },
+      ]),
+      ...(child === null || childStep === undefined
+        ? []
+        : [
+            // A child being undone ends cancelled; one that runs, in any end (the machine does not read it).
+            { type: 'xreactor.child.settled', at, child, status: s.context.awaiting?.purpose === 'undo' ? 'cancelled' : 'completed' } as const,
+            ...(childStep.pauses ? [{ type: 'xreactor.child.paused', at, child, ready: ['approve', ['inner', 'review']] } as const] : []),
+            { type: 'xreactor.child.resumed', at, child } as const,
+            { type: 'xreactor.child.lost', at, child } as const,
+          ]),
+      { type: 'xreactor.compensate.finished', at, epoch, failure: null },
+      { type: 'xreactor.compensate.finished', at, epoch, failure: { reason: 'raised', error: error('compensate raised') } },
+      ...(top !== undefined && composeAt.has(top) ? [{ type: 'xreactor.undo.child', at, epoch, position: undoDepth - 1, step: topName } as const] : []),
+      { type: 'xreactor.undo.finished', at, epoch, position: undoDepth - 1, step: topName, failure: null },
+      { type: 'xreactor.undo.finished', at, epoch, position: undoDepth - 1, step: topName, failure: { reason: 'returned_failure', error: error('undo failed') } },
+      { type: 'xreactor.execution.abort', at, reason: 'signal aborted' },
+      { type: 'xreactor.operator.undo', at },
+    ];
+  };
+
+  /**
+   * Events no state may accept at `s`: outcomes of another step/attempt, undo of another
+   * position or of an earlier rollback, a resume/fail of an interrupt that is not ready (already
+   * resumed, not reached, not an interrupt, unknown), a signal from a child the state does not
+   * wait for, an `xreactor.execution.resume` where no hand-off waits (a paused run no longer
+   * takes one: its child's `child.resumed` / `child.settled` continue it).
+   */
+  const staleEventsFor = (s: Snapshot, _stack: readonly number[]): ExecutionEvent[] => {
+    const { cursor, attempt, undoDepth, updatedAt, rollbackEpoch: epoch } = s.context;
+    const ready = new Set((s.context.paused?.ready ?? []).map((r) => r.step));
+    const notReady = [...plan.steps.map((st) => st.name), 'no-such-step'].filter((name) => !ready.has(name));
+    const awaited = awaitedChild(s);
+    const otherChildren = [...plan.steps.map((st) => childIdOf(id, st.name)), childIdOf(id, 'no-such-step'), 'payment', id, ...(input.parentId == null ? [] : [input.parentId])].filter(
+      (child) => child !== awaited,
+    );
+    const at = updatedAt + 1;
+    const wrong = [
+      { index: cursor, attempt: attempt + 1 },
+      { index: cursor, attempt: attempt - 1 },
+      { index: cursor + 1, attempt },
+      { index: cursor - 1, attempt },
+    ];
+    return [
+      ...wrong.flatMap(({ index, attempt: a }): ExecutionEvent[] => [
+        { type: 'xreactor.step.succeeded', at, index, attempt: a, args: null, result: 'stale' },
+        { type: 'xreactor.step.skipped', at, index, attempt: a, value: 'stale' },
+        { type: 'xreactor.step.halted', at, index, attempt: a, reason: 'stale' },
+        { type: 'xreactor.step.failed', at, index, attempt: a, error: error('stale'), started: true, retryable: true, args: null },
+        { type: 'xreactor.step.failed', at, index, attempt: a, error: error('stale'), started: false, retryable: false, args: null },
+        { type: 'xreactor.timer.fired', at, index, attempt: a },
+        { type: 'xreactor.compose.spawn', at, index, attempt: a, args: 'stale' },
+        { type: 'xreactor.compose.awaiting', at, index, attempt: a, args: 'stale' },
+      ]),
+      ...notReady.flatMap((name): ExecutionEvent[] => [
+        { type: 'xreactor.interrupt.resume', at, step: name, payload: 'stale' },
+        { type: 'xreactor.interrupt.fail', at, step: name, error: error('stale') },
+      ]),
+      ...otherChildren.flatMap((child): ExecutionEvent[] => [
+        { type: 'xreactor.child.settled', at, child, status: 'completed' },
+        { type: 'xreactor.child.paused', at, child, ready: ['stale'] },
+        { type: 'xreactor.child.resumed', at, child },
+        { type: 'xreactor.child.lost', at, child },
+      ]),
+      ...(valueIs(s, { running: 'handedOff' }) ? [] : [{ type: 'xreactor.execution.resume', at } as const]),
+      { type: 'xreactor.undo.finished', at, epoch, position: undoDepth, step: 'stale', failure: null },
+      { type: 'xreactor.undo.finished', at, epoch, position: undoDepth - 2, step: 'stale', failure: null },
+      { type: 'xreactor.undo.child', at, epoch, position: undoDepth, step: 'stale' },
+      { type: 'xreactor.undo.child', at, epoch, position: undoDepth - 2, step: 'stale' },
+      // Outcomes of an earlier rollback (an aborted one that an operator undo restarted).
+      { type: 'xreactor.undo.finished', at, epoch: epoch - 1, position: undoDepth - 1, step: 'stale', failure: null },
+      { type: 'xreactor.undo.child', at, epoch: epoch - 1, position: undoDepth - 1, step: 'stale' },
+      { type: 'xreactor.compensate.finished', at, epoch: epoch - 1, failure: null },
+    ];
+  };
+
+  /**
+   * A vertex is a state reached *through a given edge* (as `createTestModel`'s
+   * `serializeTransition` does), so the shortest paths reach every edge of the abstract graph,
+   * not only every state.
+   */
+  const serializeState = (state: Snapshot, event: ExecutionEvent | undefined, previous?: Snapshot): string => {
+    const key = abstractKey(state, recordStack(state, event, previous));
+    return event === undefined || previous === undefined ? key : `${key} via ${eventVariant(event)} from ${abstractKey(previous, stackOf(previous))}`;
+  };
+
+  const generatePaths = (machine: ExecutionMachine): Path[] => {
+    const model = createTestModel(machine, {
+      input,
+      events: (s) => eventsFor(s, stackOf(s)),
+      // Without this, a type the state handles but `eventsFor` has no concrete event of (e.g.
+      // `xreactor.interrupt.resume` while paused on a composed child: no ready interrupt) is
+      // explored as a bare `{ type }`, which the guards reject: a self-loop vertex whose path
+      // replays an ignored event.
+      filterEvents: (_, event) => isRealEvent(event),
+      serializeState,
+      // The plans are tiny; a blow-up of the abstract state space must fail, not hang.
+      limit: 100_000,
+    });
+    return model.getShortestPaths();
+  };
+
+  return { plan, input, composeAt, stackOf, abstractKey, eventsFor, staleEventsFor, generatePaths };
 }
-
-const pausedOnInterrupts = (s: Snapshot) => s.context.paused !== null && s.context.paused.child === null;
-const acceptsExecutionResume = (s: Snapshot) =>
-  JSON.stringify(s.value) === JSON.stringify({ running: 'handedOff' }) || (statusOf(s.value) === 'paused' && s.context.paused?.child != null);
 
 /** `createTestModel`'s stand-in `{ type }` for a handled type `eventsFor` gave no event of. */
 const isRealEvent = (event: ExecutionEvent) => 'at' in event;
-
-/**
- * Events no state may accept at `s`: outcomes of another step/attempt, undo of another position,
- * a resume/fail of an interrupt that is not ready (already resumed, not reached, not an
- * interrupt, unknown), an `xreactor.execution.resume` where no hand-off or child pause waits.
- */
-function staleEventsFor(s: Snapshot, plan: ExecutionPlanView): ExecutionEvent[] {
-  const { cursor, attempt, undoDepth, updatedAt, rollbackEpoch: epoch } = s.context;
-  const ready = new Set((s.context.paused?.ready ?? []).map((r) => r.step));
-  const notReady = [...plan.steps.map((st) => st.name), 'no-such-step'].filter((name) => !ready.has(name));
-  const at = updatedAt + 1;
-  const wrong = [
-    { index: cursor, attempt: attempt + 1 },
-    { index: cursor, attempt: attempt - 1 },
-    { index: cursor + 1, attempt },
-    { index: cursor - 1, attempt },
-  ];
-  return [
-    ...wrong.flatMap(({ index, attempt: a }): ExecutionEvent[] => [
-      { type: 'xreactor.step.succeeded', at, index, attempt: a, args: null, result: 'stale' },
-      { type: 'xreactor.step.skipped', at, index, attempt: a, value: 'stale' },
-      { type: 'xreactor.step.halted', at, index, attempt: a, reason: 'stale' },
-      { type: 'xreactor.step.failed', at, index, attempt: a, error: error('stale'), started: true, retryable: true, args: null },
-      { type: 'xreactor.step.failed', at, index, attempt: a, error: error('stale'), started: false, retryable: false, args: null },
-      { type: 'xreactor.timer.fired', at, index, attempt: a },
-      { type: 'xreactor.child.paused', at, index, attempt: a },
-    ]),
-    ...notReady.flatMap((name): ExecutionEvent[] => [
-      { type: 'xreactor.interrupt.resume', at, step: name, payload: 'stale' },
-      { type: 'xreactor.interrupt.fail', at, step: name, error: error('stale') },
-    ]),
-    ...(acceptsExecutionResume(s) ? [] : [{ type: 'xreactor.execution.resume', at } as const]),
-    { type: 'xreactor.undo.finished', at, epoch, position: undoDepth, step: 'stale', failure: null },
-    { type: 'xreactor.undo.finished', at, epoch, position: undoDepth - 2, step: 'stale', failure: null },
-    // Outcomes of an earlier rollback (an aborted one that an operator undo restarted).
-    { type: 'xreactor.undo.finished', at, epoch: epoch - 1, position: undoDepth - 1, step: 'stale', failure: null },
-    { type: 'xreactor.compensate.finished', at, epoch: epoch - 1, failure: null },
-  ];
-}
-
-function generatePaths(machine: ExecutionMachine): Path[] {
-  const model = createTestModel(machine, {
-    input: INPUT,
-    events: eventsFor,
-    // Without this, a type the state handles but `eventsFor` has no concrete event of (e.g.
-    // `xreactor.interrupt.resume` while paused on a composed child: no ready interrupt) is
-    // explored as a bare `{ type }`, which the guards reject: a self-loop vertex whose path
-    // replays an ignored event.
-    filterEvents: (_, event) => isRealEvent(event),
-    serializeState,
-    // The plans are tiny; a blow-up of the abstract state space must fail, not hang.
-    limit: 50_000,
-  });
-  return model.getShortestPaths();
-}
 
 // ---------------------------------------------------------------------------------------------
 // Replay with the pure transition() the host uses, checking invariants at each step.
@@ -356,44 +539,117 @@ const describePath = (path: Path) =>
 
 const snapshotData = (s: Snapshot) => ({ value: s.value, context: s.context, status: s.status });
 
+/** A state's tags agree with the declared table the runtime reads without the machine. */
+function expectTags(s: Snapshot, where: string): void {
+  const declared = executionTagsOf(s.value);
+  expect([...s.tags].sort(), `${where}: the state's tags differ from executionTagsOf(${JSON.stringify(s.value)})`).toEqual([...declared].sort());
+  for (const tag of ACTOR_TAGS) expect(s.hasTag(tag), `${where}: hasTag('${tag}') in ${JSON.stringify(s.value)}`).toBe(declared.has(tag));
+}
+
+/**
+ * The signals a transition must send, in order: `child.resumed` to the parent when a pause is
+ * left by itself, `operator.undo` to a composed child being undone, `child.paused` to the parent
+ * on entering a pause, `child.settled` to the parent on entering an end. `to` is the parent
+ * (null for a root: nothing is sent).
+ */
+function expectedSignals(model: PlanModel, before: Snapshot, next: Snapshot, event: ExecutionEvent, stack: readonly number[]): Signal[] {
+  const id = model.input.executionId;
+  const parent = model.input.parentId ?? null;
+  const c = next.context;
+  const status = statusOf(next.value);
+  const signals: Signal[] = [];
+  if (statusOf(before.value) === 'paused' && LEAVES_PAUSE_BY_ITSELF.has(event.type)) {
+    signals.push({ to: parent, event: { type: 'xreactor.child.resumed', at: event.at, child: id }, dedupeKey: `${id}.resumed.${before.context.pauses}` });
+  }
+  if (event.type === 'xreactor.undo.child') {
+    signals.push({
+      to: childIdOf(id, model.plan.steps[stack.at(-1)!]!.name),
+      event: { type: 'xreactor.operator.undo', at: event.at },
+      dedupeKey: `undo.${id}.${event.epoch}.${event.position}`,
+    });
+  }
+  if (event.type === 'xreactor.operator.undo' && pausedOnChild(before)) {
+    signals.push({
+      to: childIdOf(id, before.context.paused!.child!),
+      event: { type: 'xreactor.operator.undo', at: event.at },
+      dedupeKey: `undo.${id}.${c.rollbackEpoch}.paused`,
+    });
+  }
+  if (status === 'paused') {
+    const ready =
+      event.type === 'xreactor.child.paused'
+        ? event.ready.map((p) => [c.paused!.child!, ...(typeof p === 'string' ? [p] : p)])
+        : model.plan.steps[c.cursor]!.interrupt!.group.filter((name) => !c.resumed.includes(name));
+    signals.push({ to: parent, event: { type: 'xreactor.child.paused', at: event.at, child: id, ready }, dedupeKey: `${id}.paused.${c.pauses}` });
+  }
+  if (TERMINAL.has(status)) {
+    signals.push({ to: parent, event: { type: 'xreactor.child.settled', at: event.at, child: id, status }, dedupeKey: `${id}.settled.${status}.${c.rollbackEpoch}` });
+  }
+  return signals;
+}
+
+/** What a dedupe key stands for: two signals with one key must be the same signal (`at` aside). */
+const signalIdentity = (s: Signal) => {
+  const { at: _at, ...rest } = s.event;
+  return JSON.stringify([s.to, rest]);
+};
+
 interface ReplayResult {
   readonly covered: Set<string>;
   readonly transitionsReplayed: number;
+  readonly signalsChecked: number;
   /** `xreactor.write.pushUndo` emitted for an untracked step. */
   readonly untrackedPushes: Set<string>;
   /** Interrupts still ready after a resume of another one of their group, with a moved deadline. */
   readonly movedDeadlines: Set<string>;
+  /** Transitions that leave a wait for a child for an end, with the child still recorded as awaited. */
+  readonly staleAwaits: Set<string>;
 }
 
-function replay(plan: ExecutionPlanView, machine: ExecutionMachine, labels: Map<AnyTransitionDefinition, string>, paths: readonly Path[]): ReplayResult {
+function replay(model: PlanModel, machine: ExecutionMachine, labels: Map<AnyTransitionDefinition, string>, paths: readonly Path[]): ReplayResult {
+  const { plan, input } = model;
+  const id = input.executionId;
   const covered = new Set<string>();
   /** Abstract edges whose per-edge checks (coverage, purity, ignored events) already ran. */
   const checkedEdges = new Set<string>();
   const untrackedPushes = new Set<string>();
   const movedDeadlines = new Set<string>();
+  const staleAwaits = new Set<string>();
   let transitionsReplayed = 0;
+  let signalsChecked = 0;
   const trackedCount = plan.steps.filter((s) => s.tracked).length;
   const interrupts = plan.steps.filter((s) => s.interrupt !== undefined).map((s) => s.name);
 
   const stepper = createMachineStepper(machine);
   for (const path of paths) {
-    const [initial, initialActions] = initialTransition(machine, INPUT);
-    const [steppedInitial, steppedInitialActions] = stepper.initial(INPUT);
+    const [initial, initialActions] = initialTransition(machine, input);
+    const [steppedInitial, steppedInitialActions] = stepper.initial(input);
     expect(snapshotData(steppedInitial)).toEqual(snapshotData(initial));
     expect(normalize(steppedInitialActions)).toEqual(normalize(initialActions));
     expect(initial.value).toBe('pending');
     expect(initialActions).toEqual([]);
+    expect(initial.context.parentId).toBe(input.parentId ?? null);
+    expectTags(initial, 'initial');
     let snapshot = initial;
     /** The store's undo stack as the writes build it (entries named by plan index). */
     const stack: number[] = [];
+    /** The actors the store records this execution as awaiting, as the writes set it. */
+    let awaits: readonly string[] = [];
+    /** Signals sent along the path by dedupe key (per recipient): the store drops a repeated key. */
+    const sentKeys = new Map<string, Signal>();
+    /** The resolved arguments of the compose step being awaited (its child's input). */
+    let composeArgs: unknown;
+    /** The state rests with an awaited child recorded although it waits for none. */
+    let staleRecord = false;
     let skippedTracked = 0;
 
     for (const [i, pathStep] of path.steps.entries()) {
       const event = pathStep.event;
       if ((event.type as string) === 'xstate.init') continue;
-      const where = `path ${describePath(path)}\n  at step ${i}: ${eventVariant(event)} from ${abstractKey(snapshot)}`;
+      const where = `path ${describePath(path)}\n  at step ${i}: ${eventVariant(event)} from ${model.abstractKey(snapshot, stack)}`;
       const before = snapshot;
-      const edge = `${abstractKey(before)} ${eventVariant(event)}`;
+      const stackBefore = [...stack];
+      const edge = `${model.abstractKey(before, stack)} ${eventVariant(event)}`;
       const firstTime = !checkedEdges.has(edge);
       const beforeData = firstTime ? structuredClone(snapshotData(before)) : undefined;
 
@@ -408,8 +664,6 @@ function replay(plan: ExecutionPlanView, machine: ExecutionMachine, labels: Map<
 
       // Generated events are current: each one is accepted.
       expect(next, `${where}: generated event ${JSON.stringify(event)} was ignored`).not.toBe(before);
-      // The replay follows the model's path.
-      expect(abstractKey(next), where).toBe(abstractKey(pathStep.state));
 
       if (firstTime) {
         checkedEdges.add(edge);
@@ -429,6 +683,14 @@ function replay(plan: ExecutionPlanView, machine: ExecutionMachine, labels: Map<
 
       const c = next.context;
       const status = statusOf(next.value);
+      const tags = executionTagsOf(next.value);
+      expectTags(next, where);
+
+      // Every action is data the host knows how to perform. (`xreactor.effect.wake` is the host's:
+      // src/runtime/commit-plan.ts adds one per signal with a recipient.)
+      for (const action of actions) {
+        expect(KNOWN_ACTIONS, `${where}: unknown action ${action.type}`).toContain(action.type);
+      }
 
       // Context bounds.
       expect(c.undoDepth, `${where}: undoDepth < 0`).toBeGreaterThanOrEqual(0);
@@ -438,6 +700,8 @@ function replay(plan: ExecutionPlanView, machine: ExecutionMachine, labels: Map<
       if (c.cursor < plan.steps.length) expect(c.attempt, where).toBeLessThanOrEqual(plan.steps[c.cursor]!.retry.maxAttempts);
       expect(c.updatedAt, `${where}: updatedAt does not record the event's clock`).toBe(event.at);
       expect(next.status === 'done', where).toBe(FINAL.has(status));
+      expect(c.executionId, where).toBe(id);
+      expect(c.parentId, where).toBe(input.parentId ?? null);
 
       // Writes (applied before the effects are checked: an undo effect follows the pop of the
       // same transition). The undo stack the writes build must match undoDepth.
@@ -445,7 +709,7 @@ function replay(plan: ExecutionPlanView, machine: ExecutionMachine, labels: Map<
         if (write.type === 'xreactor.write.pushUndo') {
           expect(write.params.position, where).toBe(stack.length);
           expect(event.type, where).toBe('xreactor.step.succeeded');
-          const index = (event as Extract<ExecutionEvent, { type: 'xreactor.step.succeeded' }>).index;
+          const index = (event as EventOf<'xreactor.step.succeeded'>).index;
           // The store keeps what is pushed (memory-store: `undo[position] = entry`), so an untracked
           // step must not be pushed. Collected and asserted after the coverage check (see the report).
           if (plan.steps[index]!.tracked) stack.push(index);
@@ -453,9 +717,13 @@ function replay(plan: ExecutionPlanView, machine: ExecutionMachine, labels: Map<
         } else if (write.type === 'xreactor.write.popUndo') {
           expect(write.params.position, `${where}: pop is not of the top of the stack`).toBe(stack.length - 1);
           stack.pop();
+        } else if (write.type === 'xreactor.write.awaits') {
+          awaits = write.params.actors;
         }
       }
       expect(stack.length, `${where}: undoDepth differs from the stack the writes build`).toBe(c.undoDepth);
+      // The replay follows the model's path, and the writes build the stack the model derived.
+      expect(model.abstractKey(next, stack), where).toBe(model.abstractKey(pathStep.state, model.stackOf(pathStep.state)));
       if (event.type === 'xreactor.step.skipped' && plan.steps[event.index]!.tracked) skippedTracked++;
 
       // Interrupts: `resumed` lists interrupt steps of the plan, each once, and only a resume
@@ -480,13 +748,15 @@ function replay(plan: ExecutionPlanView, machine: ExecutionMachine, labels: Map<
         // Every other result is the outcome of the step the event names.
         if (event.type !== 'xreactor.interrupt.resume') {
           expect(event.type === 'xreactor.step.succeeded' || event.type === 'xreactor.step.skipped', `${where}: result written by ${event.type}`).toBe(true);
-          expect(result.params.step, where).toBe(plan.steps[(event as Extract<ExecutionEvent, { type: 'xreactor.step.succeeded' }>).index]!.name);
+          expect(result.params.step, where).toBe(plan.steps[(event as EventOf<'xreactor.step.succeeded'>).index]!.name);
         }
       }
 
       // Pause record: present exactly while paused; either the composed child at the cursor
-      // (nothing ready), or the not-yet-resumed interrupts of the group of the interrupt at the
-      // cursor, itself first, with their deadlines.
+      // (nothing ready of its own, the child's ready interrupts as it reported them), or the
+      // not-yet-resumed interrupts of the group of the interrupt at the cursor, itself first, with
+      // their deadlines. Each entry into a pause is counted (the pause signals are keyed by it).
+      expect(c.pauses, `${where}: pause count`).toBe(before.context.pauses + (status === 'paused' ? 1 : 0));
       if (status !== 'paused') {
         expect(c.paused, `${where}: pause record outside paused`).toBeNull();
       } else {
@@ -497,9 +767,12 @@ function replay(plan: ExecutionPlanView, machine: ExecutionMachine, labels: Map<
         if (p!.child !== null) {
           expect(event.type, where).toBe('xreactor.child.paused');
           expect(p!.child, `${where}: paused child is not the step at the cursor`).toBe(atCursor.name);
+          expect(model.composeAt.has(c.cursor), `${where}: paused on the child of a step that is not a compose step`).toBe(true);
           expect(p!.ready, where).toEqual([]);
+          expect(p!.nested, `${where}: the pause record is not what the child reported`).toEqual((event as EventOf<'xreactor.child.paused'>).ready);
         } else {
           expect(atCursor.interrupt, `${where}: paused on interrupts at a step that is not one`).toBeDefined();
+          expect(p!.nested, where).toEqual([]);
           const readySteps = p!.ready.map((r) => r.step);
           expect(readySteps[0], `${where}: the interrupt at the cursor is not ready first`).toBe(atCursor.name);
           for (const name of readySteps) {
@@ -529,8 +802,78 @@ function replay(plan: ExecutionPlanView, machine: ExecutionMachine, labels: Map<
         }
       }
 
+      // Composed children. A compose step's outcome that spawns or finds its child awaits it:
+      // the spawn (only for `compose.spawn`: the child's input is the step's arguments) and the
+      // awaited actors land with the commit, and the trace says what is awaited.
+      if (event.type === 'xreactor.compose.spawn' || event.type === 'xreactor.compose.awaiting') composeArgs = event.args;
+      const spawns = actions.filter((a) => a.type === 'xreactor.write.spawn');
+      const awaitWrites = actions.filter((a) => a.type === 'xreactor.write.awaits');
+      const awaitingTraces = actions.filter((a) => a.type === 'xreactor.write.trace' && a.params.type === 'awaiting');
+      if (event.type === 'xreactor.compose.spawn' || event.type === 'xreactor.compose.awaiting') {
+        const name = plan.steps[event.index]!.name;
+        const child = childIdOf(id, name);
+        expect(next.value, where).toEqual({ running: 'awaiting' });
+        expect(spawns, `${where}: spawn writes`).toEqual(event.type === 'xreactor.compose.spawn' ? [{ type: 'xreactor.write.spawn', params: { step: name, child, input: event.args } }] : []);
+        expect(awaitWrites, `${where}: awaits writes`).toEqual([{ type: 'xreactor.write.awaits', params: { actors: [child] } }]);
+        expect(awaitingTraces, `${where}: awaiting trace`).toEqual([{ type: 'xreactor.write.trace', params: { type: 'awaiting', step: name, at: event.at, actors: [child] } }]);
+      } else if (event.type === 'xreactor.undo.child') {
+        const child = childIdOf(id, event.step);
+        expect(awaitWrites, `${where}: awaits writes`).toEqual([{ type: 'xreactor.write.awaits', params: { actors: [child] } }]);
+        expect(awaitingTraces, `${where}: awaiting trace`).toEqual([{ type: 'xreactor.write.trace', params: { type: 'awaiting', step: event.step, at: event.at, actors: [child] } }]);
+        expect(spawns, where).toEqual([]);
+      } else {
+        expect(spawns, `${where}: a spawn without compose.spawn`).toEqual([]);
+        expect(awaitingTraces, `${where}: an awaiting trace without compose.spawn / compose.awaiting / undo.child`).toEqual([]);
+      }
+      // What is awaited: a state tagged `awaiting` (and a run paused on its child, which waits for
+      // the child's `child.resumed` / `child.settled`) records exactly its child, in the context
+      // and in the store; a state that waits for no child records none.
+      const a = c.awaiting;
+      if (tags.has('awaiting') || pausedOnChild(next)) {
+        expect(a, `${where}: waiting for a child without an awaiting record`).not.toBeNull();
+        expect(a!.child, where).toBe(childIdOf(id, a!.step));
+        expect(awaits, `${where}: the store's awaited actors`).toEqual([a!.child]);
+        if (valueIs(next, { rolling_back: 'undoingChild' })) {
+          // Undoing a compose step's undo-stack entry: the one on top.
+          expect(a, where).toMatchObject({ purpose: 'undo', position: c.undoDepth - 1, step: plan.steps[stack.at(-1)!]!.name });
+          expect(model.composeAt.has(stack.at(-1)!), `${where}: undo.child of an entry that is not a compose step's`).toBe(true);
+        } else if (valueIs(next, { rolling_back: 'undoingPausedChild' })) {
+          // Undoing the child the run was paused on (its compose step is not on the stack).
+          expect(a, where).toMatchObject({ purpose: 'undo', position: null, step: plan.steps[c.cursor]!.name });
+        } else {
+          // Running the compose step at the cursor, or paused on its child.
+          expect(a, where).toEqual({ step: plan.steps[c.cursor]!.name, index: c.cursor, attempt: c.attempt, child: a!.child, args: composeArgs, purpose: 'run', position: null });
+          expect(model.composeAt.has(c.cursor), `${where}: awaiting a child at a step that is not a compose step`).toBe(true);
+        }
+      } else if (a !== null || awaits.length > 0) {
+        // The record outlives the wait only when an end cut the wait short (an operator's cancel,
+        // an abort), and through what may follow that end (an operator's undo of an aborted run,
+        // whose rollback reads no such record: undo.child writes a new one). Reported, not
+        // asserted (see the report): collected where it starts.
+        const waitedBefore = executionTagsOf(before.value).has('awaiting') || pausedOnChild(before);
+        expect(TERMINAL.has(status) ? waitedBefore || staleRecord : status === 'rolling_back' && staleRecord, `${where}: an awaited child recorded (context ${JSON.stringify(a)}, store ${JSON.stringify(awaits)}) where none is awaited`).toBe(true);
+        if (waitedBefore) staleAwaits.add(`${JSON.stringify(before.value)} --${event.type}--> ${JSON.stringify(next.value)}`);
+      }
+      staleRecord = !(tags.has('awaiting') || pausedOnChild(next)) && (a !== null || awaits.length > 0);
+
+      // Signals: exactly those the transition must send, in order, each with its dedupe key. A key
+      // repeated along a path must name the same signal (a request repeated: `operator.undo` to a
+      // child); a child's report to its parent is never repeated (the store would drop it).
+      const signals = actions.filter((s) => s.type === 'xreactor.write.signal').map((s) => s.params);
+      expect(signals, `${where}: signals`).toEqual(expectedSignals(model, before, next, event, stackBefore));
+      for (const signal of signals) {
+        signalsChecked++;
+        const key = `${signal.to} ${signal.dedupeKey}`;
+        const earlier = sentKeys.get(key);
+        if (earlier !== undefined) {
+          expect(signalIdentity(signal), `${where}: dedupe key ${signal.dedupeKey} names another signal than before`).toBe(signalIdentity(earlier));
+          expect(signal.event.type, `${where}: a report to the parent repeats the dedupe key ${signal.dedupeKey}: the store drops it`).toBe('xreactor.operator.undo');
+        }
+        sentKeys.set(key, signal);
+      }
+
       // Effects.
-      const effects = actions.filter((a): a is ExecutionEffect => a.type.startsWith('xreactor.effect.'));
+      const effects = actions.filter((e): e is ExecutionEffect => e.type.startsWith('xreactor.effect.'));
       expect(effects.filter((e) => EVENT_PRODUCING.has(e.type)).length, `${where}: more than one event-producing effect`).toBeLessThanOrEqual(1);
       for (const effect of effects) {
         switch (effect.type) {
@@ -548,7 +891,7 @@ function replay(plan: ExecutionPlanView, machine: ExecutionMachine, labels: Map<
             });
             break;
           case 'xreactor.effect.wait':
-            expect(next.value, where).toEqual({ running: 'waitingToRetry' });
+            expect(next.value, where).toEqual({ running: 'parked' });
             expect(effect.params, where).toMatchObject({ index: c.cursor, attempt: c.attempt, delayMs: BASE_DELAY_MS });
             break;
           case 'xreactor.effect.compensate':
@@ -562,17 +905,30 @@ function replay(plan: ExecutionPlanView, machine: ExecutionMachine, labels: Map<
             expect(effect.params.position, `${where}: undo is not of the top of the stack`).toBe(stack.length - 1);
             expect(next.value, where).toEqual({ rolling_back: 'undoingEntry' });
             break;
+          case 'xreactor.effect.awaitChild':
+            expect(tags.has('awaiting'), `${where}: awaitChild outside an awaiting state`).toBe(true);
+            expect(effect.params, where).toEqual({ child: c.awaiting!.child });
+            break;
+          case 'xreactor.effect.handOff':
+            expect(next.value, where).toEqual({ running: 'handedOff' });
+            expect(effect.params, where).toEqual({ index: c.cursor });
+            break;
           case 'xreactor.effect.finished':
             expect(effect.params.status, where).toBe(status);
             break;
+          default:
+            expect.unreachable(`${where}: unexpected effect ${JSON.stringify(effect)}`);
         }
       }
+      // Entering an awaiting state (and only that) asks the host to advance the awaited child.
+      // Every event an awaiting state accepts leaves it, so a macrostep ending there entered it.
+      expect(effects.filter((e) => e.type === 'xreactor.effect.awaitChild').length, `${where}: awaitChild effect count`).toBe(tags.has('awaiting') ? 1 : 0);
       // Entering paused (and only that) announces the pause, once. Every event `paused` accepts
       // leaves it, so a macrostep ending in paused entered it (a resume may leave and re-enter).
       const pausedCount = status === 'paused' ? 1 : 0;
       expect(effects.filter((e) => e.type === 'xreactor.effect.paused').length, `${where}: paused effect count`).toBe(pausedCount);
       expect(
-        actions.filter((a) => a.type === 'xreactor.write.trace' && a.params.type === 'paused').length,
+        actions.filter((w) => w.type === 'xreactor.write.trace' && w.params.type === 'paused').length,
         `${where}: paused trace count`,
       ).toBe(pausedCount);
       const finished = effects.filter((e) => e.type === 'xreactor.effect.finished');
@@ -582,7 +938,20 @@ function replay(plan: ExecutionPlanView, machine: ExecutionMachine, labels: Map<
         expect(forbidden, `${where}: aborting emitted effects`).toEqual([]);
       }
 
-      // Terminal states.
+      // What the tags mean, read from the behaviour rather than the table: a run waits for its
+      // composed child (awaiting), for a backoff's timer (parked) or for an operator (paused); one
+      // that is running or rolling back and waits for none of these is recoverable (a process
+      // advances it; the sweeper resumes it without a live lease). (Awaiting: see the awaitChild
+      // effect count below.)
+      expect(tags.has('parked'), `${where}: parked tag`).toBe(valueIs(next, { running: 'parked' }));
+      expect(tags.has('paused'), `${where}: paused tag`).toBe(status === 'paused');
+      expect(tags.has('recoverable'), `${where}: recoverable tag`).toBe((status === 'running' || status === 'rolling_back') && !tags.has('awaiting'));
+      // Terminal states: tagged settled; an end an operator may undo is tagged undoable.
+      expect(tags.has('settled'), `${where}: settled tag`).toBe(TERMINAL.has(status));
+      if (TERMINAL.has(status)) {
+        const [undone] = transition(machine, next, { type: 'xreactor.operator.undo', at: event.at + 1 });
+        expect(undone !== next, `${where}: an operator undo is accepted in ${status} iff it is tagged undoable`).toBe(tags.has('undoable'));
+      }
       if (status === 'completed') {
         expect(c.cursor, where).toBe(plan.steps.length);
         // A skipped step has nothing to undo, so the stack holds the tracked steps that succeeded.
@@ -611,7 +980,7 @@ function replay(plan: ExecutionPlanView, machine: ExecutionMachine, labels: Map<
           { type: 'xreactor.effect.finished', params: { status: 'cancelled' } },
         ]);
         expect(
-          actions.filter((a) => a.type === 'xreactor.write.pushUndo' || a.type === 'xreactor.write.popUndo' || a.type === 'xreactor.write.result'),
+          actions.filter((w) => w.type === 'xreactor.write.pushUndo' || w.type === 'xreactor.write.popUndo' || w.type === 'xreactor.write.result'),
           `${where}: cancel wrote results or undo entries`,
         ).toEqual([]);
         expect(c.cancelReason, where).toBe(event.reason);
@@ -627,18 +996,37 @@ function replay(plan: ExecutionPlanView, machine: ExecutionMachine, labels: Map<
       const [dup, dupActions] = transition(machine, next, event);
       expect(dup, `${where}: a duplicate delivery was accepted`).toBe(next);
       expect(dupActions, where).toEqual([]);
-      // Stale outcomes (another attempt/index, another undo position) are ignored.
-      for (const stale of staleEventsFor(next, plan)) {
+      // Stale outcomes (another attempt/index, another undo position, another child) are ignored.
+      for (const stale of model.staleEventsFor(next, stack)) {
         const [ignored, ignoredActions] = transition(machine, next, stale);
-        expect(ignored, `${where}: stale ${JSON.stringify(stale)} was accepted in ${abstractKey(next)}`).toBe(next);
+        expect(ignored, `${where}: stale ${JSON.stringify(stale)} was accepted in ${model.abstractKey(next, stack)}`).toBe(next);
         expect(ignoredActions, where).toEqual([]);
       }
 
       snapshot = next;
     }
   }
-  return { covered, transitionsReplayed, untrackedPushes, movedDeadlines };
+  return { covered, transitionsReplayed, signalsChecked, untrackedPushes, movedDeadlines, staleAwaits };
 }
+
+/** Every action type the machine may ask for (machines/execution-types.ts, less the host's wake). */
+const KNOWN_ACTIONS: readonly string[] = [
+  'xreactor.effect.handOff',
+  'xreactor.effect.paused',
+  'xreactor.effect.runStep',
+  'xreactor.effect.wait',
+  'xreactor.effect.compensate',
+  'xreactor.effect.undo',
+  'xreactor.effect.finished',
+  'xreactor.effect.awaitChild',
+  'xreactor.write.result',
+  'xreactor.write.pushUndo',
+  'xreactor.write.popUndo',
+  'xreactor.write.trace',
+  'xreactor.write.signal',
+  'xreactor.write.spawn',
+  'xreactor.write.awaits',
+];
 
 // ---------------------------------------------------------------------------------------------
 
@@ -646,19 +1034,24 @@ const coveredByPlan = new Map<string, Set<string>>();
 let allLabels: readonly string[] = [];
 
 describe('execution machine model (xstate/graph)', () => {
-  for (const { title, plan, unreachable } of PLANS) {
+  for (const modelPlan of PLANS) {
+    const { title, unreachable } = modelPlan;
     it(`generated paths reach every reachable transition: ${title}`, () => {
-      const machine = createExecutionMachine(plan);
+      const model = planModel(modelPlan);
+      const machine = createExecutionMachine(model.plan);
       const labels = declaredTransitions(machine);
       allLabels = [...labels.values()].sort();
       for (const label of unreachable) expect(allLabels, `"${label}", listed as unreachable for this plan, is not a declared transition (update the list)`).toContain(label);
+      expect(new Set(unreachable).size, 'a transition is listed twice as unreachable').toBe(unreachable.length);
 
-      const paths = generatePaths(machine);
+      const paths = model.generatePaths(machine);
       expect(paths.length).toBeGreaterThan(0);
-      const { covered, transitionsReplayed, untrackedPushes, movedDeadlines } = replay(plan, machine, labels, paths);
+      const { covered, transitionsReplayed, signalsChecked, untrackedPushes, movedDeadlines, staleAwaits } = replay(model, machine, labels, paths);
       coveredByPlan.set(title, covered);
       // Shown with --reporter=verbose: the size of what was checked.
-      console.info(`[model] ${title}: ${labels.size} declared transitions, ${covered.size} reached, ${paths.length} paths, ${transitionsReplayed} transitions replayed`);
+      console.info(
+        `[model] ${title}: ${labels.size} declared transitions, ${covered.size} reached, ${unreachable.length} unreachable by the plan's shape, ${paths.length} paths, ${transitionsReplayed} transitions replayed, ${signalsChecked} signals checked`,
+      );
 
       const undeclared = [...covered].filter((label) => label.startsWith('UNDECLARED'));
       expect(undeclared, 'taken transitions missing from the definition walk').toEqual([]);
@@ -673,11 +1066,17 @@ describe('execution machine model (xstate/graph)', () => {
       // store's undo stack at position undoDepth.
       expect([...untrackedPushes], `pushUndo written for untracked steps in plan "${title}"`).toEqual([]);
 
-      // Machine defect (reported to the lead, machines/execution.ts `enterPause`): a resume that
-      // pauses again on the same group recomputes every still-ready interrupt's `timeoutAt` from
-      // the new pause's `since`, so resuming one interrupt extends the lazy timeout of the others,
-      // while their active-timeout jobs (same job id, not added again) keep the first deadline.
+      // Regression check (a defect reported earlier, fixed in machines/execution.ts `enterPause`):
+      // a resume that paused again on the same group recomputed every still-ready interrupt's
+      // `timeoutAt` from the new pause's `since`.
       expect([...movedDeadlines], `deadlines of still-ready interrupts moved by a resume in plan "${title}"`).toEqual([]);
+
+      // Reported, not asserted (machine version 6): an operator's cancel, or an abort, of a run
+      // waiting for its composed child (awaiting it, paused on it, undoing it) ends it with
+      // `context.awaiting` still set and no `xreactor.write.awaits []`, so the ended run stays
+      // recorded as awaiting the child; an operator's undo of such an aborted run rolls back with
+      // the stale record.
+      if (staleAwaits.size > 0) console.info(`[model] ${title}: ends that keep the awaited child recorded:\n  ${[...staleAwaits].sort().join('\n  ')}`);
     });
   }
 
@@ -686,17 +1085,46 @@ describe('execution machine model (xstate/graph)', () => {
     const union = new Set([...coveredByPlan.values()].flatMap((s) => [...s]));
     const missing = allLabels.filter((label) => !union.has(label));
     expect(missing, `transitions no plan reaches:\n  ${missing.join('\n  ')}`).toEqual([]);
-    // 34 with machine version 4: 23 in version 1; version 2 added the background hand-off and its
-    // resume (25); version 4 added 9: `running` cancel, `running.executing` child.paused, the
+    // 45 with machine version 6: 23 in version 1; version 2 added the background hand-off and its
+    // resume (25); version 4 added 9 (34): `running` cancel, `running.executing` child.paused, the
     // `running.next` branches atResumedInterrupt and atInterrupt, and `paused` with interrupt
-    // resume / fail, execution resume (child), operator cancel and operator undo.
-    expect(allLabels.length).toBe(34);
+    // resume / fail, execution resume (child), operator cancel and operator undo. Version 6 (compose
+    // on the kernel) replaced executing's child.paused and paused's execution resume, and added 13:
+    // executing compose.spawn / compose.awaiting, `running.awaiting` with step.failed (the child
+    // is gone), child.settled and child.paused, paused child.resumed and child.settled, operator
+    // undo split on pausedOnChild, undoingEntry undo.child, and `undoingChild` /
+    // `undoingPausedChild` with child.settled and child.lost each.
+    expect(allLabels.length).toBe(45);
+  });
+});
+
+describe('state tags', () => {
+  it('every state the machine rests in carries the tags EXECUTION_STATE_TAGS declares for it, and only those', () => {
+    const machine = createExecutionMachine(PLANS[0]!.plan);
+    const resting = getStateNodes(machine.root).filter((node) => node.type !== 'compound' && node.always === undefined);
+    const path = (node: AnyStateNode) => node.path.join('.');
+    expect(resting.map(path).sort()).toEqual(Object.keys(EXECUTION_STATE_TAGS).sort());
+    for (const node of resting) expect([...node.tags].sort(), path(node)).toEqual([...(EXECUTION_STATE_TAGS as Record<string, readonly string[]>)[path(node)]!].sort());
+    // Eventless states pass within a macrostep: they are never stored, and carry no tags.
+    for (const node of getStateNodes(machine.root).filter((n) => n.always !== undefined)) expect(node.tags, path(node)).toEqual([]);
+  });
+
+  it('executionTagsOf reads a stored state value', () => {
+    expect([...executionTagsOf({ running: 'awaiting' })]).toEqual(['awaiting']);
+    expect([...executionTagsOf({ running: 'parked' })].sort()).toEqual(['parked', 'recoverable']);
+    expect([...executionTagsOf('paused')]).toEqual(['paused']);
+    expect([...executionTagsOf('completed')].sort()).toEqual(['settled', 'undoable']);
+    expect([...executionTagsOf('cancelled')]).toEqual(['settled']);
+    expect([...executionTagsOf({ rolling_back: 'undoingPausedChild' })]).toEqual(['awaiting']);
+    expect([...executionTagsOf('pending')]).toEqual([]);
+    // A state of an older machine version has none.
+    expect([...executionTagsOf({ running: 'waitingToRetry' })]).toEqual([]);
   });
 });
 
 describe('events a state does not accept', () => {
-  const plan: ExecutionPlanView = { reactor: 'two', steps: [step('reserve', 1), step('charge', 2)], handoffIndex: null };
-  const machine = createExecutionMachine(plan);
+  const model = planModel({ plan: { reactor: 'two', steps: [step('reserve', 1), step('charge', 2)], handoffIndex: null } });
+  const machine = createExecutionMachine(model.plan);
 
   /*
    * What the host can rely on (xstate 5.33.3, pinned in package.json): when no transition is
@@ -739,10 +1167,110 @@ describe('events a state does not accept', () => {
     const [failed] = transition(machine, initial, { type: 'xreactor.input.rejected', at: 1_001, error: error('bad') });
     expect(failed.value).toBe('failed');
     expect(failed.status).toBe('done');
-    for (const event of [...eventsFor(failed), ...staleEventsFor(failed, plan)]) {
+    for (const event of [...model.eventsFor(failed, []), ...model.staleEventsFor(failed, [])]) {
       const [next, actions] = transition(machine, failed, event);
       expect(next, event.type).toBe(failed);
       expect(actions).toEqual([]);
     }
+  });
+});
+
+describe('a composed child and its parent, signals routed between them', () => {
+  /*
+   * Two machines, the parent's compose step `payment` and its child (an interrupt, then a step),
+   * with the child's signals delivered to the parent and the parent's to the child, as the
+   * host's inbox would: one concrete run through spawn, the child's pause and resume, its settle,
+   * and an operator's undo of the parent that undoes the child's entry through the child.
+   */
+  const parentPlan: ExecutionPlanView = { reactor: 'checkout', steps: [compose('payment')], handoffIndex: null };
+  const childPlan: ExecutionPlanView = { reactor: 'payment', steps: [interrupt('approve', ['approve']), step('charge', 1)], handoffIndex: null };
+  const parentMachine = createExecutionMachine(parentPlan);
+  const childMachine = createExecutionMachine(childPlan);
+  const parentInput: ExecutionInput = { executionId: 'p', reactor: 'checkout', at: 1 };
+  const childInput: ExecutionInput = { executionId: 'p.payment', reactor: 'payment', at: 1, parentId: 'p', path: ['payment'] };
+  const signalsOf = (actions: readonly { type: string; params?: unknown }[]) => normalize(actions).flatMap((a) => (a.type === 'xreactor.write.signal' ? [a.params] : []));
+  const ofType = (actions: readonly { type: string; params?: unknown }[], ...types: string[]) => normalize(actions).filter((a) => types.includes(a.type));
+
+  it('spawn, pause, resume, settle, then undo through the child', () => {
+    let at = 10;
+    let [parent] = initialTransition(parentMachine, parentInput);
+    let actions: readonly { type: string; params?: unknown }[];
+    [parent] = transition(parentMachine, parent, { type: 'xreactor.input.accepted', at: ++at });
+    expect(parent.value).toEqual({ running: 'executing' });
+
+    // The performer finds no child: the spawn lands with the commit that awaits it.
+    [parent, actions] = transition(parentMachine, parent, { type: 'xreactor.compose.spawn', at: ++at, index: 0, attempt: 1, args: { amount: 5 } });
+    expect(parent.value).toEqual({ running: 'awaiting' });
+    expect(parent.hasTag('awaiting')).toBe(true);
+    expect(ofType(actions, 'xreactor.write.spawn', 'xreactor.write.awaits', 'xreactor.effect.awaitChild')).toEqual([
+      { type: 'xreactor.write.spawn', params: { step: 'payment', child: 'p.payment', input: { amount: 5 } } },
+      { type: 'xreactor.write.awaits', params: { actors: ['p.payment'] } },
+      { type: 'xreactor.effect.awaitChild', params: { child: 'p.payment' } },
+    ]);
+    expect(signalsOf(actions)).toEqual([]);
+
+    // The child pauses on its interrupt and tells its parent.
+    let [child] = initialTransition(childMachine, childInput);
+    [child, actions] = transition(childMachine, child, { type: 'xreactor.input.accepted', at: ++at });
+    expect(child.value).toBe('paused');
+    const paused = signalsOf(actions);
+    expect(paused).toEqual([{ to: 'p', event: { type: 'xreactor.child.paused', at, child: 'p.payment', ready: ['approve'] }, dedupeKey: 'p.payment.paused.1' }]);
+    [parent, actions] = transition(parentMachine, parent, paused[0]!.event);
+    expect(parent.value).toBe('paused');
+    expect(parent.context.paused).toEqual({ ready: [], child: 'payment', nested: ['approve'], since: at });
+    // A root's pause signal has no recipient; the interrupt is addressed by its path.
+    expect(signalsOf(actions)).toEqual([{ to: null, event: { type: 'xreactor.child.paused', at, child: 'p', ready: [['payment', 'approve']] }, dedupeKey: 'p.paused.1' }]);
+    // A paused run is no longer continued by execution.resume: only its child's signals move it.
+    expect(transition(parentMachine, parent, { type: 'xreactor.execution.resume', at: at + 1 })[0]).toBe(parent);
+
+    // The child is continued: it leaves its pause and says so; the parent awaits it again.
+    [child, actions] = transition(childMachine, child, { type: 'xreactor.interrupt.resume', at: ++at, step: 'approve', payload: 'yes' });
+    expect(child.value).toEqual({ running: 'executing' });
+    const resumed = signalsOf(actions);
+    expect(resumed).toEqual([{ to: 'p', event: { type: 'xreactor.child.resumed', at, child: 'p.payment' }, dedupeKey: 'p.payment.resumed.1' }]);
+    [parent, actions] = transition(parentMachine, parent, resumed[0]!.event);
+    expect(parent.value).toEqual({ running: 'awaiting' });
+    expect(signalsOf(actions)).toEqual([{ to: null, event: { type: 'xreactor.child.resumed', at, child: 'p' }, dedupeKey: 'p.resumed.1' }]);
+    expect(ofType(actions, 'xreactor.effect.awaitChild')).toEqual([{ type: 'xreactor.effect.awaitChild', params: { child: 'p.payment' } }]);
+
+    // The child completes and settles; the parent runs its compose step again to collect it.
+    [child, actions] = transition(childMachine, child, { type: 'xreactor.step.succeeded', at: ++at, index: 1, attempt: 1, args: null, result: 'charged' });
+    expect(child.value).toBe('completed');
+    const settled = signalsOf(actions);
+    expect(settled).toEqual([{ to: 'p', event: { type: 'xreactor.child.settled', at, child: 'p.payment', status: 'completed' }, dedupeKey: 'p.payment.settled.completed.0' }]);
+    [parent, actions] = transition(parentMachine, parent, settled[0]!.event);
+    expect(parent.value).toEqual({ running: 'executing' });
+    expect(parent.context.awaiting).toBeNull();
+    expect(ofType(actions, 'xreactor.write.awaits', 'xreactor.effect.runStep')).toEqual([
+      { type: 'xreactor.write.awaits', params: { actors: [] } },
+      { type: 'xreactor.effect.runStep', params: { index: 0, step: 'payment', attempt: 1 } },
+    ]);
+    [parent, actions] = transition(parentMachine, parent, { type: 'xreactor.step.succeeded', at: ++at, index: 0, attempt: 1, args: { amount: 5 }, result: 'charged' });
+    expect(parent.value).toBe('completed');
+    expect(signalsOf(actions)).toEqual([{ to: null, event: { type: 'xreactor.child.settled', at, child: 'p', status: 'completed' }, dedupeKey: 'p.settled.completed.0' }]);
+
+    // An operator undoes the parent: its compose entry is undone by the child, awaited.
+    [parent] = transition(parentMachine, parent, { type: 'xreactor.operator.undo', at: ++at });
+    expect(parent.value).toEqual({ rolling_back: 'undoingEntry' });
+    [parent, actions] = transition(parentMachine, parent, { type: 'xreactor.undo.child', at: ++at, epoch: 1, position: 0, step: 'payment' });
+    expect(parent.value).toEqual({ rolling_back: 'undoingChild' });
+    const undo = signalsOf(actions);
+    expect(undo).toEqual([{ to: 'p.payment', event: { type: 'xreactor.operator.undo', at }, dedupeKey: 'undo.p.1.0' }]);
+    [child] = transition(childMachine, child, undo[0]!.event);
+    expect(child.value).toEqual({ rolling_back: 'undoingEntry' });
+    [child, actions] = transition(childMachine, child, { type: 'xreactor.undo.finished', at: ++at, epoch: 1, position: 0, step: 'charge', failure: null });
+    expect(child.value).toBe('cancelled');
+    const undone = signalsOf(actions);
+    expect(undone).toEqual([{ to: 'p', event: { type: 'xreactor.child.settled', at, child: 'p.payment', status: 'cancelled' }, dedupeKey: 'p.payment.settled.cancelled.1' }]);
+    [parent, actions] = transition(parentMachine, parent, undone[0]!.event);
+    // The entry is undone again, now collecting the child's rollback failures.
+    expect(parent.value).toEqual({ rolling_back: 'undoingEntry' });
+    expect(ofType(actions, 'xreactor.write.awaits', 'xreactor.effect.undo')).toEqual([
+      { type: 'xreactor.write.awaits', params: { actors: [] } },
+      { type: 'xreactor.effect.undo', params: { position: 0, epoch: 1 } },
+    ]);
+    [parent, actions] = transition(parentMachine, parent, { type: 'xreactor.undo.finished', at: ++at, epoch: 1, position: 0, step: 'payment', failure: null, nested: [] });
+    expect(parent.value).toBe('cancelled');
+    expect(signalsOf(actions)).toEqual([{ to: null, event: { type: 'xreactor.child.settled', at, child: 'p', status: 'cancelled' }, dedupeKey: 'p.settled.cancelled.1' }]);
   });
 });
