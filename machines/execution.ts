@@ -131,9 +131,10 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       'xreactor.write.awaits': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.awaits'>>(),
       'xreactor.effect.awaitChild': hostPerformed<ParamsOf<ExecutionEffect, 'xreactor.effect.awaitChild'>>(),
       // An interruption (signal, shutdown) from running or rolling back: no rollback runs.
-      recordAbort: enqueueActions(({ event, enqueue }) => {
+      recordAbort: enqueueActions(({ context, event, enqueue }) => {
         const e = event as EventOf<'xreactor.execution.abort'>;
-        enqueue.assign({ abortReason: e.reason, updatedAt: e.at });
+        enqueue.assign({ abortReason: e.reason, awaiting: null, updatedAt: e.at });
+        if (context.awaiting !== null) enqueue({ type: 'xreactor.write.awaits', params: { actors: [] } });
         enqueue({ type: 'xreactor.write.trace', params: { type: 'aborted', at: e.at, reason: e.reason } });
       }),
       enterPause: assign(({ context }) => {
@@ -182,9 +183,11 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
         enqueue.assign({ awaiting: null, updatedAt: event.at });
         enqueue({ type: 'xreactor.write.awaits', params: { actors: [] } });
       }),
-      recordCancel: assign(({ event }) => {
+      // A cancel ends any wait: the awaited child was reached by the same cascading signal.
+      recordCancel: enqueueActions(({ context, event, enqueue }) => {
         const e = event as EventOf<'xreactor.operator.cancel'>;
-        return { cancelReason: e.reason, paused: null, updatedAt: e.at };
+        enqueue.assign({ cancelReason: e.reason, paused: null, awaiting: null, updatedAt: e.at });
+        if (context.awaiting !== null || context.paused?.child != null) enqueue({ type: 'xreactor.write.awaits', params: { actors: [] } });
       }),
       recordOperatorUndo: assign(({ context, event }) => ({
         rollbackReason: 'operator' as const,

@@ -4,7 +4,7 @@ import { InboxPendingError } from '../errors/index.js';
 import type { Clock } from '../internal/clock.js';
 import { jobId } from '../queue/job-ids.js';
 import type { Queue } from '../queue/queue.js';
-import type { Commit, CommitOptions, Inbox, InboxEntry, OutboxEffect, PersistedSnapshot, SignalEvent, Store } from '../store/store.js';
+import type { Commit, CommitOptions, Inbox, InboxEntry, LoadedExecution, OutboxEffect, PersistedSnapshot, SignalEvent, Store } from '../store/store.js';
 import type { Call } from './call.js';
 import type { HeldLease } from './lease.js';
 
@@ -52,6 +52,8 @@ export interface ActorBehaviour<H extends HeldActor> {
   perform(held: H, effect: OutboxEffect, call: Call): Promise<SignalEvent | undefined>;
   /** The tags of a state value (settled, undoable, ...), as its machine declares them. */
   tags(value: unknown): ReadonlySet<ActorTag>;
+  /** Take on the actor as another process left it (its snapshot moved on while this one held an older one). */
+  adopt(held: H, loaded: LoadedExecution): void;
   /** The held snapshot as stored. */
   persist(held: H): { readonly snapshot: PersistedSnapshot; readonly status: Commit['status'] };
 }
@@ -210,8 +212,18 @@ export class ActorHost<H extends HeldActor> {
    */
   async #applyInbox(held: H, call: Call): Promise<boolean> {
     if (held.inboxStale) {
-      held.inbox = await this.#deps.store.readInbox(held.id);
+      // The actor and its inbox in one read: another process may have applied the entries (and
+      // moved the actor on) meanwhile; then this one goes on from where it left the actor.
+      const loaded = await this.#deps.store.load(held.id);
       held.inboxStale = false;
+      if (loaded !== undefined) {
+        if (loaded.revision !== held.revision) {
+          this.#kind.adopt(held, loaded);
+          held.outboxPending = false;
+          held.declined.clear();
+        }
+        held.inbox = loaded.inbox;
+      }
     }
     for (const entry of held.inbox.entries) {
       if (held.declined.has(entry.seq)) continue;

@@ -251,6 +251,12 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution> {
     return this.loop.resume(held, outbox, call);
   }
 
+  adopt(held: HeldExecution, loaded: LoadedExecution): void {
+    held.snapshot = this.#machine.resolveState({ value: loaded.snapshot.value as never, context: loaded.snapshot.context as ExecutionContext });
+    held.revision = loaded.revision;
+    held.outbox = loaded.outbox;
+  }
+
   tags(value: unknown): ReadonlySet<ActorTag> {
     return executionTagsOf(value);
   }

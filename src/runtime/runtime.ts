@@ -78,8 +78,11 @@ export type RunReturn<R> =
   | ('background' extends ModeOf<R> ? DispatchedResult : never)
   | ('pause' extends ModeOf<R> ? PausedResult : never);
 
-/** What `continue` returns: the run's new outcome (paused again, finished, or failed). */
-export type ContinueResult = RunResult<unknown> | PausedResult;
+/**
+ * What `continue` returns: the run's new outcome (paused again, finished, or failed), or
+ * `cancelled` when an operator's cancel reached it first and this call applied it.
+ */
+export type ContinueResult = RunResult<unknown> | PausedResult | CancelledResult;
 
 /** A runtime: runs reactors, finds executions, undoes them, waits for dispatched ones. */
 export interface Runtime {
@@ -283,6 +286,11 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       const lease = engine.lease(id);
       try {
         const held = await host.start(id, input, signalFor(runOptions.signal), 'caller', lease);
+        if (statusOf(held.snapshot.value) === 'cancelled') {
+          // An operator's cancel reached the run while this call ran it (and this call applied it).
+          const why = held.snapshot.context.cancelReason;
+          throw new InvalidStateError(`execution ${id} was cancelled while this process ran it${why ? ` (${why})` : ''}; its remaining steps did not run`);
+        }
         return (await heldOutcome(reactor, held)) as RunReturn<typeof reactor>;
       } catch (error) {
         throw await cancelledMeanwhile(id, error);
@@ -400,7 +408,16 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         held.inboxStale = true;
         await host.resume(held, [], signalFor(undoOptions.signal), 'caller');
         const after = await engine.load(id);
-        return (await outcome(definition, id, statusOf(after.held.snapshot.value), after.held.snapshot.context)) as CancelledResult;
+        const ended = statusOf(after.held.snapshot.value);
+        if (ended !== 'cancelled') {
+          const waiting = after.held.inbox.entries.some((e) => e.event.type === 'xreactor.operator.undo');
+          throw new InvalidStateError(
+            waiting
+              ? `execution ${id} is ${ended}: work in progress in another process comes first (its composed child runs there); the undo waits in its inbox and is applied when the run can be undone — see find(id)`
+              : `execution ${id} is ${ended}: it ended by itself before the undo reached it (the undo was discarded); there is nothing to undo`,
+          );
+        }
+        return (await outcome(definition, id, ended, after.held.snapshot.context)) as CancelledResult;
       });
     },
 

@@ -68,12 +68,13 @@ async function childFinishesWhileTheCancelReachesIt(operatorFirst: boolean) {
       if (id === 'root.sub' && commit.status === 'completed') childCompleted.resolve();
       return revision;
     },
-    readInbox: async (next, id) => {
+    // The root reads its inbox again (with its snapshot, in one load) after waiting for its child.
+    load: async (next, id) => {
       if (id !== 'root') return next();
       if (operatorFirst) await cancelReturned.promise;
-      const inbox = await next();
+      const loaded = await next();
       rootReadInbox.resolve();
-      return inbox;
+      return loaded;
     },
   });
   const lookedAt = deferred<unknown>();
@@ -384,10 +385,11 @@ describe('cancel with a composed child', () => {
     expect(receipt.landed).toEqual(['root', 'root.sub']);
     expect(cancelOutcome).toMatchObject({ status: 'cancelled', executionId: 'root', reason: 'stop' });
     if (!operatorFirst) {
-      // The run's commit of the settle, computed without the cancel, was refused; the run applied both.
+      // The run's commit of the settle, computed without the cancel, was refused; the run applied
+      // both, and its caller learns the run was cancelled under it (run() reports that as invalid_state).
       expect(rootRefusals).toHaveLength(1);
       expect(rootRefusals[0]).toBeInstanceOf(InboxPendingError);
-      expect(asCancellation(runOutcome)).toBe('cancelled (result)');
+      expect(asCancellation(runOutcome)).toBe('cancelled (invalid_state)');
     } else {
       expect(rootRefusals).toEqual([]);
     }
@@ -399,14 +401,12 @@ describe('cancel with a composed child', () => {
     expect(await inner.readResults('root.sub', ['c1'])).toEqual(new Map([['c1', 'C1']]));
   });
 
-  // BUG: the run resolves `{ status: 'dispatched', reason: 'awaiting' }`. The operator applied the
-  // child's settle and the cancel to the root (two commits) while the caller's host held the root
-  // at `running.awaiting`; the caller then re-reads the root's inbox, finds it empty (seq moved
-  // from 0 to 2, both entries consumed by the operator), attempts no commit, so nothing fences its
-  // stale snapshot, and run() reports the stale state: a run that is cancelled and awaits nothing.
-  it.fails('a caller whose root the operator cancelled while the caller was picking up its child settle learns the run was cancelled', async () => {
+  // The operator applies the child's settle and the cancel to the root while the caller's host holds
+  // the root as awaiting: the caller's next read of the root (snapshot and inbox in one load) finds
+  // it moved on, takes it on as stored, and learns it was cancelled.
+  it('a caller whose root the operator cancelled while the caller was picking up its child settle learns the run was cancelled', async () => {
     const { runOutcome } = await childFinishesWhileTheCancelReachesIt(true);
-    expect(['cancelled (invalid_state)', 'cancelled (result)']).toContain(asCancellation(runOutcome));
+    expect(asCancellation(runOutcome)).toBe('cancelled (invalid_state)');
   });
 
   it('a cancel whose look at the root came before the child was spawned still reaches the child: one cascade, the run and the child end cancelled', async () => {

@@ -203,11 +203,9 @@ describe('undo and cancel while a composed run is being recovered', () => {
     expect(await store.readInbox('root')).toMatchObject({ entries: [] });
   });
 
-  // BUG: undo() resolves `undefined` here. The root applies the child's resume, awaits the child
-  // (another live process holds its lease, so this call does not advance it) and goes idle with
-  // the undo declined in its inbox; runtime.undo then returns outcome(..., 'running', ...), which
-  // is undefined, cast to CancelledResult.
-  it.fails('undo of a root paused on a child a live worker is running does not resolve without a result', async () => {
+  // The root applies the child's resume and awaits the child, which another live process runs: the
+  // undo waits in the root's inbox, and undo() says so (invalid_state) instead of a result.
+  it('undo of a root paused on a child a live worker is running does not resolve without a result', async () => {
     const { undone } = await undoWhileALiveWorkerRunsTheChild();
     if ('error' in undone) expect(undone.error).toBeInstanceOf(XreactorError);
     else expect(undone).toEqual({ value: expect.objectContaining({ status: 'cancelled', reason: 'undo' }) as unknown, stored: 'cancelled' });
@@ -355,11 +353,9 @@ describe('undo and cancel while a composed run is being recovered', () => {
     }
   });
 
-  // BUG: when the undo lands behind a child's signal that makes the root fail and roll back by
-  // itself, the undo is discarded and runtime.undo resolves the FailedResult as its
-  // CancelledResult (it does not check the status it ends in, as cancel does). Had the root picked
-  // the signal up just before, the same undo is refused with invalid_state (cases above).
-  it.fails.each([
+  // An undo landing behind a child's signal that makes the root fail and roll back by itself is
+  // discarded, and undo() refuses (invalid_state, naming the failed run) as it does when it comes after.
+  it.each([
     { what: 'rolling back by itself', outcome: () => undoWhileTheChildRollsBackByItself('undo') },
     { what: 'cancelled by itself', outcome: () => undoAfterTheChildWasCancelledByItself(true) },
   ])('undo of a root whose paused child was $what, landing behind its signal, does not report the failed run as undone', async ({ outcome }) => {
