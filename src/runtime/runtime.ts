@@ -267,7 +267,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         engine.logger.info({ event: 'xreactor.resume.deferred', executionId: id, step: prepared.path, reason: 'run_busy' }, 'resume left to the process advancing the run');
         return { status: 'dispatched', executionId: id as ExecutionId, reason: 'run_busy' };
       }
-      return (await heldOutcome(definition, held)) as ContinueResult;
+      return (await heldOutcome(definition, held));
     },
   };
 
