@@ -58,7 +58,7 @@ interface Tree {
 
 /** One figure: its value in each run of a tree, and which way is better. */
 type Figures = Map<string, number[]>;
-const BETTER: Record<string, 'higher' | 'lower'> = {};
+const BETTER: Record<string, 'higher' | 'lower' | 'neither'> = {};
 
 function git(args: readonly string[], cwd = ROOT): string {
   return execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
@@ -109,7 +109,7 @@ function num(text: string | undefined): number {
   return text === undefined ? Number.NaN : Number(text.replaceAll(',', ''));
 }
 
-function add(figures: Figures, name: string, value: number, better: 'higher' | 'lower'): void {
+function add(figures: Figures, name: string, value: number, better: 'higher' | 'lower' | 'neither'): void {
   BETTER[name] = better;
   if (!figures.has(name)) figures.set(name, []);
   if (Number.isFinite(value)) figures.get(name)!.push(value);
@@ -137,6 +137,8 @@ interface ThroughputJson {
   aMedian: number;
   bMedian: number;
   ratio: number;
+  cpuRatioWorker: number;
+  cpuRatioAll: number;
   workerUsPerStep: number;
   callerUsPerStep: number;
   redisUsPerStep: number;
@@ -149,12 +151,15 @@ function parseThroughput(json: ThroughputJson, figures: Figures): void {
   add(figures, 'worker-throughput: A ÷ B (HEADLINE)', json.ratio, 'higher');
   add(figures, 'worker-throughput: A xreactor runs/s', json.aMedian, 'higher');
   add(figures, 'worker-throughput: B bare BullMQ chains/s', json.bMedian, 'higher');
+  add(figures, "worker-throughput: B's CPU per chain ÷ A's per run, worker", json.cpuRatioWorker, 'higher');
+  add(figures, "worker-throughput: B's CPU per chain ÷ A's per run, all 3 processes", json.cpuRatioAll, 'higher');
   add(figures, 'worker-throughput: worker CPU µs per step', json.workerUsPerStep, 'lower');
   add(figures, 'worker-throughput: caller CPU µs per step', json.callerUsPerStep, 'lower');
   add(figures, 'worker-throughput: redis CPU µs per step', json.redisUsPerStep, 'lower');
   add(figures, 'worker-throughput: bare worker CPU µs per job', json.bareWorkerUsPerJob, 'lower');
   if (json.profile !== undefined) {
-    for (const { group, us } of json.profile.groups) add(figures, `profile µs/step: ${group}`, us / json.profile.steps, 'lower');
+    // Shares, not µs: the profile's ticks are wall time, which other load on the cores inflates.
+    for (const { group, us } of json.profile.groups) add(figures, `profile share %: ${group}`, (100 * us) / json.profile.busyUs, 'neither');
   }
 }
 
@@ -224,12 +229,12 @@ async function main(): Promise<void> {
     // ---- report
     const names = [...new Set([...figures.get(before)!.keys(), ...figures.get(after)!.keys()])];
     console.log('');
-    console.log(`medians over ${passes} pass${passes === 1 ? '' : 'es'} (each pass: one full run of the benchmark per tree; profile groups under 1 µs/step left out):`);
+    console.log(`medians over ${passes} pass${passes === 1 ? '' : 'es'} (each pass: one full run of the benchmark per tree; profile groups under 0.5 % left out):`);
     console.log(` ${'figure'.padEnd(58)} | ${pad('before', 9)} | ${pad('after', 9)} | after ÷ before | better if`);
     console.log(`-${'-'.repeat(58)}-|-----------|-----------|----------------|----------`);
     // A profile group absent from a tree's profile had no samples there: 0, not unknown.
     const value = (tree: Tree, name: string) => median(figures.get(tree)!.get(name) ?? (name.startsWith('profile') ? [0] : []));
-    const shown = names.filter((n) => !n.startsWith('profile') || Math.max(value(before, n), value(after, n)) >= 1);
+    const shown = names.filter((n) => !n.startsWith('profile') || Math.max(value(before, n), value(after, n)) >= 0.5);
     for (const name of shown) {
       const b = value(before, name);
       const a = value(after, name);

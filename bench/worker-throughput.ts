@@ -358,19 +358,20 @@ const perUnitUs = (seconds: number) => (seconds * 1e6) / (RUNS * STEPS);
 function printProfile(profile: ProfileSummary, cpuSeconds: number): void {
   const steps = RUNS * STEPS;
   const busy = profile.busyUs;
+  const cpuPerStep = perUnitUs(cpuSeconds);
   const byName = new Map(profile.groups.map((g) => [g.group, g.us]));
   const rest = profile.groups.filter((g) => !NAMED_GROUPS.includes(g.group));
   console.log('');
   console.log(`Where the worker's CPU goes per step (self time, profiled round, timed window only; ${fmt(PROF_INTERVAL_US, 0)} µs sampling):`);
   console.log(
-    `  worker CPU per step: ${fmt(perUnitUs(cpuSeconds), 1)} µs (process CPU from /proc, all threads, ÷ ${fmt(steps, 0)} steps); ` +
-      `main thread not idle in the profile: ${fmt(busy / steps, 1)} µs per step (wall time: on 2 vCPU it includes time the thread waited for a core), ` +
-      `idle ${fmt((100 * profile.idleUs) / (profile.idleUs + busy), 0)} % of the window`,
+    `  worker CPU per step: ${fmt(cpuPerStep, 1)} µs in this profiled round (process CPU from /proc, all threads, ÷ ${fmt(steps, 0)} steps; profiling adds to it). ` +
+      `The profile's ticks are wall time: the main thread was not idle for ${fmt(busy / steps, 1)} µs per step (including time it waited for a core) ` +
+      `and idle ${fmt((100 * profile.idleUs) / (profile.idleUs + busy), 0)} % of the window. Shares are of the not-idle ticks; µs/step = share × CPU per step.`,
   );
-  console.log('  group                                  | share | µs/step (share × main-thread µs/step)');
-  console.log('  ---------------------------------------|-------|---------');
+  console.log('  group                                  |  share | µs/step');
+  console.log('  ---------------------------------------|--------|--------');
   for (const { group, us } of [...NAMED_GROUPS.map((group) => ({ group, us: byName.get(group) ?? 0 })), ...rest]) {
-    console.log(`  ${group.padEnd(38)} | ${pad(fmt((100 * us) / busy, 1), 4)} % | ${pad(fmt(us / steps, 2), 8)}`);
+    console.log(`  ${group.padEnd(38)} | ${pad(fmt((100 * us) / busy, 1), 4)} % | ${pad(fmt((us / busy) * cpuPerStep, 1), 7)}`);
   }
   console.log('  top functions by self time:');
   for (const { fn, group, us } of profile.top) console.log(`    ${pad(fmt((100 * us) / busy, 1), 5)} %  ${fn}  [${group}]`);
@@ -450,6 +451,16 @@ async function main(): Promise<void> {
       `(CPU per step for A, per job for B: both are ${fmt(RUNS * STEPS, 0)} units of work; spread max/min over rounds: A ${fmt(spread(a), 0)} %, B ${fmt(spread(b), 0)} %; ` +
         `outcomes: A ${a.reduce((s, x) => s + x.ok, 0)}/${a.length * RUNS} ok, B ${b.reduce((s, x) => s + x.ok, 0)}/${b.length * RUNS} ok)`,
     );
+    // CPU cost per unit of throughput: far steadier than the rates when other processes share the cores.
+    const cpuPer = (list: readonly Batch[], pick: (c: Cpu) => number) => median(list.map((x) => (pick(x.cpu) * 1e3) / RUNS));
+    const cpuRatioWorker = cpuPer(b, (c) => c.worker) / cpuPer(a, (c) => c.worker);
+    const all = (c: Cpu) => c.worker + c.caller + c.redis;
+    const cpuRatioAll = cpuPer(b, all) / cpuPer(a, all);
+    console.log(
+      `CPU per run (A) / per chain (B), ms: worker ${fmt(cpuPer(a, (c) => c.worker), 2)} / ${fmt(cpuPer(b, (c) => c.worker), 2)}, ` +
+        `worker + caller + redis-server ${fmt(cpuPer(a, all), 2)} / ${fmt(cpuPer(b, all), 2)}. ` +
+        `As a throughput ratio if CPU were the only limit (B's CPU per chain ÷ A's per run): worker alone ${fmt(cpuRatioWorker, 2)}×, all three ${fmt(cpuRatioAll, 2)}×`,
+    );
     console.log('');
     console.log(
       `HEADLINE: xreactor runs/s ÷ bare BullMQ chains/s = ${fmt(ratio, 2)}× (median ${fmt(aRate, 0)} ÷ median ${fmt(bRate, 0)}); ` +
@@ -476,6 +487,8 @@ async function main(): Promise<void> {
             bMedian: bRate,
             ratio,
             pairRatios,
+            cpuRatioWorker,
+            cpuRatioAll,
             workerUsPerStep: median(a.map((x) => perUnitUs(x.cpu.worker))),
             callerUsPerStep: median(a.map((x) => perUnitUs(x.cpu.caller))),
             redisUsPerStep: median(a.map((x) => perUnitUs(x.cpu.redis))),
