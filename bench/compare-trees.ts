@@ -151,8 +151,8 @@ function parseThroughput(json: ThroughputJson, figures: Figures): void {
   add(figures, 'worker-throughput: A ÷ B (HEADLINE)', json.ratio, 'higher');
   add(figures, 'worker-throughput: A xreactor runs/s', json.aMedian, 'higher');
   add(figures, 'worker-throughput: B bare BullMQ chains/s', json.bMedian, 'higher');
-  add(figures, "worker-throughput: B's CPU per chain ÷ A's per run, worker", json.cpuRatioWorker, 'higher');
-  add(figures, "worker-throughput: B's CPU per chain ÷ A's per run, all 3 processes", json.cpuRatioAll, 'higher');
+  add(figures, "worker-throughput: CPU ratio (B/chain ÷ A/run), worker", json.cpuRatioWorker, 'higher');
+  add(figures, "worker-throughput: CPU ratio (B/chain ÷ A/run), all 3", json.cpuRatioAll, 'higher');
   add(figures, 'worker-throughput: worker CPU µs per step', json.workerUsPerStep, 'lower');
   add(figures, 'worker-throughput: caller CPU µs per step', json.callerUsPerStep, 'lower');
   add(figures, 'worker-throughput: redis CPU µs per step', json.redisUsPerStep, 'lower');

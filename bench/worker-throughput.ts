@@ -432,8 +432,9 @@ async function main(): Promise<void> {
     const ratio = aRate / bRate;
     const pairRatios = a.map((x, i) => x.perSecond / b[i]!.perSecond);
     console.log('');
-    console.log(' kind                                        | per second, median | rounds             | steps or jobs/s | start all (s) | worker CPU µs/step | caller µs/step | redis µs/step');
-    console.log('---------------------------------------------|--------------------|--------------------|-----------------|---------------|--------------------|----------------|--------------');
+    const roundsWidth = Math.max(18, ROUNDS * 6);
+    console.log(` kind                                        | per second, median | ${'rounds'.padEnd(roundsWidth)} | steps or jobs/s | start all (s) | worker CPU µs/step | caller µs/step | redis µs/step`);
+    console.log(`---------------------------------------------|--------------------|-${'-'.repeat(roundsWidth)}-|-----------------|---------------|--------------------|----------------|--------------`);
     for (const [label, list, rate] of [
       [`A xreactor ${STEPS}-step background runs`, a, aRate],
       [`B bare BullMQ chains of ${STEPS} jobs`, b, bRate],
@@ -443,7 +444,7 @@ async function main(): Promise<void> {
         ` ${label.padEnd(43)} | ${pad(fmt(rate, 0), 18)} | ${list
           .map((x) => fmt(x.perSecond, 0))
           .join(' / ')
-          .padEnd(18)} | ${pad(fmt(rate * STEPS, 0), 15)} | ${pad(fmt(median(list.map((x) => x.startedS)), 2), 13)} | ${pad(cpu((c) => c.worker), 18)} | ${cpu((c) => c.caller)} | ${cpu((c) => c.redis)}`,
+          .padEnd(roundsWidth)} | ${pad(fmt(rate * STEPS, 0), 15)} | ${pad(fmt(median(list.map((x) => x.startedS)), 2), 13)} | ${pad(cpu((c) => c.worker), 18)} | ${cpu((c) => c.caller)} | ${cpu((c) => c.redis)}`,
       );
     }
     const spread = (list: readonly Batch[]) => (Math.max(...list.map((x) => x.perSecond)) / Math.min(...list.map((x) => x.perSecond)) - 1) * 100;
