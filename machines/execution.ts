@@ -47,9 +47,15 @@ const tagsAt = (path: TaggedState): ActorTag[] => [...EXECUTION_STATE_TAGS[path]
 
 /** The tags of a stored execution state value (`'paused'`, `{ running: 'awaiting' }`, ...). */
 export function executionTagsOf(value: unknown): ReadonlySet<ActorTag> {
-  const path = typeof value === 'string' ? value : Object.entries(value as Record<string, string>).map(([k, v]) => `${k}.${v}`)[0];
-  return new Set((EXECUTION_STATE_TAGS as Record<string, readonly ActorTag[]>)[path ?? ''] ?? []);
+  if (typeof value === 'string') return TAG_SETS.get(value) ?? NO_TAGS;
+  // A compound state value has one key: the top-level state, with its substate as the value.
+  for (const top in value as Record<string, string>) return TAG_SETS.get(`${top}.${(value as Record<string, string>)[top]}`) ?? NO_TAGS;
+  return NO_TAGS;
 }
+
+/** One frozen set per tagged state, built once: asked on every transition. */
+const TAG_SETS: ReadonlyMap<string, ReadonlySet<ActorTag>> = new Map(Object.entries(EXECUTION_STATE_TAGS).map(([path, tags]) => [path, new Set<ActorTag>(tags)]));
+const NO_TAGS: ReadonlySet<ActorTag> = new Set();
 
 /** No-op implementations: these actions are data the host performs after the commit. */
 const hostPerformed = <P>() => (_: unknown, _params: P): void => undefined;

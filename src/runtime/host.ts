@@ -280,7 +280,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution> {
     if (next === held.snapshot) return undefined;
     const plan = planCommit(actions);
     const { writes, effects } = plan;
-    const spawned = await Promise.all(plan.spawns.map((s) => this.#spawn(held, s.step, s.child, s.input)));
+    const spawned = plan.spawns.length === 0 ? [] : await Promise.all(plan.spawns.map((s) => this.#spawn(held, s.step, s.child, s.input)));
     const commit: Commit = {
       snapshot: persist(next),
       status: statusOf(next.value),
@@ -455,8 +455,8 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution> {
     });
   }
 
-  async perform(held: HeldExecution, outboxEffect: OutboxEffect, call: Call): Promise<SignalEvent | undefined> {
-    return await this.#perform(held, outboxEffect as ExecutionEffect, call);
+  perform(held: HeldExecution, outboxEffect: OutboxEffect, call: Call): Promise<SignalEvent | undefined> {
+    return this.#perform(held, outboxEffect as ExecutionEffect, call);
   }
 
   async #perform(held: HeldExecution, effect: ExecutionEffect, call: Call): Promise<ExecutionEvent | undefined> {
