@@ -16,8 +16,8 @@ import type { Queue } from '../queue/queue.js';
 import type { LoadedExecution, Store } from '../store/store.js';
 import type { Clock } from '../internal/clock.js';
 import { systemClock } from '../internal/clock.js';
-import { ExecutionHost, isRecoverable, statusOf } from './host.js';
-import { executionTagsOf } from '../../machines/execution.js';
+import { ExecutionHost, statusOf } from './host.js';
+import { tagsOf } from '../../machines/registry.js';
 import type { HeldExecution } from './host.js';
 import { HeldLease } from './lease.js';
 
@@ -244,8 +244,8 @@ export function createEngine(options: EngineOptions): Engine {
   const verdict = async (id: string, found: LoadedExecution | undefined | 'not_here'): Promise<{ action: 'job' | 'keep' | 'drop' } | { action: 'child'; event: Record<string, unknown> & { type: string } }> => {
     if (found === 'not_here') return { action: 'keep' };
     if (found === undefined) return { action: 'drop' };
-    if (found.inbox.entries.length > 0 || isRecoverable(found.snapshot.value)) return { action: 'job' };
-    const tags = executionTagsOf(found.snapshot.value);
+    const tags = tagsOf(found.snapshot.kind, found.snapshot.value);
+    if (found.inbox.entries.length > 0 || tags.has('recoverable')) return { action: 'job' };
     if (tags.has('awaiting')) {
       const awaiting = (found.snapshot.context as ExecutionContext).awaiting;
       if (awaiting === null) return { action: 'job' };
@@ -257,7 +257,7 @@ export function createEngine(options: EngineOptions): Engine {
         const error = new XreactorError('context_unavailable', `composed execution ${awaiting.child} is gone (its retention expired, or its data is unreadable) while ${id} awaited it`);
         return { action: 'child', event: { type: 'xreactor.step.failed', at, index: awaiting.index, attempt: awaiting.attempt, error: serializeError(error), started: false, retryable: false, args: awaiting.args } };
       }
-      if (executionTagsOf(child.snapshot.value).has('settled')) return { action: 'child', event: { type: 'xreactor.child.settled', at, child: awaiting.child, status: statusOf(child.snapshot.value) } };
+      if (tagsOf(child.snapshot.kind, child.snapshot.value).has('settled')) return { action: 'child', event: { type: 'xreactor.child.settled', at, child: awaiting.child, status: statusOf(child.snapshot.value) } };
       return { action: 'keep' };
     }
     return { action: 'drop' };

@@ -5,7 +5,7 @@
  * produces, so a caller holding those bytes (a job carrying a handed-off run) can fence a commit
  * on them (`CommitOptions.ifSnapshot`).
  */
-import { EXECUTION_MACHINE_VERSION } from '../../machines/execution-types.js';
+import { readableMachines } from '../../machines/registry.js';
 import { DeserializationError } from '../errors/index.js';
 import { decodeEnvelope, encodeEnvelope } from '../serialization/index.js';
 import type { PersistedSnapshot } from './store.js';
@@ -16,8 +16,8 @@ export const SNAPSHOT_KIND = 'execution';
 /** Actor kind -> the machine versions of that kind a build can load. */
 export type MachineVersions = Readonly<Record<string, readonly number[]>>;
 
-/** What a build loads by default: executions of {@link EXECUTION_MACHINE_VERSION}. */
-export const DEFAULT_MACHINES: MachineVersions = Object.freeze({ [SNAPSHOT_KIND]: Object.freeze([EXECUTION_MACHINE_VERSION]) });
+/** What a build loads by default: every registered actor kind's readable machine versions (machines/registry.ts). */
+export const DEFAULT_MACHINES: MachineVersions = readableMachines();
 
 /**
  * The envelope bytes of a snapshot, exactly as every store keeps them.
