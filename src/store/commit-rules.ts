@@ -17,6 +17,7 @@ const isSeq = (n: number, min: number) => Number.isSafeInteger(n) && n >= min;
  * another root, `inbox_seq_invalid` for a seq that is not a whole number (inboxSeen >= 0, consumed >= 1).
  */
 export function checkCommitRules(id: string, commit: Commit): void {
+  if (commit.inboxSeen === undefined && commit.consumed === undefined && commit.signals === undefined && commit.awaits === undefined && commit.spawn === undefined) return;
   const root = rootOf(id);
   const walk = (from: string, c: Commit) => {
     for (const signal of c.signals ?? []) if (rootOf(signal.to) !== root) throw signalCrossRootError(from, signal.to, 'signal');

@@ -53,6 +53,8 @@ interface Prepared {
 
 const own = (value: unknown): Uint8Array => Buffer.from(encode(value));
 
+const NONE: readonly never[] = [];
+
 function prepare(commit: Commit): Prepared {
   const w = commit.writes;
   return {
@@ -61,9 +63,9 @@ function prepare(commit: Commit): Prepared {
     outbox: own(commit.outbox),
     results: w.results.map(([step, value]) => [step, own(value)] as const),
     undo: w.pushUndo.map((entry) => [entry.position, own({ step: entry.step, args: entry.args, result: entry.result })] as const),
-    trace: w.trace.map(own),
-    signals: (commit.signals ?? []).map((signal) => [signal, Buffer.from(encodeInboxEntry(signal))] as const),
-    spawn: (commit.spawn ?? []).map((actor) => ({ actor, input: own(actor.input), prepared: prepare(actor.commit) })),
+    trace: w.trace.map((entry) => own(entry)),
+    signals: commit.signals === undefined ? NONE : commit.signals.map((signal) => [signal, Buffer.from(encodeInboxEntry(signal))] as const),
+    spawn: commit.spawn === undefined ? NONE : commit.spawn.map((actor) => ({ actor, input: own(actor.input), prepared: prepare(actor.commit) })),
   };
 }
 
@@ -245,6 +247,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
   };
   /** Creates the actors a prepared commit of `parent` spawns (and theirs, depth first), as `create` creates one. */
   const spawnAll = (parent: string, p: Prepared): void => {
+    if (p.spawn.length === 0) return;
     const parentRow = rows.get(parent)!;
     for (const { actor, input, prepared } of p.spawn) {
       const r = newRow(input, parent);
@@ -257,6 +260,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
   };
   /** Delivers a prepared commit's signals, then those of its spawned actors, depth first. */
   const deliverAll = (p: Prepared): void => {
+    if (p.signals.length === 0 && p.spawn.length === 0) return;
     for (const [signal, entry] of p.signals) for (const [, r] of reach(signal.to, signal.cascade === true)) land(r, signal.dedupeKey, entry);
     for (const spawned of p.spawn) deliverAll(spawned.prepared);
   };
@@ -304,10 +308,10 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       checkUndo(id, commit.writes, r.undo.length);
       const lease = options?.takeLease;
       if (lease !== undefined && heldByOther(id, lease.owner)) throw executionBusyError(id);
-      checkSpawns(commit, new Set([id]));
+      if (commit.spawn !== undefined) checkSpawns(commit, new Set([id]));
       const prepared = prepare(commit);
       apply(r, prepared);
-      for (const seq of commit.consumed ?? []) r.inbox.delete(seq);
+      if (commit.consumed !== undefined) for (const seq of commit.consumed) r.inbox.delete(seq);
       spawnAll(id, prepared);
       deliverAll(prepared);
       if (lease !== undefined) takeLease(id, lease.owner, lease.ttlMs);

@@ -90,7 +90,7 @@ export function ttlArg(ttlMs: number): string {
 
 const executionKeys = (keys: ExecutionKeys) => [keys.execution, keys.results, keys.undo, keys.trace, keys.lease];
 
-/** The commit tail both `createExecution-5` and `commitExecution-5` read (layout in `lua/includes/applyCommit.lua`). */
+/** The commit both `createExecution-5` and `commitExecution-5` read, also for each spawned actor (layout in `lua/includes/applyCommit.lua`). */
 function commitTail(commit: Commit): (string | Buffer)[] {
   const w = commit.writes;
   if (w.truncateUndoTo !== undefined && !(Number.isSafeInteger(w.truncateUndoTo) && w.truncateUndoTo >= 0)) {
@@ -118,7 +118,7 @@ function commitTail(commit: Commit): (string | Buffer)[] {
 
 /**
  * Whether a commit has kernel work (consumed entries, awaits, signals or spawned actors): without
- * it, and without a re-stamp, the commit's kernel section is the one empty string of the fast path.
+ * it, and without a re-stamp, the commit has no kernel section (the per-step fast path).
  */
 export function hasKernelWork(commit: Commit): boolean {
   return (commit.consumed?.length ?? 0) > 0 || commit.awaits !== undefined || (commit.signals?.length ?? 0) > 0 || (commit.spawn?.length ?? 0) > 0;
@@ -162,7 +162,7 @@ export interface CreateScriptOptions {
   readonly announce?: boolean;
 }
 
-/** Arguments of `createExecution-5.lua`. Every key of the execution gets `contextTtlMs`. The kernel section is always sent (the script clears leftovers under the id). */
+/** Arguments of `createExecution-5.lua` (the commit starts at ARGV[10]). Every key of the execution gets `contextTtlMs`. The kernel section is always sent (the script clears leftovers under the id). */
 export function createArgs(keys: ExecutionKeys, execution: CreateExecution, contextTtlMs: number, options: CreateScriptOptions = {}): ScriptCall {
   const lease = options.lease;
   return {
@@ -176,8 +176,8 @@ export function createArgs(keys: ExecutionKeys, execution: CreateExecution, cont
       lease === undefined ? '' : ttlArg(lease.ttlMs),
       options.announce === true ? keys.settled : '',
       options.announce === true ? execution.id : '',
-      ...commitTail(execution.commit),
       keys.base,
+      ...commitTail(execution.commit),
       keys.id,
       ...kernelTail(execution.commit, false),
     ],
@@ -203,13 +203,14 @@ export interface CommitScriptOptions {
 }
 
 /**
- * Arguments of `commitExecution-5.lua` (layout in its header; the commit starts at ARGV[14]).
- * The kernel section after the commit is one empty string for a commit without kernel work and
- * without a re-stamp (the per-step fast path), else the root base, the id and the kernel tail.
+ * Arguments of `commitExecution-5.lua` (layout in its header; the commit starts at ARGV[15]).
+ * For a commit without kernel work and without a re-stamp (the per-step fast path) the root base
+ * before the commit is '' and nothing follows the commit; else the id and the kernel tail follow it.
  */
 export function commitArgs(keys: ExecutionKeys, expectedRevision: number, commit: Commit, contextTtlMs: number, options: CommitScriptOptions = {}): ScriptCall {
   const { takeLease, ifSnapshot } = options;
   const restamp = options.restamp !== false;
+  const kernel = restamp || hasKernelWork(commit);
   return {
     keys: executionKeys(keys),
     argv: [
@@ -226,8 +227,9 @@ export function commitArgs(keys: ExecutionKeys, expectedRevision: number, commit
       ifSnapshot === undefined ? '0' : '1',
       ifSnapshot === undefined ? '' : toBuffer(ifSnapshot),
       String(commit.inboxSeen ?? 0),
+      kernel ? keys.base : '',
       ...commitTail(commit),
-      ...(restamp || hasKernelWork(commit) ? [keys.base, keys.id, ...kernelTail(commit, true)] : ['']),
+      ...(kernel ? [keys.id, ...kernelTail(commit, true)] : []),
     ],
   };
 }

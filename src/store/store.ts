@@ -299,6 +299,9 @@ export interface Store {
    * With `options.lease`, takes the lease in the same atomic step (throws `execution_busy`, writing
    * nothing, when another owner holds it); with `options.announce`, publishes the settled
    * notification after the write. A refused create neither takes the lease nor announces.
+   * The first commit's `awaits`, `spawn` and `signals` apply as in `commit` (same root only); its
+   * `inboxSeen` and `consumed` are ignored. Checks: the roots, the id, the lease, the undo
+   * positions, then the spawned actors.
    */
   create(execution: CreateExecution, options?: CreateOptions): Promise<number>;
   /** Load the current snapshot, revision, outbox and inbox (in one atomic read), or undefined when unknown. */

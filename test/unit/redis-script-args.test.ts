@@ -92,28 +92,29 @@ describe('key builder', () => {
 
 describe('commitArgs', () => {
   /** Where the commit starts in commitExecution-5.lua's ARGV (0-based), and how long the step commit above is. */
-  const COMMIT_AT = 13;
+  const COMMIT_AT = 14;
   const COMMIT_LENGTH = 7 + 2 * 2 + 2 * 1 + 1;
 
   it('lays out the fence, the TTL, the options, the inbox seen, the commit and its kernel section as commitExecution-5.lua reads them', () => {
     const call = commitArgs(keys, 7, commit, 86_400_000);
     expect(call.keys).toEqual([keys.execution, keys.results, keys.undo, keys.trace, keys.lease]);
-    const [expected, ttl, restamp, release, owner, channel, message, take, takeOwner, takeTtl, check, expectedSnapshot, inboxSeen, status, snapshot, outbox, truncate, nResults, nUndo, nTrace, ...rest] =
+    const [expected, ttl, restamp, release, owner, channel, message, take, takeOwner, takeTtl, check, expectedSnapshot, inboxSeen, rootBase, status, snapshot, outbox, truncate, nResults, nUndo, nTrace, ...rest] =
       call.argv;
     expect([expected, ttl, status, truncate, nResults, nUndo, nTrace]).toEqual(['7', '86400000', 'running', '-1', '2', '1', '1']);
     // No options: re-stamp every key (the safe default), leave the lease alone, announce nothing,
     // check no snapshot (the new slots are flags and empty strings: no extra Redis command).
     expect([restamp, release, owner, channel, message]).toEqual(['1', '0', '', '', '']);
     expect([take, takeOwner, takeTtl, check, expectedSnapshot]).toEqual(['0', '', '', '0', '']);
-    // No inboxSeen: the commit has seen no signal.
+    // No inboxSeen: the commit has seen no signal. A re-stamp reaches the kernel keys: the root base comes first.
     expect(inboxSeen).toBe('0');
+    expect(rootBase).toBe(keys.base);
     expect(decodeEnvelope(bytes(snapshot), { kind: SNAPSHOT_KIND, machineVersions: [3] })).toEqual({
       kind: SNAPSHOT_KIND,
       machineVersion: 3,
       payload: { value: { running: 'b' }, context: { cursor: 1 } },
     });
     expect(decode(bytes(outbox))).toEqual(commit.outbox);
-    expect(rest).toHaveLength(2 * 2 + 2 * 1 + 1 + 6);
+    expect(rest).toHaveLength(2 * 2 + 2 * 1 + 1 + 5);
     expect(rest[0]).toBe('a');
     expect(decode(bytes(rest[1]))).toEqual({ id: 1 });
     expect(rest[2]).toBe('b');
@@ -121,15 +122,15 @@ describe('commitArgs', () => {
     expect(rest[4]).toBe('0');
     expect(decode(bytes(rest[5]))).toEqual({ step: 'a', args: { x: 1 }, result: { id: 1 } });
     expect(decode(bytes(rest[6]))).toEqual({ type: 'run', step: 'b', at: 5 });
-    // A re-stamp reaches the actor's kernel keys: root base, id, no consumed entries, awaits unchanged, no signals, no spawns.
-    expect(rest.slice(7)).toEqual([keys.base, 'e1', '0', '-1', '0', '0']);
+    // After the commit: the id, no consumed entries, awaits unchanged, no signals, no spawns.
+    expect(rest.slice(7)).toEqual(['e1', '0', '-1', '0', '0']);
   });
 
-  it('sends one empty string for the kernel section of a commit without kernel work or re-stamp (the per-step fast path)', () => {
+  it('sends an empty root base and nothing after the commit without kernel work or re-stamp (the per-step fast path)', () => {
     const call = commitArgs(keys, 7, commit, 86_400_000, { restamp: false });
-    expect(call.argv).toHaveLength(COMMIT_AT + COMMIT_LENGTH + 1);
-    expect(call.argv.at(-1)).toBe('');
-    expect(call.argv.slice(0, COMMIT_AT + COMMIT_LENGTH)).toEqual(commitArgs(keys, 7, commit, 86_400_000).argv.slice(0, COMMIT_AT + COMMIT_LENGTH).map((a, i) => (i === 2 ? '0' : a)));
+    expect(call.argv).toHaveLength(COMMIT_AT + COMMIT_LENGTH);
+    expect(call.argv.slice(12, 14)).toEqual(['0', '']);
+    expect(call.argv.slice(0, COMMIT_AT + COMMIT_LENGTH)).toEqual(commitArgs(keys, 7, commit, 86_400_000).argv.slice(0, COMMIT_AT + COMMIT_LENGTH).map((a, i) => (i === 2 ? '0' : i === 13 ? '' : a)));
     expect(hasKernelWork(commit)).toBe(false);
     for (const extra of [{ consumed: [1] }, { awaits: [] }, { signals: [{ to: 'e1.c', event: { type: 't' }, dedupeKey: 'k' }] }, { spawn: [{ id: 'e1.c', reactor: 'r', input: null, commit }] }]) {
       expect(hasKernelWork({ ...commit, ...extra })).toBe(true);
@@ -144,15 +145,15 @@ describe('commitArgs', () => {
       { to: 'e1.child', event: { type: 'cancel' }, dedupeKey: 'k2', cascade: true },
     ];
     const call = commitArgs(keys, 2, { ...commit, inboxSeen: 4, consumed: [3, 4], awaits: ['e1.a', 'e1.b', 'e1.a'], signals }, 1000, { restamp: false });
-    expect(call.argv[12]).toBe('4');
+    expect(call.argv.slice(12, 14)).toEqual(['4', keys.base]);
     const kernel = call.argv.slice(COMMIT_AT + COMMIT_LENGTH);
-    expect(kernel.slice(0, 10)).toEqual([keys.base, 'e1', '2', '3', '4', '2', 'e1.a', 'e1.b', '2', 'e1']);
-    expect(kernel[10]).toBe('k1');
-    expect(kernel[11]).toBe('0');
-    expect(decode(bytes(kernel[12]))).toEqual({ event: { type: 'self', n: 1 }, dedupeKey: 'k1' });
-    expect(kernel.slice(13, 16)).toEqual(['e1.child', 'k2', '1']);
-    expect(decode(bytes(kernel[16]))).toEqual({ event: { type: 'cancel' }, dedupeKey: 'k2' });
-    expect(kernel.slice(17)).toEqual(['0']);
+    expect(kernel.slice(0, 9)).toEqual(['e1', '2', '3', '4', '2', 'e1.a', 'e1.b', '2', 'e1']);
+    expect(kernel[9]).toBe('k1');
+    expect(kernel[10]).toBe('0');
+    expect(decode(bytes(kernel[11]))).toEqual({ event: { type: 'self', n: 1 }, dedupeKey: 'k1' });
+    expect(kernel.slice(12, 15)).toEqual(['e1.child', 'k2', '1']);
+    expect(decode(bytes(kernel[15]))).toEqual({ event: { type: 'cancel' }, dedupeKey: 'k2' });
+    expect(kernel.slice(16)).toEqual(['0']);
   });
 
   it('passes each spawned actor with its id, reactor, input, lease, first commit and kernel tail, nested depth first', () => {
@@ -160,15 +161,16 @@ describe('commitArgs', () => {
     const child = { id: 'e1.a', reactor: 'child', input: { n: 1 }, lease: { owner: 'host-1', ttlMs: 1.5 }, commit: { ...commit, awaits: ['e1.a.x'], spawn: [grandchild] } };
     const call = commitArgs(keys, 2, { ...commit, spawn: [child] }, 1000, { restamp: false });
     const kernel = call.argv.slice(COMMIT_AT + COMMIT_LENGTH);
-    // Root base, id, no consumed, awaits unchanged, no signals, one spawned actor.
-    expect(kernel.slice(0, 6)).toEqual([keys.base, 'e1', '0', '-1', '0', '1']);
-    const [id, reactor, input, take, owner, ttl] = kernel.slice(6, 12);
+    // The id, no consumed, awaits unchanged, no signals, one spawned actor.
+    expect(call.argv[13]).toBe(keys.base);
+    expect(kernel.slice(0, 5)).toEqual(['e1', '0', '-1', '0', '1']);
+    const [id, reactor, input, take, owner, ttl] = kernel.slice(5, 11);
     expect([id, reactor, take, owner, ttl]).toEqual(['e1.a', 'child', '1', 'host-1', '2']);
     expect(decode(bytes(input))).toEqual({ n: 1 });
     // Its first commit, exactly as a create sends it, then its kernel tail (no consumed entries).
-    const childCommit = kernel.slice(12, 12 + COMMIT_LENGTH);
+    const childCommit = kernel.slice(11, 11 + COMMIT_LENGTH);
     expect(childCommit).toEqual(commitArgs(keys, 2, commit, 1000).argv.slice(COMMIT_AT, COMMIT_AT + COMMIT_LENGTH));
-    const childKernel = kernel.slice(12 + COMMIT_LENGTH);
+    const childKernel = kernel.slice(11 + COMMIT_LENGTH);
     expect(childKernel.slice(0, 5)).toEqual(['0', '1', 'e1.a.x', '0', '1']);
     expect(childKernel.slice(5, 7)).toEqual(['e1.a.x', 'leaf']);
     expect(decode(bytes(childKernel[7]))).toBe(3);
@@ -189,7 +191,9 @@ describe('commitArgs', () => {
     expect(full.argv.slice(2, 7)).toEqual(['1', '1', 'host-1', keys.settled, 'e1']);
     // An empty owner is still a release: the flag, not the owner, says whether to release.
     expect(commitArgs(keys, 3, commit, 1000, { releaseLease: '' }).argv.slice(3, 5)).toEqual(['1', '']);
-    expect(full.argv.slice(12, COMMIT_AT + COMMIT_LENGTH)).toEqual(plain.argv.slice(12, COMMIT_AT + COMMIT_LENGTH));
+    expect(full.argv.slice(COMMIT_AT, COMMIT_AT + COMMIT_LENGTH)).toEqual(plain.argv.slice(COMMIT_AT, COMMIT_AT + COMMIT_LENGTH));
+    // Only the re-stamp sends the root base (and the kernel section after the commit).
+    expect([full.argv[13], plain.argv[13]]).toEqual([keys.base, '']);
   });
 
   it('passes the lease to take, in whole milliseconds, and the snapshot bytes to fence on, before the commit', () => {
@@ -229,6 +233,7 @@ describe('createArgs', () => {
     expect(decode(bytes(call.argv[2]))).toEqual({ at: new Date(9) });
     expect(call.argv.slice(3, 8)).toEqual(['0', '', '', '', '']);
     expect(call.argv.slice(8)).toEqual(commitArgs(keys, 0, commit, 5000).argv.slice(13));
+    expect(call.argv[8]).toBe(keys.base);
   });
 
   it('passes the lease to take, in whole milliseconds, and the announcement', () => {
@@ -239,7 +244,8 @@ describe('createArgs', () => {
 
   it('always sends the kernel section (the script clears leftovers under the id), without consumed entries', () => {
     const call = createArgs(keys, { id: 'e1', reactor: 'checkout', input: null, commit: { ...commit, consumed: [1, 2], inboxSeen: 9, awaits: ['e1.x'] } }, 5000);
-    expect(call.argv.slice(8 + 7 + 2 * 2 + 2 * 1 + 1)).toEqual([keys.base, 'e1', '0', '1', 'e1.x', '0', '0']);
+    expect(call.argv[8]).toBe(keys.base);
+    expect(call.argv.slice(9 + 7 + 2 * 2 + 2 * 1 + 1)).toEqual(['e1', '0', '1', 'e1.x', '0', '0']);
   });
 });
 

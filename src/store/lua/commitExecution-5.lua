@@ -37,8 +37,10 @@
   ARGV[11] '1': apply only if the stored snapshot is byte-for-byte ARGV[12]; '0': no snapshot check
   ARGV[12] the expected snapshot envelope bytes (read when ARGV[11] is '1'; '' otherwise)
   ARGV[13] inbox seen: refuse if the stored inbox seq (iseq) is higher
-  ARGV[14..] the commit (layout in includes/applyCommit.lua, base 14), then its kernel section
-           (layout in includes/actorKernel.lua), present whenever ARGV[3] is '1'
+  ARGV[14] root base '<prefix>:{<root>}:' of the kernel section; '' = none (the per-step fast
+           path: nothing follows the commit). Never '' when ARGV[3] is '1'
+  ARGV[15..] the commit (layout in includes/applyCommit.lua, base 15), then, with a root base,
+           the actor id and the kernel tail (layout in includes/actorKernel.lua)
 
   Returns
     {0, revision}           committed; the new revision
@@ -52,10 +54,7 @@
     {4, id}                 another owner holds the lease of spawned actor `id`; nothing written
     {3, position, length, id}  an undo push of spawned actor `id` would leave a gap; nothing written
 ]]
---- @include "actorKeys"
---- @include "deliverSignal"
 --- @include "applyCommit"
---- @include "actorKernel"
 
 local checkSnapshot = ARGV[11] == '1'
 local fields = checkSnapshot and redis.call('HMGET', KEYS[1], 'rev', 'iseq', 'snapshot') or redis.call('HMGET', KEYS[1], 'rev', 'iseq')
@@ -63,15 +62,9 @@ local stored = fields[1]
 if not stored then return {2, 0} end
 if tonumber(stored) ~= tonumber(ARGV[1]) then return {1, tonumber(stored)} end
 if checkSnapshot and fields[3] ~= ARGV[12] then return {1, tonumber(stored)} end
-local seq = tonumber(fields[2] or 0)
-if seq > tonumber(ARGV[13]) then return {5, tonumber(stored), seq} end
+if fields[2] and tonumber(fields[2]) > tonumber(ARGV[13]) then return {5, tonumber(stored), tonumber(fields[2])} end
 
-local commit = readCommit(14)
-local base, id, kernel = ARGV[commit.next], nil, nil
-if base ~= '' then
-  id = ARGV[commit.next + 1]
-  kernel = readKernel(commit.next + 2)
-end
+local commit = readCommit(15)
 local undoLength = commit.nUndo > 0 and redis.call('LLEN', KEYS[3]) or 0
 local badPosition, length = checkUndo(commit, undoLength)
 if badPosition then return {3, badPosition, length} end
@@ -82,17 +75,25 @@ if takeLease then
   if holder and holder ~= ARGV[9] then return {4, 0} end
 end
 
-if kernel then
+local restamp, base, revision = ARGV[3] == '1', ARGV[14], nil
+if base == '' then
+  -- The per-step fast path: no kernel section (and no re-stamp). The kernel code of the other
+  -- branch is not run, so not even its functions are created.
+  revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, ARGV[2], restamp, tonumber(stored) + 1, undoLength)
+else
+--- @include "actorKeys"
+--- @include "deliverSignal"
+--- @include "actorKernel"
+  local tail = commitEnd(commit)
+  local id = ARGV[tail]
+  local kernel = readKernel(tail + 1)
   local refused = checkSpawns(base, kernel, { [id] = true })
   if refused then return refused end
-end
-
-local restamp = ARGV[3] == '1'
-local revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, ARGV[2], restamp, tonumber(stored) + 1, undoLength)
-if kernel then
+  revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, ARGV[2], restamp, tonumber(stored) + 1, undoLength)
   applyKernel(base, id, kernel, ARGV[2], restamp)
   deliverKernel(base, kernel, ARGV[2])
 end
+
 if takeLease then redis.call('SET', KEYS[5], ARGV[9], 'PX', ARGV[10]) end
 if ARGV[4] == '1' and redis.call('GET', KEYS[5]) == ARGV[5] then redis.call('DEL', KEYS[5]) end
 if ARGV[6] ~= '' then redis.call('PUBLISH', ARGV[6], ARGV[7]) end

@@ -24,8 +24,9 @@
   ARGV[6]  lease TTL, ms (read when ARGV[4] is '1')
   ARGV[7]  settled channel to PUBLISH ARGV[8] on after the create; '' = no announcement
   ARGV[8]  the execution id (the message published)
-  ARGV[9..] the first commit (layout in includes/applyCommit.lua, base 9), then its kernel
-           section, always present (layout in includes/actorKernel.lua; no consumed entries)
+  ARGV[9]  root base '<prefix>:{<root>}:' of the kernel section (always present)
+  ARGV[10..] the first commit (layout in includes/applyCommit.lua, base 10), then the id and the
+           kernel tail (layout in includes/actorKernel.lua; no consumed entries)
 
   Returns
     {0, 1}                  created at revision 1
@@ -50,9 +51,10 @@ if takeLease then
   if holder and holder ~= ARGV[5] then return {4, 0} end
 end
 
-local commit = readCommit(9)
-local base, id = ARGV[commit.next], ARGV[commit.next + 1]
-local kernel = readKernel(commit.next + 2)
+local commit = readCommit(10)
+local base, tail = ARGV[9], commitEnd(commit)
+local id = ARGV[tail]
+local kernel = readKernel(tail + 1)
 local badPosition, length = checkUndo(commit, 0)
 if badPosition then return {3, badPosition, length} end
 local refused = checkSpawns(base, kernel, { [id] = true })

@@ -4,11 +4,12 @@
   awaits, signals, spawned actors), read, checked and applied. Mirrors the memory store
   (src/store/memory-store.ts) step for step.
 
-  Kernel section in ARGV, from the index readCommit returns as `next`:
-    +0  root base       '<prefix>:{<root>}:'; '' = no kernel section, nothing follows (a commit
-                        with no consumed entries, awaits, signals, spawns, nor re-stamp)
-    +1  actor id
-    +2  the kernel tail (readKernel):
+  Kernel section: the root base '<prefix>:{<root>}:' comes before the commit (ARGV[14] of
+  commitExecution-5.lua, ARGV[9] of createExecution-5.lua; '' = no kernel section: a commit with
+  no consumed entries, awaits, signals, spawns, nor re-stamp, and nothing follows the commit).
+  After the commit (from commitEnd):
+    +0  actor id
+    +1  the kernel tail (readKernel):
         nConsumed, then that many inbox seqs to delete
         nAwaits, then that many ids (the new awaits list); -1 = awaits unchanged (no ids follow)
         nSignals, then per signal: recipient id, dedupe key, cascade ('1'/'0'), entry bytes
@@ -41,7 +42,7 @@ local function readKernel(i)
   for j = 1, n do
     local s = { id = ARGV[i], reactor = ARGV[i + 1], input = ARGV[i + 2], lease = ARGV[i + 3] == '1', owner = ARGV[i + 4], leaseTtl = ARGV[i + 5] }
     s.commit = readCommit(i + 6)
-    s.kernel, i = readKernel(s.commit.next)
+    s.kernel, i = readKernel(commitEnd(s.commit))
     k.spawn[j] = s
   end
   return k, i
