@@ -76,7 +76,6 @@ export interface TraceEntry {
     | 'resumed'
     | 'cancelled'
     | 'awaiting'
-    | 'parked'
     | 'signal_discarded';
   readonly step?: string;
   readonly attempt?: number;
@@ -205,7 +204,8 @@ export type ExecutionEvent =
       readonly nested?: readonly RollbackFailure[];
     }
   | { readonly type: 'xreactor.execution.abort'; readonly at: number; readonly reason: string }
-  | { readonly type: 'xreactor.operator.undo'; readonly at: number }
+  /** An operator's undo, or a parent's (`from`: the parent undoing its composed child). */
+  | { readonly type: 'xreactor.operator.undo'; readonly at: number; readonly from?: string }
   | { readonly type: 'xreactor.operator.cancel'; readonly at: number; readonly reason: string }
   | { readonly type: 'xreactor.interrupt.resume'; readonly at: number; readonly step: string; readonly payload: unknown }
   | { readonly type: 'xreactor.interrupt.fail'; readonly at: number; readonly step: string; readonly error: ErrorData }

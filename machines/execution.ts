@@ -472,7 +472,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
                 actions: enqueueActions(({ context, event, enqueue }) => {
                   const child = childId(context, event.step);
                   enqueue.assign({ awaiting: { step: event.step, index: -1, attempt: 0, child, args: undefined, purpose: 'undo', position: event.position }, updatedAt: event.at });
-                  enqueue({ type: 'xreactor.write.signal', params: { to: child, event: { type: 'xreactor.operator.undo', at: event.at }, dedupeKey: `undo.${context.executionId}.${event.epoch}.${event.position}` } });
+                  enqueue({ type: 'xreactor.write.signal', params: { to: child, event: { type: 'xreactor.operator.undo', at: event.at, from: context.executionId }, dedupeKey: `undo.${context.executionId}.${event.epoch}.${event.position}` } });
                   enqueue({ type: 'xreactor.write.awaits', params: { actors: [child] } });
                   enqueue({ type: 'xreactor.write.trace', params: { type: 'awaiting', step: event.step, at: event.at, actors: [child] } });
                 }),
@@ -590,7 +590,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
                   const step = context.paused!.child!;
                   const child = childId(context, step);
                   enqueue.assign({ awaiting: { step, index: -1, attempt: 0, child, args: undefined, purpose: 'undo', position: null }, paused: null });
-                  enqueue({ type: 'xreactor.write.signal', params: { to: child, event: { type: 'xreactor.operator.undo', at: event.at }, dedupeKey: `undo.${context.executionId}.${context.rollbackEpoch}.paused` } });
+                  enqueue({ type: 'xreactor.write.signal', params: { to: child, event: { type: 'xreactor.operator.undo', at: event.at, from: context.executionId }, dedupeKey: `undo.${context.executionId}.${context.rollbackEpoch}.paused` } });
                   enqueue({ type: 'xreactor.write.awaits', params: { actors: [child] } });
                 }),
               ],

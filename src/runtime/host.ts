@@ -324,7 +324,8 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution> {
         this.#emitWaiting(held, previous as Snapshot, effects);
         const { inspector } = this.#deps;
         if (inspector.enabled) {
-          inspector.event(held.id, event, (event as { child?: string }).child);
+          // A signal names its sender: a child's report (`child`), a parent's undo (`from`).
+          inspector.event(held.id, event, (event as { child?: string }).child ?? (event as { from?: string }).from);
           inspector.snapshot(held.id, next, event, actions);
           if (announce) inspector.stopped(held.id);
         }

@@ -564,14 +564,14 @@ function expectedSignals(model: PlanModel, before: Snapshot, next: Snapshot, eve
   if (event.type === 'xreactor.undo.child') {
     signals.push({
       to: childIdOf(id, model.plan.steps[stack.at(-1)!]!.name),
-      event: { type: 'xreactor.operator.undo', at: event.at },
+      event: { type: 'xreactor.operator.undo', at: event.at, from: id },
       dedupeKey: `undo.${id}.${event.epoch}.${event.position}`,
     });
   }
   if (event.type === 'xreactor.operator.undo' && pausedOnChild(before)) {
     signals.push({
       to: childIdOf(id, before.context.paused!.child!),
-      event: { type: 'xreactor.operator.undo', at: event.at },
+      event: { type: 'xreactor.operator.undo', at: event.at, from: id },
       dedupeKey: `undo.${id}.${c.rollbackEpoch}.paused`,
     });
   }
@@ -1255,7 +1255,7 @@ describe('a composed child and its parent, signals routed between them', () => {
     [parent, actions] = transition(parentMachine, parent, { type: 'xreactor.undo.child', at: ++at, epoch: 1, position: 0, step: 'payment' });
     expect(parent.value).toEqual({ rolling_back: 'undoingChild' });
     const undo = signalsOf(actions);
-    expect(undo).toEqual([{ to: 'p.payment', event: { type: 'xreactor.operator.undo', at }, dedupeKey: 'undo.p.1.0' }]);
+    expect(undo).toEqual([{ to: 'p.payment', event: { type: 'xreactor.operator.undo', at, from: 'p' }, dedupeKey: 'undo.p.1.0' }]);
     [child] = transition(childMachine, child, undo[0]!.event);
     expect(child.value).toEqual({ rolling_back: 'undoingEntry' });
     [child, actions] = transition(childMachine, child, { type: 'xreactor.undo.finished', at: ++at, epoch: 1, position: 0, step: 'charge', failure: null });
