@@ -1,0 +1,636 @@
+/**
+ * The actor kernel under chaos (issue 9): random compose trees (depth up to 3, see
+ * support/compose-tree.ts) whose root is `.background({ all: true })`, so every actor of the tree
+ * is advanced by jobs in workers; children may park on retry backoffs (delayed jobs). One memory
+ * store and a manual in-process queue on a test clock. A fast-check schedule decides which due
+ * job runs next, which deliveries are duplicated (a copy enqueued under another id, or the same
+ * job handled at once by a second worker), when a sweep runs and when time moves on; and which
+ * deliveries are handled by a worker that dies at its N-th commit, either right after the commit
+ * lands (before its outbox is performed) or while it is being sent (it never lands). A dead
+ * worker's job is delivered again (as BullMQ does with a stalled job) or fails for good (then only
+ * a sweep recovers the actor); its leases run out when the clock passes their TTL, and sweeps and
+ * live workers finish the tree. Up to three deaths per run.
+ *
+ * Required of every run, against the reference interpreter and the same tree run inline:
+ * - the outcome (status, failing root step, error, rollback failures with their compose paths)
+ *   and every composed child's final status;
+ * - the handler effects (`run:` per attempt, `compensate:`, `undo:`) in order, except that the
+ *   body whose outcome commit a crash cut off (the step, compensate or undo recorded by the commit
+ *   that never landed) may appear once more, right after itself; nothing else runs twice;
+ * - each actor's stored trace entry for entry equals the inline run's;
+ * - no signal applied twice: each inbox entry is consumed by one landed commit, a dedupe key is
+ *   applied once per actor, and each parent leaves its wait for a child exactly once per await
+ *   the reference makes (once to collect it, once more when it undoes it), woken by the child's
+ *   settle in the status the reference says;
+ * - at the end: no inbox entry left on any actor of the tree, every actor settled, and the active
+ *   index empty.
+ *
+ * Known issues, each isolated as a deterministic `it.fails` at the end of this file: a timer or
+ * sweep job that fails for good leaves its actor unrecoverable (so the property lets only other
+ * jobs fail for good), and a sweep can hand an undoing parent the settle its child made before the
+ * undo (the property finds this one itself, rarely: about once in 10,000 runs, so about 3% of
+ * runs of this file at 300 runs).
+ */
+import fc from 'fast-check';
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { createMemoryStore, createRuntime, JobRejectedError } from '../../src/index.js';
+import type { AnyReactorDefinition, RollbackFailure, Runtime, Store, TraceEntry } from '../../src/index.js';
+import { createEngine } from '../../src/runtime/engine.js';
+import { statusOf } from '../../src/runtime/host.js';
+import { createJobHandler } from '../../src/runtime/worker.js';
+import type { JobHandler } from '../../src/queue/queue.js';
+import type { Commit, InboxEntry, PersistedSnapshot, SpawnActor } from '../../src/store/store.js';
+import type { ExecutionContext } from '../../machines/execution-types.js';
+import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
+import type { InProcessQueue, TestClock } from '../../src/testing/index.js';
+import { buildTree, composeSteps, expectedResult, INPUT, plainSteps, reference, resultShape, scenarioArb } from './support/compose-tree.js';
+import type { ExpectedFailure, HandlerLog, PlainSpec, ReactorSpec, Scenario } from './support/compose-tree.js';
+
+/** `KERNEL_CHAOS_RUNS` overrides the number of runs (for a longer local soak). */
+const RUNS = { numRuns: Number(process.env['KERNEL_CHAOS_RUNS'] ?? 300) };
+const TEST_TIMEOUT_MS = 120_000;
+const silent = pino({ level: 'silent' });
+
+/** Lease TTL of the workers that die: the clock moving past it lets their leases run out. */
+const DOOMED_LEASE_TTL_MS = 5_000;
+/** A job whose handler threw (a dead worker's, or one refused as busy) comes back after this. */
+const REDELIVERY_MS = 1_000;
+/** Deaths per run at most. */
+const MAX_CRASHES = 3;
+/** Scheduler steps before a run that has not settled and gone quiet is declared stuck. */
+const MAX_LOOP = 600;
+/** Jobs whose id a recovery derives again (a timer re-enqueued by its re-performed wait, a sweep at the same revision). */
+const REDERIVED_ID = /\.(timer|sweep)\./;
+
+// ---------------------------------------------------------------------------
+// Schedules
+// ---------------------------------------------------------------------------
+
+interface CrashPlan {
+  /** The dying worker's commit at which it dies (counted over every store commit it makes). */
+  readonly commit: number;
+  /** `after`: the commit lands, then the process dies before it performs the outbox. `before`: the commit never lands. */
+  readonly mode: 'after' | 'before';
+  /**
+   * What becomes of the job the dead worker held: `redelivered` (as BullMQ delivers a stalled job
+   * again), or `failed` for good (its stalled deliveries exhausted): then only a sweep recovers the
+   * actor. `failed` applies to hand-off, wake and duplicate jobs only; a timer or sweep job that
+   * fails for good is the known issue of the `it.fails` below, and is redelivered here.
+   */
+  readonly job: 'redelivered' | 'failed';
+}
+
+type Choice =
+  | {
+      readonly kind: 'run';
+      /** Which due job (mod their number). */
+      readonly pick: number;
+      /** `later`: a copy of the job is enqueued under another id; `concurrent`: a second worker handles the same job at once. */
+      readonly dup: 'none' | 'later' | 'concurrent';
+      readonly crash: CrashPlan | undefined;
+    }
+  | { readonly kind: 'sweep' }
+  /** Time passes beyond a dead worker's lease. */
+  | { readonly kind: 'outlive' }
+  /** Time passes to the next delayed job. */
+  | { readonly kind: 'tick' };
+
+const crashArb: fc.Arbitrary<CrashPlan> = fc.record({
+  // Most deliveries after the first make a few commits; the first may make dozens.
+  commit: fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 1, max: 4 }) }, { weight: 2, arbitrary: fc.integer({ min: 1, max: 12 }) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 40 }) }),
+  mode: fc.constantFrom<'after' | 'before'>('after', 'before'),
+  job: fc.constantFrom<'redelivered' | 'failed'>('redelivered', 'failed'),
+});
+const choiceArb: fc.Arbitrary<Choice> = fc.oneof(
+  {
+    weight: 10,
+    arbitrary: fc.record({
+      kind: fc.constant('run' as const),
+      pick: fc.nat({ max: 7 }),
+      dup: fc.oneof({ weight: 6, arbitrary: fc.constant('none' as const) }, { weight: 1, arbitrary: fc.constant('later' as const) }, { weight: 1, arbitrary: fc.constant('concurrent' as const) }),
+      crash: fc.oneof({ weight: 1, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: crashArb }),
+    }),
+  },
+  { weight: 1, arbitrary: fc.constant({ kind: 'sweep' as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'outlive' as const }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'tick' as const }) },
+);
+const scheduleArb = fc.array(choiceArb, { maxLength: 40 });
+
+// ---------------------------------------------------------------------------
+// What the store saw: every landed commit, the inbox entries it consumed, the waits it ended
+// ---------------------------------------------------------------------------
+
+interface AwaitEnd {
+  readonly child: string;
+  readonly purpose: 'run' | 'undo';
+  /** The status of the child settle that ended the wait. */
+  readonly status: string;
+  /** The dedupe key of the inbox entry applied, or `direct` (the settle delivered as a job event by a sweep). */
+  readonly by: string;
+}
+
+class CommitBook {
+  readonly #snapshots = new Map<string, PersistedSnapshot>();
+  /** Inbox entries consumed by landed commits, by actor. */
+  readonly consumed = new Map<string, InboxEntry[]>();
+  /** Waits for a child that ended, by parent, in order. */
+  readonly awaitEnds = new Map<string, AwaitEnd[]>();
+  /** Waits for a child that began, by parent, in order. */
+  readonly awaitStarts = new Map<string, { readonly child: string; readonly purpose: string }[]>();
+
+  created(actor: SpawnActor | { readonly id: string; readonly commit: Commit }): void {
+    this.#snapshots.set(actor.id, actor.commit.snapshot);
+    this.#waits(actor.id, undefined, actor.commit.snapshot, []);
+    for (const child of actor.commit.spawn ?? []) this.created(child);
+  }
+
+  landed(id: string, commit: Commit, consumed: readonly InboxEntry[]): void {
+    const previous = this.#snapshots.get(id);
+    this.#snapshots.set(id, commit.snapshot);
+    this.#waits(id, previous, commit.snapshot, consumed);
+    if (consumed.length > 0) this.consumed.set(id, [...(this.consumed.get(id) ?? []), ...consumed]);
+    for (const child of commit.spawn ?? []) this.created(child);
+  }
+
+  #waits(id: string, previous: PersistedSnapshot | undefined, next: PersistedSnapshot, consumed: readonly InboxEntry[]): void {
+    const before = previous === undefined ? null : (previous.context as ExecutionContext).awaiting;
+    const after = (next.context as ExecutionContext).awaiting;
+    const same = before !== null && after !== null && before.child === after.child && before.purpose === after.purpose;
+    if (before !== null && !same) {
+      const settle = consumed.find((e) => e.event.type === 'xreactor.child.settled' && (e.event as { child?: string }).child === before.child);
+      const child = this.#snapshots.get(before.child);
+      const status = settle !== undefined ? String((settle.event as { status?: string }).status) : child === undefined ? 'missing' : statusOf(child.value);
+      const ends = this.awaitEnds.get(id) ?? [];
+      ends.push({ child: before.child, purpose: before.purpose, status, by: settle?.dedupeKey ?? 'direct' });
+      this.awaitEnds.set(id, ends);
+    }
+    if (after !== null && !same) {
+      const starts = this.awaitStarts.get(id) ?? [];
+      starts.push({ child: after.child, purpose: after.purpose });
+      this.awaitStarts.set(id, starts);
+    }
+  }
+}
+
+/** The shared store as every process sees it, recording into `book` what lands. */
+function recordingStore(inner: Store, book: CommitBook): Store {
+  return new Proxy(inner, {
+    get(target, key, receiver) {
+      if (key === 'commit') {
+        return async (id: string, revision: number, commit: Commit, options?: Parameters<Store['commit']>[3]) => {
+          const inbox = commit.consumed !== undefined && commit.consumed.length > 0 ? await target.readInbox(id) : undefined;
+          const landed = await target.commit(id, revision, commit, options);
+          // Fenced by revision: no other commit of this actor landed between the read and this one.
+          book.landed(id, commit, inbox?.entries.filter((e) => commit.consumed!.includes(e.seq)) ?? []);
+          return landed;
+        };
+      }
+      if (key === 'create') {
+        return async (execution: Parameters<Store['create']>[0], options?: Parameters<Store['create']>[1]) => {
+          const revision = await target.create(execution, options);
+          book.created(execution);
+          return revision;
+        };
+      }
+      const value = Reflect.get(target, key, receiver) as unknown;
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Workers that die
+// ---------------------------------------------------------------------------
+
+interface Death {
+  /** The actor whose commit the worker died at, and that commit. */
+  readonly id: string;
+  readonly commit: Commit;
+  readonly mode: CrashPlan['mode'];
+  /** Whether that commit landed (an `after` commit can still be refused by the store). */
+  readonly landed: boolean;
+  /** The job the dying worker was handling. */
+  readonly job: string;
+}
+
+const never = <T>() => new Promise<T>(() => undefined);
+
+/**
+ * The store as a worker that dies at its `plan.commit`-th commit sees it: from then on no call
+ * returns (the process is gone), and `died` resolves with what it died at.
+ */
+function dyingStore(inner: Store, plan: CrashPlan, job: string, died: (death: Death) => void): Store {
+  let commits = 0;
+  let dead = false;
+  return new Proxy(inner, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      const method = value as (...a: unknown[]) => Promise<unknown>;
+      return (...args: unknown[]) => {
+        if (dead) return never();
+        if (key !== 'commit' || ++commits < plan.commit) return method.apply(target, args);
+        dead = true;
+        const [id, , commit] = args as [string, number, Commit];
+        if (plan.mode === 'before') {
+          died({ id, commit, mode: plan.mode, landed: false, job });
+          return never();
+        }
+        return method.apply(target, args).then(
+          () => (died({ id, commit, mode: plan.mode, landed: true, job }), never()),
+          () => (died({ id, commit, mode: plan.mode, landed: false, job }), never()),
+        );
+      };
+    },
+  });
+}
+
+// ---------------------------------------------------------------------------
+// One run in the chaos world
+// ---------------------------------------------------------------------------
+
+interface World {
+  readonly time: TestClock;
+  readonly store: Store;
+  readonly queue: InProcessQueue;
+  readonly book: CommitBook;
+  readonly runtime: Runtime;
+  readonly log: HandlerLog;
+  readonly deaths: Death[];
+  readonly id: string;
+  /** Deliveries and what happened, for the failure report. */
+  readonly journal: string[];
+}
+
+let executions = 0;
+
+interface ChaosOptions {
+  /** Let a timer or sweep job of a dead worker fail for good too (the known issue). */
+  readonly rederivedJobsFail?: boolean;
+}
+
+async function chaosRun(sc: Scenario, schedule: readonly Choice[], options: ChaosOptions): Promise<World> {
+  const time = createTestClock();
+  const base = createMemoryStore({ clock: time });
+  const book = new CommitBook();
+  const store = recordingStore(base, book);
+  const queue = createInProcessQueue({ mode: 'manual', clock: time, redeliveryDelayMs: () => REDELIVERY_MS });
+  const log: HandlerLog = { events: [], problems: [] };
+  const root = buildTree(sc, log, { prefix: 'chaos', background: true });
+  const reactors: AnyReactorDefinition[] = [root];
+  const runtime = createRuntime({ store, queue, clock: time, logger: silent, worker: false, reactors });
+  const liveWorker = (): JobHandler => createJobHandler(createEngine({ store, queue, clock: time, logger: silent, reactors }));
+  const workerA = liveWorker();
+  const workerB = liveWorker();
+  const deaths: Death[] = [];
+  const journal: string[] = [];
+  executions += 1;
+  const id = `chaos-${executions}`;
+  const world: World = { time, store, queue, book, runtime, log, deaths, id, journal };
+
+  // The queue's one consumer hands each delivery to the worker the schedule chose for it.
+  let handler: JobHandler = workerA;
+  queue.consume((job, signal) => handler(job, signal));
+
+  /** A worker that dies at its `plan.commit`-th commit handles `job`; the queue sees the job fail (stalled) if it did. */
+  const dyingWorker =
+    (plan: CrashPlan): JobHandler =>
+    async (job) => {
+      let death: ((d: Death) => void) | undefined;
+      const died = new Promise<Death>((resolve) => (death = resolve));
+      const engine = createEngine({ store: dyingStore(store, plan, job.id, (d) => death!(d)), queue, clock: createTestClock(time.now()), logger: silent, reactors, leaseTtlMs: DOOMED_LEASE_TTL_MS });
+      const handled = createJobHandler(engine)(job, new AbortController().signal).then(
+        () => ({ done: true as const }),
+        (error: unknown) => ({ error }),
+      );
+      const out = await Promise.race([handled, died.then((d) => ({ death: d }))]);
+      if ('death' in out) {
+        deaths.push(out.death);
+        journal.push(`  died at commit ${plan.commit} (${plan.mode}, job ${plan.job}, ${out.death.landed ? 'landed' : 'not landed'}) of ${out.death.id}: ${out.death.commit.status} ${JSON.stringify(out.death.commit.writes.trace.map((t) => `${t.type}:${t.step ?? ''}`))}`);
+        if (plan.job === 'failed' && (options.rederivedJobsFail === true || !REDERIVED_ID.test(job.id))) throw new JobRejectedError(`worker died handling ${job.id}; the job failed for good`);
+        throw new Error(`worker died handling ${job.id}`);
+      }
+      if ('error' in out) throw out.error;
+    };
+
+  const dispatched = await runtime.run(root, INPUT, { executionId: id });
+  expect(dispatched.status).toBe('dispatched');
+
+  const due = () => queue.inspect().filter((p) => p.dueAt <= time.now());
+  const nextDelayed = () => {
+    const later = queue.inspect().filter((p) => p.dueAt > time.now());
+    return later.length === 0 ? undefined : Math.min(...later.map((p) => p.dueAt));
+  };
+  const tick = () => {
+    const at = nextDelayed();
+    if (at !== undefined) time.advance(at - time.now());
+  };
+  let dups = 0;
+  let quiet = 0;
+  for (let step = 0; ; step++) {
+    if (step >= MAX_LOOP) throw new Error(`the tree did not settle and go quiet in ${MAX_LOOP} scheduler steps:\n${await describeWorld(world, sc)}`);
+    const choice: Choice | undefined = schedule[step];
+    if (choice?.kind === 'sweep') {
+      journal.push(`sweep at ${time.now()}: ${await runtime.sweepOnce()}`);
+      continue;
+    }
+    if (choice?.kind === 'outlive') {
+      time.advance(DOOMED_LEASE_TTL_MS + 1);
+      continue;
+    }
+    if (choice?.kind === 'tick') {
+      tick();
+      continue;
+    }
+    const ready = due();
+    if (ready.length > 0) {
+      const run = choice?.kind === 'run' ? choice : { pick: 0, dup: 'none' as const, crash: undefined };
+      const job = ready[run.pick % ready.length]!.job;
+      queue.reorder([job.id]);
+      const crash = run.crash !== undefined && deaths.length < MAX_CRASHES ? run.crash : undefined;
+      journal.push(`${time.now()}: ${job.id}${crash === undefined ? '' : ` (dies at commit ${crash.commit}, ${crash.mode}, job ${crash.job})`}${run.dup === 'none' ? '' : ` dup ${run.dup}`}`);
+      if (run.dup === 'later') {
+        const { delayMs: _delay, ...copy } = job;
+        await queue.enqueue([{ ...copy, id: `${job.id}.dup${(dups += 1)}` }]);
+      }
+      handler = crash === undefined ? workerA : dyingWorker(crash);
+      if (run.dup === 'concurrent' && crash === undefined) {
+        await Promise.all([queue.runNext(), workerB(job, new AbortController().signal).catch(() => undefined)]);
+      } else {
+        await queue.runNext();
+      }
+      handler = workerA;
+      quiet = 0;
+      continue;
+    }
+    if (nextDelayed() !== undefined) {
+      tick();
+      continue;
+    }
+    // Nothing pending: let every dead worker's lease run out and sweep. Quiet once a sweep finds nothing.
+    time.advance(DOOMED_LEASE_TTL_MS + 1);
+    const requeued = await runtime.sweepOnce();
+    journal.push(`final sweep at ${time.now()}: ${requeued}`);
+    if (requeued === 0 && queue.inspect().length === 0) {
+      quiet += 1;
+      if (quiet >= 2) break;
+    }
+  }
+  return world;
+}
+
+/** The actor ids the tree can have: the root and one per compose step. */
+function actorIds(sc: Scenario, id: string): string[] {
+  return [id, ...composeSteps(sc.root).map((c) => `${id}.${c.path}`)];
+}
+
+async function describeWorld(world: World, sc: Scenario): Promise<string> {
+  const lines: string[] = [];
+  for (const actor of actorIds(sc, world.id)) {
+    const loaded = await world.store.load(actor);
+    if (loaded === undefined) continue;
+    lines.push(`${actor}: ${JSON.stringify(loaded.snapshot.value)} rev ${loaded.revision} inbox ${JSON.stringify(loaded.inbox.entries.map((e) => e.dedupeKey))} leased ${await world.store.hasLease(actor)}`);
+  }
+  lines.push(`pending: ${JSON.stringify(world.queue.inspect().map((p) => [p.job.id, p.dueAt]))} at ${world.time.now()}`);
+  lines.push(`failed jobs: ${JSON.stringify(world.queue.failed().map((f) => [f.job.id, String(f.error)]))}`);
+  lines.push(...world.journal);
+  return lines.join('\n');
+}
+
+// ---------------------------------------------------------------------------
+// The same tree inline, in a world of its own
+// ---------------------------------------------------------------------------
+
+async function inlineRun(sc: Scenario, id: string) {
+  const clock = createTestClock();
+  const store = createMemoryStore({ clock });
+  const log: HandlerLog = { events: [], problems: [] };
+  const root = buildTree(sc, log, { prefix: 'inline', background: false });
+  const runtime = createRuntime({ clock, store, logger: silent });
+  try {
+    const result = await runtime.run(root, INPUT, { executionId: id });
+    const traces = new Map<string, unknown[]>();
+    for (const actor of actorIds(sc, id)) if ((await store.load(actor)) !== undefined) traces.set(actor, normalTrace(await store.readTrace(actor)));
+    return { result, log, traces };
+  } finally {
+    await runtime.close();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Reading the outcome
+// ---------------------------------------------------------------------------
+
+/** A trace entry without its times and error details. */
+function normalTrace(entries: readonly TraceEntry[]): unknown[] {
+  return entries.map(({ type, step, attempt, reason, actors, signal, delayMs }) =>
+    Object.fromEntries(Object.entries({ type, step, attempt, reason, actors, signal, delayMs }).filter(([, v]) => v !== undefined)),
+  );
+}
+
+/** Rollback failures as stored, with the compose path the caller-facing report leaves out. */
+async function storedFailures(store: Store, id: string): Promise<ExpectedFailure[]> {
+  const loaded = await store.load(id);
+  const context = loaded!.snapshot.context as { rollbackFailures: readonly RollbackFailure[] };
+  return context.rollbackFailures.map(({ step, path, kind, reason }) => ({ step, path: path ?? [], kind, reason }));
+}
+
+/**
+ * The handler event a death cut off: the body, compensate or undo whose outcome the commit it
+ * died at records, when that commit did not land (it may run again). None when the commit landed:
+ * the process died before performing its outbox, so nothing had started.
+ */
+function cutOff(death: Death, sc: Scenario, rootId: string): string[] {
+  if (death.landed) return [];
+  const composePath = death.id === rootId ? [] : death.id.slice(rootId.length + 1).split('.');
+  const plain = new Set(plainSteps(sc.root).map((s) => s.path));
+  return death.commit.writes.trace.flatMap((entry) => {
+    const path = [...composePath, entry.step ?? ''].join('.');
+    if (!plain.has(path)) return [];
+    if (['run', 'skipped', 'halt', 'failed', 'retry'].includes(entry.type)) return [`run:${path}`];
+    if (entry.type === 'compensate' || entry.type === 'compensate_failure') return [`compensate:${path}`];
+    if (entry.type === 'undo' || entry.type === 'undo_failure') return [`undo:${path}`];
+    return [];
+  });
+}
+
+/** Whether `actual` is `expected` with, for each of `repeats`, at most one extra copy of it right after itself. */
+function equalsWithRepeats(actual: readonly string[], expected: readonly string[], repeats: readonly string[]): boolean {
+  if (actual.length === expected.length && actual.every((e, i) => e === expected[i])) return true;
+  if (repeats.length === 0 || actual.length <= expected.length) return false;
+  const [first, ...rest] = repeats;
+  if (equalsWithRepeats(actual, expected, rest)) return true;
+  for (let i = 0; i + 1 < actual.length; i++) {
+    if (actual[i] === first && actual[i + 1] === first && equalsWithRepeats([...actual.slice(0, i + 1), ...actual.slice(i + 2)], expected, rest)) return true;
+  }
+  return false;
+}
+
+async function checkRun(sc: Scenario, schedule: readonly Choice[], options: ChaosOptions = {}): Promise<void> {
+  const { trace, outcome } = reference(sc);
+  const world = await chaosRun(sc, schedule, options);
+  const { store, id } = world;
+  try {
+    const inline = await inlineRun(sc, id);
+    // The inline run is the reference run in the runtime: it must agree with the interpreter.
+    expect(inline.log.problems).toEqual([]);
+    expect(inline.log.events).toEqual(trace.handlers);
+    expect(resultShape(inline.result)).toEqual(expectedResult(outcome));
+
+    // Outcome.
+    const result = await world.runtime.awaitResult(id, { timeoutMs: 10 });
+    expect(resultShape(result)).toEqual(expectedResult(outcome));
+    expect(await storedFailures(store, id)).toEqual(trace.failures);
+    for (const [path, status] of trace.children) expect({ path, status: (await world.runtime.find(`${id}.${path}`)).status }).toEqual({ path, status });
+
+    // Effects: the reference's, except the bodies a death cut off, which may run once more.
+    const repeats = world.deaths.flatMap((d) => cutOff(d, sc, id));
+    expect(world.log.problems).toEqual([]);
+    if (!equalsWithRepeats(world.log.events, trace.handlers, repeats)) {
+      expect({ events: world.log.events, mayRepeatOnce: repeats }).toEqual({ events: trace.handlers, mayRepeatOnce: repeats });
+    }
+    for (const step of plainSteps(sc.root)) {
+      const undos = world.log.events.filter((e) => e === `undo:${step.path}`).length;
+      // Once, and once more for each death that cut it off.
+      expect(undos, `undo:${step.path} ran ${undos} times`).toBeLessThanOrEqual(1 + repeats.filter((e) => e === `undo:${step.path}`).length);
+    }
+
+    // No signal applied twice.
+    for (const [actor, entries] of world.book.consumed) {
+      const keys = entries.map((e) => e.dedupeKey);
+      expect({ actor, keys: [...new Set(keys)] }).toEqual({ actor, keys });
+      const seqs = entries.map((e) => e.seq);
+      expect({ actor, seqs: [...new Set(seqs)] }).toEqual({ actor, seqs });
+    }
+    for (const compose of composeSteps(sc.root)) {
+      const parent = [id, ...compose.composePath].join('.');
+      const child = `${id}.${compose.path}`;
+      const run = trace.childRuns.get(compose.path);
+      const expected = [
+        ...(run === undefined ? [] : [{ child, purpose: 'run', status: run }]),
+        ...(trace.childUndos.includes(compose.path) ? [{ child, purpose: 'undo', status: 'cancelled' }] : []),
+      ];
+      const ends = (world.book.awaitEnds.get(parent) ?? []).filter((e) => e.child === child).map(({ child: c, purpose, status }) => ({ child: c, purpose, status }));
+      expect(ends).toEqual(expected);
+      const starts = (world.book.awaitStarts.get(parent) ?? []).filter((e) => e.child === child);
+      expect(starts).toEqual(expected.map(({ child: c, purpose }) => ({ child: c, purpose })));
+    }
+
+    // Each actor's trace, entry for entry, is the inline run's.
+    const traces = new Map<string, unknown[]>();
+    for (const actor of actorIds(sc, id)) if ((await store.load(actor)) !== undefined) traces.set(actor, normalTrace(await store.readTrace(actor)));
+    expect(traces).toEqual(inline.traces);
+
+    // Nothing left behind.
+    for (const actor of actorIds(sc, id)) {
+      const loaded = await store.load(actor);
+      if (loaded === undefined) continue;
+      expect({ actor, inbox: (await store.readInbox(actor)).entries }).toEqual({ actor, inbox: [] });
+      expect({ actor, settled: ['completed', 'failed', 'halted', 'cancelled'].includes(statusOf(loaded.snapshot.value)) }).toEqual({ actor, settled: true });
+    }
+    expect((await store.listActive(1_000)).ids).toEqual([]);
+  } catch (error) {
+    if (error instanceof Error) error.message += `\n--- world ---\n${await describeWorld(world, sc)}`;
+    throw error;
+  } finally {
+    await world.runtime.close();
+    await world.queue.close();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Properties
+// ---------------------------------------------------------------------------
+
+const treeArb = scenarioArb({ retryDelaysMs: [0, 1_000, 7_000] });
+
+describe('the actor kernel under chaos: compose trees in workers, random delivery orders, duplicates and crashes', () => {
+  it(
+    'outcome, effects (but for the bodies a crash cut off), traces and signals equal the inline reference run; nothing is left behind',
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(treeArb, scheduleArb, async (sc, schedule) => {
+          await checkRun(sc, schedule);
+        }),
+        RUNS,
+      );
+    },
+    TEST_TIMEOUT_MS,
+  );
+});
+
+// ---------------------------------------------------------------------------
+// Known issue: a job that fails for good at a revision the actor keeps
+// ---------------------------------------------------------------------------
+
+const plain = (name: string, retry?: PlainSpec['retry']): PlainSpec => ({
+  kind: 'plain',
+  name,
+  path: name,
+  composePath: [],
+  reads: [],
+  waitFor: [],
+  behaviour: 'ok',
+  compensate: 'absent',
+  undo: 'absent',
+  async: false,
+  retry,
+});
+
+describe('known issue: an actor whose timer or sweep job failed for good is never recovered by a sweep', () => {
+  // a0 fails its first attempt and parks on its 1 s backoff (the timer job <id>.timer.0.1). The worker
+  // that takes the timer job dies before its first commit lands, and the job fails for good (as
+  // BullMQ fails a job once its stalled deliveries are exhausted, keeping its id for 7 days).
+  // Expected: a sweep recovers the parked run (it is recoverable and has no live lease). Actual:
+  // the sweep's job <id>.sweep.3 re-performs the outbox, whose wait effect enqueues <id>.timer.0.1
+  // again: the failed job holds that id, so nothing is enqueued; every later sweep enqueues
+  // <id>.sweep.3 again (the revision has not moved), which the queue has handled already. The run
+  // stays running.parked, with nothing that will ever advance it.
+  it.fails('a parked run whose timer job failed for good stays parked', async () => {
+    const sc: Scenario = { failing: undefined, root: { composePath: [], defOrder: ['a0', 'a1'], steps: [plain('a0', { maxAttempts: 2, delayMs: 1_000, transient: 1 }), plain('a1')] } };
+    await checkRun(sc, [{ kind: 'run', pick: 0, dup: 'none', crash: undefined }, { kind: 'tick' }, { kind: 'run', pick: 0, dup: 'none', crash: { commit: 1, mode: 'before', job: 'failed' } }], { rederivedJobsFail: true });
+  });
+
+  // The same with the sweep's own job: the hand-off job's worker dies before its first commit and
+  // the job fails for good; the sweep's job <id>.sweep.1 dies the same way. Every later sweep
+  // enqueues <id>.sweep.1 again (the run is still at revision 1), swallowed by the failed job.
+  it.fails('a handed-off run whose sweep job failed for good stays handed off', async () => {
+    const sc: Scenario = { failing: undefined, root: { composePath: [], defOrder: ['a0'], steps: [plain('a0')] } };
+    const dies = { commit: 1, mode: 'before', job: 'failed' } as const;
+    await checkRun(sc, [{ kind: 'run', pick: 0, dup: 'none', crash: dies }, { kind: 'sweep' }, { kind: 'run', pick: 0, dup: 'none', crash: dies }], { rederivedJobsFail: true });
+  });
+});
+
+describe('known issue: a sweep takes the settle a child made before its undo for the settle of its undo', () => {
+  // a0 composes a child (one step b0, with an undo); a1 fails, so the root rolls back and undoes
+  // a0's entry: its commit 8 signals the child operator.undo and awaits it
+  // (rolling_back.undoingChild). The worker dies right after that commit lands, before it wakes the
+  // child; its job is delivered again later. A sweep after the worker's lease ran out finds the
+  // root awaiting a child that is `completed` (settled: its operator.undo is still in its inbox),
+  // and enqueues for the root a job delivering xreactor.child.settled (status completed), which
+  // runs before the redelivered job. Expected: the root waits for the child's undo; it leaves its
+  // wait once, on the child's settle as cancelled. Actual: the root leaves its undo wait on the
+  // completed settle (the one it already collected when the compose step ran: applied a second
+  // time), undoes the entry again, finds the child still completed, enters undoingChild a second
+  // time (a second `awaiting` trace entry), and only then waits for the cancelled settle. The
+  // outcome is right; the signal was applied twice. Cause: the sweeper's verdict in
+  // src/runtime/engine.ts (sweepOnce) treats any `settled`-tagged child as the end of the wait,
+  // whatever the wait's purpose; for purpose `undo` a child in an undoable state (completed,
+  // halted, aborted) has not settled the undo yet.
+  it.fails('a root undoing a composed child, whose worker died right after signalling the undo', async () => {
+    const child: ReactorSpec = { composePath: ['a0'], defOrder: ['b0'], steps: [{ ...plain('b0'), path: 'a0.b0', composePath: ['a0'], undo: 'ok' }] };
+    const sc: Scenario = {
+      failing: 'a1',
+      root: { composePath: [], defOrder: ['a0', 'a1'], steps: [{ kind: 'compose', name: 'a0', path: 'a0', composePath: [], reads: [], waitFor: [], child }, { ...plain('a1'), behaviour: 'throw' }] },
+    };
+    await checkRun(sc, [
+      { kind: 'run', pick: 0, dup: 'none', crash: { commit: 8, mode: 'after', job: 'redelivered' } },
+      { kind: 'outlive' },
+      { kind: 'sweep' },
+      // Due now: the redelivered hand-off job, the root's sweep job, the child's sweep job.
+      { kind: 'run', pick: 1, dup: 'none', crash: undefined },
+    ]);
+  });
+});
