@@ -129,6 +129,8 @@ export interface ExecutionContext {
   readonly paused: PauseRecord | null;
   /** While a compose step waits for its child: the step, its plan index, attempt and resolved arguments. */
   readonly awaiting: AwaitRecord | null;
+  /** While parked on a retry backoff: when its wake is due (the sweeper wakes it itself when that job is lost). */
+  readonly parkedUntil: number | null;
   /** Pauses entered so far (a composed child's pause and resume signals are keyed by it). */
   readonly pauses: number;
   /** Why an operator cancelled the run. */

@@ -245,9 +245,17 @@ export function createEngine(options: EngineOptions): Engine {
     if (found === 'not_here') return { action: 'keep' };
     if (found === undefined) return { action: 'drop' };
     const tags = tagsOf(found.snapshot.kind, found.snapshot.value);
-    if (found.inbox.entries.length > 0 || tags.has('recoverable')) return { action: 'job' };
+    const context = found.snapshot.context as ExecutionContext;
+    if (found.inbox.entries.length > 0) return { action: 'job' };
+    if (tags.has('parked') && context.parkedUntil != null) {
+      // Its delayed wake is the timer job; should that job be lost or failed for good, a sweep
+      // delivers the timer itself once the backoff is over (never early; a duplicate is ignored).
+      if (clock.now() < context.parkedUntil) return { action: 'keep' };
+      return { action: 'child', event: { type: 'xreactor.timer.fired', at: clock.now(), index: context.cursor, attempt: context.attempt } };
+    }
+    if (tags.has('recoverable')) return { action: 'job' };
     if (tags.has('awaiting')) {
-      const awaiting = (found.snapshot.context as ExecutionContext).awaiting;
+      const awaiting = context.awaiting;
       if (awaiting === null) return { action: 'job' };
       const child = await look(awaiting.child);
       if (child === 'not_here') return { action: 'keep' };
@@ -257,7 +265,11 @@ export function createEngine(options: EngineOptions): Engine {
         const error = new XreactorError('context_unavailable', `composed execution ${awaiting.child} is gone (its retention expired, or its data is unreadable) while ${id} awaited it`);
         return { action: 'child', event: { type: 'xreactor.step.failed', at, index: awaiting.index, attempt: awaiting.attempt, error: serializeError(error), started: false, retryable: false, args: awaiting.args } };
       }
-      if (tagsOf(child.snapshot.kind, child.snapshot.value).has('settled')) return { action: 'child', event: { type: 'xreactor.child.settled', at, child: awaiting.child, status: statusOf(child.snapshot.value) } };
+      // Settled for what the parent waits for: any end for a run; for an undo, only the end of
+      // the undo (a child still completed, halted or aborted has the undo in its inbox: it is swept itself).
+      const childStatus = statusOf(child.snapshot.value);
+      const done = tagsOf(child.snapshot.kind, child.snapshot.value).has('settled') && (awaiting.purpose === 'run' || childStatus === 'cancelled' || childStatus === 'failed');
+      if (done) return { action: 'child', event: { type: 'xreactor.child.settled', at, child: awaiting.child, status: childStatus } };
       return { action: 'keep' };
     }
     return { action: 'drop' };
@@ -284,7 +296,9 @@ export function createEngine(options: EngineOptions): Engine {
       if (decision.action === 'keep' || loaded === undefined || loaded === 'not_here') continue;
       if (await store.hasLease(id)) continue;
       const event = decision.action === 'child' ? decision.event : undefined;
-      await queue.enqueue([{ id: jobId(id, 'sweep', loaded.revision), kind: 'advance', actor: { kind: loaded.snapshot.kind, id }, ...(event === undefined ? {} : { event }) }]);
+      // One id per revision and lease period: sweeps within a lease TTL add nothing, and a sweep
+      // job that failed for good (its worker died on every delivery) never blocks a later sweep.
+      await queue.enqueue([{ id: jobId(id, 'sweep', loaded.revision, Math.floor(clock.now() / leaseTtlMs)), kind: 'advance', actor: { kind: loaded.snapshot.kind, id }, ...(event === undefined ? {} : { event }) }]);
       logger.info({ event: 'xreactor.sweeper.requeued', executionId: id, status: statusOf(loaded.snapshot.value), revision: loaded.revision }, 'requeued an actor with no live lease');
       requeued += 1;
     }

@@ -25,11 +25,9 @@
  * - at the end: no inbox entry left on any actor of the tree, every actor settled, and the active
  *   index empty.
  *
- * Known issues, each isolated as a deterministic `it.fails` at the end of this file: a timer or
- * sweep job that fails for good leaves its actor unrecoverable (so the property lets only other
- * jobs fail for good), and a sweep can hand an undoing parent the settle its child made before the
- * undo (the property finds this one itself, rarely: about once in 10,000 runs, so about 3% of
- * runs of this file at 300 runs).
+ * Two bugs it found are pinned as deterministic cases at the end of this file: a timer or sweep
+ * job that failed for good left its actor unrecoverable (any job may now fail for good here), and
+ * a sweep handed an undoing parent the settle its child made before the undo.
  */
 import fc from 'fast-check';
 import pino from 'pino';
@@ -61,7 +59,6 @@ const MAX_CRASHES = 3;
 /** Scheduler steps before a run that has not settled and gone quiet is declared stuck. */
 const MAX_LOOP = 600;
 /** Jobs whose id a recovery derives again (a timer re-enqueued by its re-performed wait, a sweep at the same revision). */
-const REDERIVED_ID = /\.(timer|sweep)\./;
 
 // ---------------------------------------------------------------------------
 // Schedules
@@ -75,8 +72,7 @@ interface CrashPlan {
   /**
    * What becomes of the job the dead worker held: `redelivered` (as BullMQ delivers a stalled job
    * again), or `failed` for good (its stalled deliveries exhausted): then only a sweep recovers the
-   * actor. `failed` applies to hand-off, wake and duplicate jobs only; a timer or sweep job that
-   * fails for good is the known issue of the `it.fails` below, and is redelivered here.
+   * actor; any job may fail for good (timer and sweep jobs included).
    */
   readonly job: 'redelivered' | 'failed';
 }
@@ -266,12 +262,7 @@ interface World {
 
 let executions = 0;
 
-interface ChaosOptions {
-  /** Let a timer or sweep job of a dead worker fail for good too (the known issue). */
-  readonly rederivedJobsFail?: boolean;
-}
-
-async function chaosRun(sc: Scenario, schedule: readonly Choice[], options: ChaosOptions): Promise<World> {
+async function chaosRun(sc: Scenario, schedule: readonly Choice[]): Promise<World> {
   const time = createTestClock();
   const base = createMemoryStore({ clock: time });
   const book = new CommitBook();
@@ -309,7 +300,7 @@ async function chaosRun(sc: Scenario, schedule: readonly Choice[], options: Chao
       if ('death' in out) {
         deaths.push(out.death);
         journal.push(`  died at commit ${plan.commit} (${plan.mode}, job ${plan.job}, ${out.death.landed ? 'landed' : 'not landed'}) of ${out.death.id}: ${out.death.commit.status} ${JSON.stringify(out.death.commit.writes.trace.map((t) => `${t.type}:${t.step ?? ''}`))}`);
-        if (plan.job === 'failed' && (options.rederivedJobsFail === true || !REDERIVED_ID.test(job.id))) throw new JobRejectedError(`worker died handling ${job.id}; the job failed for good`);
+        if (plan.job === 'failed') throw new JobRejectedError(`worker died handling ${job.id}; the job failed for good`);
         throw new Error(`worker died handling ${job.id}`);
       }
       if ('error' in out) throw out.error;
@@ -468,9 +459,9 @@ function equalsWithRepeats(actual: readonly string[], expected: readonly string[
   return false;
 }
 
-async function checkRun(sc: Scenario, schedule: readonly Choice[], options: ChaosOptions = {}): Promise<void> {
+async function checkRun(sc: Scenario, schedule: readonly Choice[]): Promise<void> {
   const { trace, outcome } = reference(sc);
-  const world = await chaosRun(sc, schedule, options);
+  const world = await chaosRun(sc, schedule);
   const { store, id } = world;
   try {
     const inline = await inlineRun(sc, id);
@@ -579,47 +570,41 @@ const plain = (name: string, retry?: PlainSpec['retry']): PlainSpec => ({
   retry,
 });
 
-describe('known issue: an actor whose timer or sweep job failed for good is never recovered by a sweep', () => {
+describe('fixed: an actor whose timer or sweep job failed for good is recovered by a sweep', () => {
   // a0 fails its first attempt and parks on its 1 s backoff (the timer job <id>.timer.0.1). The worker
   // that takes the timer job dies before its first commit lands, and the job fails for good (as
   // BullMQ fails a job once its stalled deliveries are exhausted, keeping its id for 7 days).
-  // Expected: a sweep recovers the parked run (it is recoverable and has no live lease). Actual:
-  // the sweep's job <id>.sweep.3 re-performs the outbox, whose wait effect enqueues <id>.timer.0.1
-  // again: the failed job holds that id, so nothing is enqueued; every later sweep enqueues
-  // <id>.sweep.3 again (the revision has not moved), which the queue has handled already. The run
-  // stays running.parked, with nothing that will ever advance it.
-  it.fails('a parked run whose timer job failed for good stays parked', async () => {
+  // A sweep recovers the parked run: once its backoff is over (context.parkedUntil), the sweep's
+  // job delivers the timer itself. (It used to re-perform the outbox, whose wait effect enqueued
+  // <id>.timer.0.1 again, swallowed by the failed job's id: the run stayed parked for good.)
+  it('a parked run whose timer job failed for good is woken by a sweep once its backoff is overdue', async () => {
     const sc: Scenario = { failing: undefined, root: { composePath: [], defOrder: ['a0', 'a1'], steps: [plain('a0', { maxAttempts: 2, delayMs: 1_000, transient: 1 }), plain('a1')] } };
-    await checkRun(sc, [{ kind: 'run', pick: 0, dup: 'none', crash: undefined }, { kind: 'tick' }, { kind: 'run', pick: 0, dup: 'none', crash: { commit: 1, mode: 'before', job: 'failed' } }], { rederivedJobsFail: true });
+    await checkRun(sc, [{ kind: 'run', pick: 0, dup: 'none', crash: undefined }, { kind: 'tick' }, { kind: 'run', pick: 0, dup: 'none', crash: { commit: 1, mode: 'before', job: 'failed' } }]);
   });
 
   // The same with the sweep's own job: the hand-off job's worker dies before its first commit and
-  // the job fails for good; the sweep's job <id>.sweep.1 dies the same way. Every later sweep
-  // enqueues <id>.sweep.1 again (the run is still at revision 1), swallowed by the failed job.
-  it.fails('a handed-off run whose sweep job failed for good stays handed off', async () => {
+  // the job fails for good; the sweep's job dies the same way. A sweep job's id names the revision
+  // and the lease period, so a later sweep's job is not swallowed by the failed one (it used to be:
+  // <id>.sweep.1 every time, while the run stayed at revision 1).
+  it('a handed-off run whose sweep job failed for good is recovered by a later sweep', async () => {
     const sc: Scenario = { failing: undefined, root: { composePath: [], defOrder: ['a0'], steps: [plain('a0')] } };
     const dies = { commit: 1, mode: 'before', job: 'failed' } as const;
-    await checkRun(sc, [{ kind: 'run', pick: 0, dup: 'none', crash: dies }, { kind: 'sweep' }, { kind: 'run', pick: 0, dup: 'none', crash: dies }], { rederivedJobsFail: true });
+    await checkRun(sc, [{ kind: 'run', pick: 0, dup: 'none', crash: dies }, { kind: 'sweep' }, { kind: 'run', pick: 0, dup: 'none', crash: dies }]);
   });
 });
 
-describe('known issue: a sweep takes the settle a child made before its undo for the settle of its undo', () => {
+describe('fixed: a sweep does not take the settle a child made before its undo for the settle of its undo', () => {
   // a0 composes a child (one step b0, with an undo); a1 fails, so the root rolls back and undoes
   // a0's entry: its commit 8 signals the child operator.undo and awaits it
   // (rolling_back.undoingChild). The worker dies right after that commit lands, before it wakes the
   // child; its job is delivered again later. A sweep after the worker's lease ran out finds the
-  // root awaiting a child that is `completed` (settled: its operator.undo is still in its inbox),
-  // and enqueues for the root a job delivering xreactor.child.settled (status completed), which
-  // runs before the redelivered job. Expected: the root waits for the child's undo; it leaves its
-  // wait once, on the child's settle as cancelled. Actual: the root leaves its undo wait on the
-  // completed settle (the one it already collected when the compose step ran: applied a second
-  // time), undoes the entry again, finds the child still completed, enters undoingChild a second
-  // time (a second `awaiting` trace entry), and only then waits for the cancelled settle. The
-  // outcome is right; the signal was applied twice. Cause: the sweeper's verdict in
-  // src/runtime/engine.ts (sweepOnce) treats any `settled`-tagged child as the end of the wait,
-  // whatever the wait's purpose; for purpose `undo` a child in an undoable state (completed,
-  // halted, aborted) has not settled the undo yet.
-  it.fails('a root undoing a composed child, whose worker died right after signalling the undo', async () => {
+  // root awaiting a child that is `completed` (its operator.undo still in its inbox); a job for the
+  // root delivering xreactor.child.settled (status completed)
+  // would run before the redelivered job. The root must leave its undo wait once, on the child's
+  // settle as cancelled: for a wait on an undo, the sweep takes only a cancelled (or failed) child
+  // as settled; a child still completed has the undo in its inbox and is swept itself. (It used to
+  // hand the root the completed settle a second time.)
+  it('a root undoing a composed child, whose worker died right after signalling the undo, applies the settle of the undo once', async () => {
     const child: ReactorSpec = { composePath: ['a0'], defOrder: ['b0'], steps: [{ ...plain('b0'), path: 'a0.b0', composePath: ['a0'], undo: 'ok' }] };
     const sc: Scenario = {
       failing: 'a1',
