@@ -41,13 +41,13 @@ export interface Transition {
   /** The commit was refused: give back what preparing it took (a lease it was to release). */
   readonly refused?: () => void;
   /** The commit landed (the held actor has its new snapshot): the kind records what it keeps beside it and emits its observations. */
-  readonly landed: (call: Call, previous: HeldActor['snapshot']) => Promise<void>;
+  readonly landed: (call: Call, previous: HeldActor['snapshot']) => Promise<void> | undefined;
 }
 
 /** What the kernel needs of one kind of actor: its pure transition and its performers. */
 export interface ActorBehaviour<H extends HeldActor> {
   /** The commit `event` leads to, or undefined when the actor's state does not accept it. */
-  transition(held: H, event: SignalEvent, call: Call): Promise<Transition | undefined>;
+  transition(held: H, event: SignalEvent, call: Call): Transition | undefined | Promise<Transition | undefined>;
   /** Perform one committed effect; its outcome is the actor's next event. */
   perform(held: H, effect: OutboxEffect, call: Call): Promise<SignalEvent | undefined>;
   /** The tags of a state value (settled, undoable, ...), as its machine declares them. */
@@ -296,7 +296,9 @@ export class ActorHost<H extends HeldActor> {
    */
   async #step(held: H, event: SignalEvent, entry: InboxEntry | undefined, call: Call): Promise<StepOutcome> {
     const { store } = this.#deps;
-    const transition = await this.#kind.transition(held, event, call);
+    // Most transitions are computed without waiting (only one that spawns validates input): no extra tick per step.
+    const computed = this.#kind.transition(held, event, call);
+    const transition = computed instanceof Promise ? await computed : computed;
     if (transition === undefined) return { status: 'ignored' };
     const commit: Commit = { ...transition.commit, inboxSeen: held.inbox.seq, ...(entry === undefined ? {} : { consumed: [entry.seq] }) };
     const list = () => Promise.all(transition.listed.map((id) => store.markActive(id, true)));
@@ -321,7 +323,8 @@ export class ActorHost<H extends HeldActor> {
     held.outboxPending = false;
     held.declined.clear();
     if (entry !== undefined) held.inbox = { entries: held.inbox.entries.filter((e) => e.seq !== entry.seq), seq: held.inbox.seq };
-    await transition.landed(call, previous);
+    const landing = transition.landed(call, previous);
+    if (landing !== undefined) await landing;
     // Signals that landed meanwhile come first: an inbox entry not tried yet (a cancel behind a
     // resume) may supersede this commit's work, which is then never started. Wakes are noted now.
     if (held.inbox.entries.some((e) => !held.declined.has(e.seq))) {

@@ -271,7 +271,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution> {
    * this process) or takes (the first commit of a run built from a hand-off job's snapshot), and
    * the settle announcement.
    */
-  async transition(held: HeldExecution, input: SignalEvent, call: Call): Promise<Transition | undefined> {
+  transition(held: HeldExecution, input: SignalEvent, call: Call): Transition | undefined | Promise<Transition | undefined> {
     const event = input as unknown as ExecutionEvent;
     const place = call.place;
     if (event.type === 'xreactor.execution.abort' && place === 'worker') throw new WorkInterruptedError(held.id, event.reason);
@@ -279,8 +279,21 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution> {
     // XState returns the very same snapshot when no transition applies (stale or duplicate delivery).
     if (next === held.snapshot) return undefined;
     const plan = planCommit(actions);
+    if (plan.spawns.length === 0) return this.#transitionOf(held, event, next, actions, plan, [], call);
+    return Promise.all(plan.spawns.map((s) => this.#spawn(held, s.step, s.child, s.input))).then((spawned) => this.#transitionOf(held, event, next, actions, plan, spawned, call));
+  }
+
+  #transitionOf(
+    held: HeldExecution,
+    event: ExecutionEvent,
+    next: Snapshot,
+    actions: readonly { type: string; params?: unknown }[],
+    plan: CommitPlan,
+    spawned: readonly { readonly held: HeldExecution; readonly host: ExecutionHost; readonly create: SpawnActor; readonly lease: HeldLease | undefined }[],
+    call: Call,
+  ): Transition {
+    const place = call.place;
     const { writes, effects } = plan;
-    const spawned = plan.spawns.length === 0 ? [] : await Promise.all(plan.spawns.map((s) => this.#spawn(held, s.step, s.child, s.input)));
     const commit: Commit = {
       snapshot: persist(next),
       status: statusOf(next.value),
@@ -315,7 +328,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution> {
       refused: () => {
         if (lease !== undefined) lease.taken();
       },
-      landed: async (landedIn, previous) => {
+      landed: (landedIn, previous) => {
         lease?.released();
         if (fromJob !== undefined) {
           held.fromJob = undefined;
@@ -334,7 +347,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution> {
           child.lease?.taken();
           landedIn.spawned.set(child.held.id, { held: child.held, start: (startIn) => child.host.startSpawned(child.held, startIn) });
         }
-        await this.#afterCommit(held, event, effects);
+        return this.#afterCommit(held, event, effects);
       },
     };
   }
@@ -647,15 +660,20 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution> {
   }
 
   /** Hooks that depend on where a transition led: a step's final failure, and the run's end. */
-  async #afterCommit(held: HeldExecution, event: ExecutionEvent, effects: readonly ExecutionEffect[]): Promise<void> {
+  /** Hooks that depend on where a transition led; a promise only when the run ended (its result is built). */
+  #afterCommit(held: HeldExecution, event: ExecutionEvent, effects: readonly ExecutionEffect[]): Promise<void> | undefined {
     const { hooks } = this.#deps;
     if (event.type === 'xreactor.step.failed' && statusOf(held.snapshot.value) !== 'running' && hooks.has('stepFail')) {
       const step = this.#definition.plan[event.index]!.name;
       hooks.emit('stepFail', { ...this.#hook(held, step), attempt: event.attempt, args: event.args, error: deserializeError(event.error) });
     }
     const finished = effects.find((e) => e.type === 'xreactor.effect.finished');
-    if (finished === undefined || !(hooks.has('reactorComplete') || hooks.has('reactorFail'))) return;
-    const status = finished.params.status;
+    if (finished === undefined || !(hooks.has('reactorComplete') || hooks.has('reactorFail'))) return undefined;
+    return this.#emitEnd(held, finished.params.status);
+  }
+
+  async #emitEnd(held: HeldExecution, status: ExecutionStatus): Promise<void> {
+    const { hooks } = this.#deps;
     const result = await buildResult(this.#definition, status, held.snapshot.context, this.resultsOf(held));
     const base = this.#base(held);
     if (result?.status === 'failed') hooks.emit('reactorFail', { ...base, error: result.error });
