@@ -211,14 +211,19 @@ export function scenarioArb(options: TreeOptions = {}): fc.Arbitrary<Scenario> {
     .map(toScenario);
 }
 
+/** Scenarios whose root completes: no failure point, no halt at the root's own steps (children may halt). */
+export function completingScenarioArb(options: TreeOptions = {}): fc.Arbitrary<Scenario> {
+  return rawReactorArb(MAX_DEPTH, options, false).map((root) => toScenario({ root, failure: undefined }));
+}
+
 // ---------------------------------------------------------------------------
 // Values the generated steps produce
 // ---------------------------------------------------------------------------
 
 export const okValue = (path: string) => ({ v: path });
-const skipValue = (path: string) => ({ skipped: path });
+export const skipValue = (path: string) => ({ skipped: path });
 export const bodyErrorMessage = (path: string) => `boom ${path}`;
-const haltReason = (path: string) => `halt ${path}`;
+export const haltReason = (path: string) => `halt ${path}`;
 
 // ---------------------------------------------------------------------------
 // Reference interpreter, written from R1–R7 and §2.2 (and retries: a step runs again while its
@@ -245,7 +250,11 @@ export type RefOutcome =
 export class Trace {
   /** Events pushed by the handlers (compensate / undo only when declared). */
   readonly handlers: string[] = [];
+  /** Events a recording middleware sees: run / compensate / undo of plain steps, declared or not. */
+  readonly hooks: string[] = [];
   readonly failures: ExpectedFailure[] = [];
+  /** Paths of the plain steps that completed without skipping, in completion order. */
+  readonly completed: string[] = [];
   /** Final status of every composed child execution, by its compose step's path. */
   readonly children = new Map<string, string>();
   /** Status each composed child settled in when its parent collected it (before any undo), by compose path. */
@@ -254,12 +263,14 @@ export class Trace {
   readonly childUndos: string[] = [];
 
   run(step: PlainSpec): void {
+    this.hooks.push(`run:${step.path}`);
     this.handlers.push(`run:${step.path}`);
   }
 
   /** R2/R4: a compensate or undo phase; false when a declared handler did not complete. */
   rollback(kind: 'compensate' | 'undo', step: PlainSpec): boolean {
     const handler = kind === 'compensate' ? step.compensate : step.undo;
+    this.hooks.push(`${kind}:${step.path}`);
     if (handler === 'absent') return true;
     this.handlers.push(`${kind}:${step.path}`);
     if (handler === 'throws') this.failures.push({ step: step.name, path: step.composePath, kind, reason: 'raised' });
@@ -324,6 +335,7 @@ function referenceReactor(r: ReactorSpec, t: Trace): RefOutcome {
       case 'ok':
         // R1: a success is pushed on this reactor's undo stack.
         stack.push({ kind: 'plain', step });
+        t.completed.push(step.path);
         results[step.name] = okValue(step.path);
         break;
       case 'skip':
