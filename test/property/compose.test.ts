@@ -12,12 +12,12 @@
 import fc from 'fast-check';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { CompensationError, createMemoryStore, createRuntime, defineReactor, fail, halt, skip } from '../../src/index.js';
+import { CompensationError, createMemoryStore, createRuntime } from '../../src/index.js';
 import type { AnyReactorDefinition, RollbackFailure, RunResult, RunReturn, Runtime, Store } from '../../src/index.js';
 import { createTestClock, recordEvents } from '../../src/testing/index.js';
 import type { EventRecorder } from '../../src/testing/index.js';
-import { bodyErrorMessage, completingScenarioArb, haltReason, INPUT, okValue, reference, scenarioArb, skipValue, Trace } from './support/compose-tree.js';
-import type { ExpectedFailure, HandlerKind, PlainSpec, ReactorSpec, RefEntry, RefOutcome, Scenario } from './support/compose-tree.js';
+import { bodyErrorMessage, buildTree, completingScenarioArb, INPUT, reference, scenarioArb, Trace } from './support/compose-tree.js';
+import type { ExpectedFailure, HandlerLog, PlainSpec, ReactorSpec, RefEntry, RefOutcome, Scenario } from './support/compose-tree.js';
 
 const RUNS = { numRuns: 200 };
 const anyScenario = scenarioArb();
@@ -46,79 +46,16 @@ interface Harness {
   readonly id: string;
 }
 
-let reactors = 0;
 let executions = 0;
 
-function rollbackOutcome(kind: HandlerKind, what: string, path: string): unknown {
-  if (kind === 'throws') throw new Error(`${what} ${path} raised`);
-  if (kind === 'fails') return fail(new Error(`${what} ${path} failed`));
-  return undefined;
-}
-
-const readArgs = (reads: readonly string[]) => ({ result }: { result: (n: string) => unknown }) =>
-  Object.fromEntries(reads.map((d) => [`r_${d}`, result(d)]));
-
-function buildReactor(r: ReactorSpec, log: string[], problems: string[]): AnyReactorDefinition {
-  reactors += 1;
-  let builder: any = defineReactor({ name: `compose_property_${reactors}` });
-  for (const name of r.defOrder) {
-    const step = r.steps.find((s) => s.name === name)!;
-    const use: Record<string, unknown> = {};
-    if (step.reads.length > 0) use['args'] = readArgs(step.reads);
-    if (step.waitFor.length > 0) use['waitFor'] = step.waitFor;
-    if (step.kind === 'compose') {
-      builder = builder.compose(name, buildReactor(step.child, log, problems), use);
-      continue;
-    }
-    const { path } = step;
-    let produced = false;
-    use['run'] = () => {
-      log.push(`run:${path}`);
-      const body = (): unknown => {
-        switch (step.behaviour) {
-          case 'ok':
-            produced = true;
-            return okValue(path);
-          case 'skip':
-            return skip(skipValue(path));
-          case 'halt':
-            return halt(haltReason(path));
-          case 'throw':
-            throw new Error(bodyErrorMessage(path));
-          case 'fail':
-            return fail(new Error(bodyErrorMessage(path)));
-        }
-      };
-      return step.async ? Promise.resolve().then(body) : body();
-    };
-    if (step.compensate !== 'absent') {
-      use['compensate'] = () => {
-        log.push(`compensate:${path}`);
-        return rollbackOutcome(step.compensate, 'compensate', path);
-      };
-    }
-    if (step.undo !== 'absent') {
-      use['undo'] = (result: unknown) => {
-        log.push(`undo:${path}`);
-        if (!produced) problems.push(`${path}: undone but its body never produced a value`);
-        else if (JSON.stringify(result) !== JSON.stringify(okValue(path))) problems.push(`${path}: undo received ${JSON.stringify(result)}`);
-        return rollbackOutcome(step.undo, 'undo', path);
-      };
-    }
-    builder = builder.step(name, use);
-  }
-  return builder.build() as AnyReactorDefinition;
-}
-
 function harness(sc: Scenario): Harness {
-  const log: string[] = [];
-  const problems: string[] = [];
+  const log: HandlerLog = { events: [], problems: [] };
   const clock = createTestClock();
   const store = createMemoryStore({ clock });
   const recorder = recordEvents();
   const runtime = createRuntime({ clock, store, middleware: [recorder.middleware], logger: pino({ level: 'silent' }) });
   executions += 1;
-  return { runtime, store, recorder, log, problems, reactor: buildReactor(sc.root, log, problems), id: `compose-${executions}` };
+  return { runtime, store, recorder, log: log.events, problems: log.problems, reactor: buildTree(sc, log, { prefix: 'compose_property', background: false }), id: `compose-${executions}` };
 }
 
 async function runScenario(sc: Scenario) {
