@@ -53,6 +53,11 @@ export function executionTagsOf(value: unknown): ReadonlySet<ActorTag> {
   return NO_TAGS;
 }
 
+/** The lifecycle status of a stored execution state value: its top-level state. */
+export function executionStatusOf(value: unknown): ExecutionStatus {
+  return (typeof value === 'string' ? value : Object.keys(value as object)[0]) as ExecutionStatus;
+}
+
 /** One frozen set per tagged state, built once: asked on every transition. */
 const TAG_SETS: ReadonlyMap<string, ReadonlySet<ActorTag>> = new Map(Object.entries(EXECUTION_STATE_TAGS).map(([path, tags]) => [path, new Set<ActorTag>(tags)]));
 const NO_TAGS: ReadonlySet<ActorTag> = new Set();

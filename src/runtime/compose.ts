@@ -1,5 +1,5 @@
 import type { ExecutionContext, ExecutionEvent, RollbackFailure } from '../../machines/execution-types.js';
-import { executionTagsOf } from '../../machines/execution.js';
+import { executionStatusOf as statusOf, executionTagsOf } from '../../machines/execution.js';
 import type { CompiledStep } from '../definition/compiled.js';
 import { DeserializationError, StepFailure, XreactorError } from '../errors/index.js';
 import { serializeError } from '../serialization/index.js';
@@ -26,7 +26,6 @@ export function childIdOf(parentId: string, step: string): string {
   return `${parentId}.${step}`;
 }
 
-const statusOf = (value: unknown) => (typeof value === 'string' ? value : Object.keys(value as object)[0]);
 
 /** A child's rollback failures as the parent reports them: the compose step joins their path. */
 function nested(step: string, failures: readonly RollbackFailure[]): RollbackFailure[] {

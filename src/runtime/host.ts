@@ -21,7 +21,7 @@ import type { HeldLease } from './lease.js';
 import type { ExecutionSnapshot, MachineStepper } from './machine-stepper.js';
 import type { ComposeDeps } from './compose.js';
 import { runCompose, undoCompose } from './compose.js';
-import { executionTagsOf } from '../../machines/execution.js';
+import { executionStatusOf, executionTagsOf } from '../../machines/execution.js';
 import type { Call, Place } from './call.js';
 import { newCall } from './call.js';
 import { mergePlans, planCommit } from './commit-plan.js';
@@ -95,14 +95,12 @@ function settles(effects: readonly ExecutionEffect[]): boolean {
 }
 
 /** Whether a stored state is recoverable: with no live lease, the sweeper resumes it. */
-export function isRecoverable(value: unknown): boolean {
+function isRecoverable(value: unknown): boolean {
   return executionTagsOf(value).has('recoverable');
 }
 
 /** The status an execution snapshot is in. */
-export function statusOf(value: unknown): ExecutionStatus {
-  return (typeof value === 'string' ? value : Object.keys(value as object)[0]) as ExecutionStatus;
-}
+export const statusOf = executionStatusOf;
 
 function persist(snapshot: Snapshot): PersistedSnapshot {
   return { kind: 'execution', machineVersion: EXECUTION_MACHINE_VERSION, value: snapshot.value, context: snapshot.context };
