@@ -69,6 +69,7 @@ const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 200);
 const PROFILE = process.env['BENCH_PROFILE'] !== '0';
 const PROF_INTERVAL_US = Number(process.env['BENCH_PROF_INTERVAL_US'] ?? 250);
 const JSON_OUT = process.env['BENCH_JSON'];
+const COMMANDSTATS = process.env['BENCH_COMMANDSTATS'] === '1';
 const STEPS = 10;
 const CONCURRENCY = 10;
 const AWAIT_TIMEOUT_MS = 120_000;
@@ -139,6 +140,14 @@ function startNodeProcess(file: string, env: Readonly<Record<string, string>>, r
   return { child, ready, exited, output: () => output };
 }
 
+/** BENCH_COMMANDSTATS=1: the Redis commands of one timed batch (every client), per unit of work. */
+function printCommandStats(kind: string, stats: string): void {
+  const rows = [...stats.matchAll(/cmdstat_([^:]+):calls=(\d+),usec=(\d+)/g)].map(([, name, calls, usec]) => ({ name: name!, calls: Number(calls), usec: Number(usec) }));
+  rows.sort((a, b) => b.calls - a.calls);
+  const units = RUNS * STEPS;
+  console.log(`  ${kind} Redis commands per step or job: ` + rows.map((r) => `${r.name} ${(r.calls / units).toFixed(2)} (${(r.usec / units).toFixed(1)} µs)`).join(', '));
+}
+
 async function info(redis: Redis, section: string): Promise<string> {
   return redis.info(section);
 }
@@ -197,8 +206,10 @@ async function roundA(url: string, round: number, profileDir?: string): Promise<
     const runtime = xr.createRuntime({ store, queue, worker: false, reactors: [reactor], logger });
     try {
       if (WARMUP > 0) await runBatch(runtime, WARMUP);
+      if (COMMANDSTATS) await caller.config('RESETSTAT');
       const cpu = cpuNow(pid);
       const { startedAt, dispatchedAt, ok, statuses } = await runBatch(runtime, RUNS);
+      if (COMMANDSTATS) printCommandStats('A', await info(caller, 'commandstats'));
       const endedAt = monotonicMs();
       const used = cpuSince(cpu, pid);
       const totalS = (endedAt - startedAt) / 1000;
@@ -318,8 +329,10 @@ async function roundB(url: string, round: number): Promise<Batch> {
       await events.waitUntilReady();
       const waiter = new ChainWaiter(events);
       if (WARMUP > 0) await chainBatch(queue, waiter, caller, 'w', WARMUP);
+      if (COMMANDSTATS) await caller.config('RESETSTAT');
       const cpu = cpuNow(pid);
       const b = await chainBatch(queue, waiter, caller, 'm', RUNS);
+      if (COMMANDSTATS) printCommandStats('B', await info(caller, 'commandstats'));
       const used = cpuSince(cpu, pid);
       const totalS = (b.endedAt - b.startedAt) / 1000;
       return {

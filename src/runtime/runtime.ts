@@ -320,6 +320,28 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       const timeoutMs = awaitOptions.timeoutMs ?? 30_000;
       const recheckMs = Math.min(5_000, Math.max(1_000, Math.floor(timeoutMs / 10)));
       const deadline = clock.now() + timeoutMs;
+      /** The outcome when the execution has one (settled, aborted or paused); else its status. */
+      const look = async (onAnswer: () => void): Promise<{ result: RunResult<never> | CancelledResult | PausedResult } | { status: string }> => {
+        const loaded = await loadOrUnreadable(store, id).catch((error: unknown) => {
+          onAnswer();
+          throw error;
+        });
+        if (loaded === undefined || loaded instanceof DeserializationError || SETTLED.includes(statusOf(loaded.snapshot.value)) || ['aborted', 'paused'].includes(statusOf(loaded.snapshot.value))) {
+          onAnswer();
+        }
+        if (loaded === undefined) throw new ExecutionNotFoundError(id);
+        if (loaded instanceof DeserializationError) return { result: unreadable(id, loaded) };
+        const status = statusOf(loaded.snapshot.value);
+        const context = loaded.snapshot.context as Parameters<typeof buildResult>[2];
+        if (SETTLED.includes(status) || status === 'aborted') {
+          return { result: (await outcome(knownDefinition(context), id, status, context)) as RunResult<never> | CancelledResult };
+        }
+        if (status === 'paused') {
+          const { definition, held } = await engine.load(id);
+          return { result: (await heldOutcome(definition, held)) as PausedResult };
+        }
+        return { status };
+      };
       for (;;) {
         // Listen before looking: once the wait is listening, a run that settles after the look
         // still wakes us (a notification published before the SUBSCRIBE lands would be lost).
@@ -328,32 +350,23 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         const wait = store.waitSettled(id, Math.min(remainingNow, recheckMs), awaitOptions.signal === undefined ? stopWaiting.signal : AbortSignal.any([awaitOptions.signal, stopWaiting.signal]));
         // Listening, or given up (timeout, abort): a stuck SUBSCRIBE must not outlast timeoutMs.
         await Promise.race([wait.listening, wait.settled]);
-        const loaded = await loadOrUnreadable(store, id).catch((error: unknown) => {
-          stopWaiting.abort();
-          throw error;
-        });
-        if (loaded === undefined || loaded instanceof DeserializationError || SETTLED.includes(statusOf(loaded.snapshot.value)) || ['aborted', 'paused'].includes(statusOf(loaded.snapshot.value))) {
-          stopWaiting.abort();
-        }
-        if (loaded === undefined) throw new ExecutionNotFoundError(id);
-        if (loaded instanceof DeserializationError) return unreadable(id, loaded);
-        const status = statusOf(loaded.snapshot.value);
-        const context = loaded.snapshot.context as Parameters<typeof buildResult>[2];
-        if (SETTLED.includes(status) || status === 'aborted') {
-          return (await outcome(knownDefinition(context), id, status, context)) as RunResult<never> | CancelledResult;
-        }
-        if (status === 'paused') {
-          const { definition, held } = await engine.load(id);
-          return (await heldOutcome(definition, held)) as PausedResult;
-        }
+        const first = await look(() => stopWaiting.abort());
+        if ('result' in first) return first.result;
         if (deadline - clock.now() <= 0) {
           stopWaiting.abort();
-          throw new AwaitTimeoutError(id, timeoutMs, status);
+          throw new AwaitTimeoutError(id, timeoutMs, first.status);
         }
-        await wait.settled;
+        const notified = await wait.settled;
         awaitOptions.signal?.throwIfAborted();
+        // Notified: the commit that published it is durable, so look again at once (no new
+        // subscription). A notification without an outcome (or a re-check) listens again first.
+        if (notified) {
+          const again = await look(() => undefined);
+          if ('result' in again) return again.result;
+        }
       }
     },
+
 
     async find(id) {
       const loaded = await loadOrUnreadable(store, id);

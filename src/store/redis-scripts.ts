@@ -7,6 +7,7 @@
  * reply carries codes, a pure reply reader. Both are unit-tested without Redis.
  */
 import { readFileSync } from 'node:fs';
+import { ReplyError } from 'ioredis';
 import type { Cluster, Redis } from 'ioredis';
 import { DefinitionError, ExecutionNotFoundError, InboxPendingError, StaleRevisionError, XreactorError } from '../errors/index.js';
 import { encode } from '../serialization/index.js';
@@ -30,6 +31,8 @@ export interface ScriptCall {
 export const SCRIPTS = {
   createExecution: { file: 'createExecution-5.lua', numberOfKeys: 5 },
   commitExecution: { file: 'commitExecution-5.lua', numberOfKeys: 5 },
+  // Five keys per batched commit: the call passes its number of keys (`numberOfKeys: 'per5'`).
+  commitBatch: { file: 'commitBatch-5n.lua', numberOfKeys: 'per5' },
   loadExecution: { file: 'loadExecution-2.lua', numberOfKeys: 2 },
   readInbox: { file: 'readInbox-2.lua', numberOfKeys: 2 },
   signalActor: { file: 'signalActor-1.lua', numberOfKeys: 1 },
@@ -37,7 +40,7 @@ export const SCRIPTS = {
   acquireAndLoad: { file: 'acquireAndLoad-3.lua', numberOfKeys: 3 },
   releaseLease: { file: 'releaseLease-1.lua', numberOfKeys: 1 },
   markActive: { file: 'markActive-1.lua', numberOfKeys: 1 },
-} as const;
+} as const satisfies Record<string, { file: string; numberOfKeys: number | 'per5' }>;
 
 /** Name of an atomic operation with a script. */
 export type ScriptName = keyof typeof SCRIPTS;
@@ -67,13 +70,20 @@ export type ScriptRunner = (name: ScriptName, call: ScriptCall, binary?: boolean
 export function defineScripts(redis: Redis | Cluster): ScriptRunner {
   const commands = redis as unknown as Record<string, (...args: (string | Buffer)[]) => Promise<unknown>>;
   for (const [name, script] of Object.entries(SCRIPTS)) {
-    redis.defineCommand(`xreactor_${name}`, { lua: loadLuaScript(script.file), numberOfKeys: script.numberOfKeys });
+    // Without numberOfKeys, ioredis takes the number of keys as the call's first argument.
+    redis.defineCommand(`xreactor_${name}`, { lua: loadLuaScript(script.file), ...(typeof script.numberOfKeys === 'number' ? { numberOfKeys: script.numberOfKeys } : {}) });
   }
   return (name, call, binary = false) => {
-    if (call.keys.length !== SCRIPTS[name].numberOfKeys) {
-      throw new XreactorError('script_keys_invalid', `script ${SCRIPTS[name].file} takes ${SCRIPTS[name].numberOfKeys} keys, not ${call.keys.length}`);
+    const expected: number | 'per5' = SCRIPTS[name].numberOfKeys;
+    const command = commands[`xreactor_${name}${binary ? 'Buffer' : ''}`]!;
+    if (expected === 'per5') {
+      if (call.keys.length === 0 || call.keys.length % 5 !== 0) throw new XreactorError('script_keys_invalid', `script ${SCRIPTS[name].file} takes five keys per commit, not ${call.keys.length}`);
+      return command.call(redis, String(call.keys.length), ...call.keys, ...call.argv);
     }
-    return commands[`xreactor_${name}${binary ? 'Buffer' : ''}`]!.call(redis, ...call.keys, ...call.argv);
+    if (call.keys.length !== expected) {
+      throw new XreactorError('script_keys_invalid', `script ${SCRIPTS[name].file} takes ${expected} keys, not ${call.keys.length}`);
+    }
+    return command.call(redis, ...call.keys, ...call.argv);
   };
 }
 
@@ -232,6 +242,40 @@ export function commitArgs(keys: ExecutionKeys, expectedRevision: number, commit
       ...(kernel ? [keys.id, ...kernelTail(commit, true)] : []),
     ],
   };
+}
+
+/** ioredis's error class for an error reply (typed `any` there). */
+const RedisReplyError = ReplyError as new (message: string) => Error;
+
+/** Whether `commitBatch-5n.lua` takes a call `commitArgs` built: a fast-path commit (no kernel section, ARGV[14] ''). */
+export function isBatchable(call: ScriptCall): boolean {
+  return call.keys.length === 5 && call.argv[13] === '';
+}
+
+/** Arguments of `commitBatch-5n.lua`: fast-path commit calls (see {@link isBatchable}), applied in this order. */
+export function commitBatchArgs(calls: readonly ScriptCall[]): ScriptCall {
+  const keys: string[] = [];
+  const argv: (string | Buffer)[] = [String(calls.length)];
+  for (const call of calls) {
+    if (!isBatchable(call)) throw new XreactorError('script_keys_invalid', 'commitBatch-5n.lua takes fast-path commits only (five keys, no kernel section)');
+    keys.push(...call.keys);
+    argv.push(String(call.argv.length), ...call.argv);
+  }
+  return { keys, argv };
+}
+
+/**
+ * Reads the reply of `commitBatch-5n.lua` for `n` commits: each commit's own reply (as
+ * `commitExecution-5.lua` replies it, for {@link readCommitReply}), or an Error carrying the
+ * message of the Redis error one of its commands raised (an ioredis `ReplyError`, as a script
+ * run alone raises).
+ */
+export function readBatchReplies(reply: unknown, n: number): unknown[] {
+  if (!Array.isArray(reply) || reply.length !== n) {
+    throw new XreactorError('script_reply_invalid', `${SCRIPTS.commitBatch.file} replied ${JSON.stringify(reply)}, not ${n} replies: is another program's script loaded under its name?`);
+  }
+  // The same error class ioredis raises when a script run alone fails.
+  return reply.map((one: unknown) => (Array.isArray(one) && Number(one[0]) === -1 ? new RedisReplyError(`${String(one[1])} (in ${SCRIPTS.commitBatch.file})`) : one));
 }
 
 /** Arguments of `acquireAndLoad-3.lua`. */

@@ -111,4 +111,45 @@ describe('awaitResult on Redis', () => {
       workerRedis.disconnect();
     }
   });
+
+  it('a waiter woken by the settle notification reads the outcome without subscribing again', async () => {
+    const redis = new Redis(server.url);
+    const workerRedis = new Redis(server.url);
+    const prefix = `once-${process.pid}`;
+    const subscribes: string[][] = [];
+    const store = createRedisStore({
+      redis,
+      prefix,
+      subscriber: () => {
+        const client = new Redis(server.url);
+        const subscribe = client.subscribe.bind(client) as (...channels: string[]) => Promise<unknown>;
+        (client as unknown as { subscribe: (...channels: string[]) => Promise<unknown> }).subscribe = (...channels: string[]) => {
+          subscribes.push(channels);
+          return subscribe(...channels);
+        };
+        return client;
+      },
+    });
+    const workerStore = createRedisStore({ redis: workerRedis, prefix });
+    const queue = createInProcessQueue({ mode: 'manual' });
+    const logger = pino({ level: 'silent' });
+    const reactor = defineReactor({ name: 'await_once' }).step('a', { run: () => 7 }).background({ all: true }).returns('a').build();
+    const runtime = createRuntime({ logger, store, queue, worker: false, reactors: [reactor], generateId: () => 'once-1' });
+    const worker = createWorker({ logger, store: workerStore, queue, reactors: [reactor] });
+    try {
+      await runtime.run(reactor, {});
+      const waiting = runtime.awaitResult('once-1', { timeoutMs: 20_000 });
+      // Let the waiter listen and find the run still dispatched, then settle it.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await queue.drain();
+      expect(await waiting).toMatchObject({ status: 'completed', value: 7 });
+      expect(subscribes).toHaveLength(1);
+    } finally {
+      await worker.close();
+      await runtime.close();
+      await Promise.all([store.close(), workerStore.close()]);
+      redis.disconnect();
+      workerRedis.disconnect();
+    }
+  });
 });

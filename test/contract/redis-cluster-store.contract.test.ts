@@ -31,6 +31,16 @@ const open = () => {
 describeStoreContract('redis cluster', async () => open());
 
 describe('redis cluster store', () => {
+  it('refuses groupCommit: true, whose batches would cross hash slots, saying to leave it unset', async () => {
+    const redis = new Cluster(cluster.nodes);
+    try {
+      expect(() => createRedisStore({ redis, groupCommit: true })).toThrow(/groupCommit is not available on a Redis Cluster.*leave groupCommit unset/);
+      expect(() => createRedisStore({ redis, groupCommit: false })).not.toThrow();
+    } finally {
+      await redis.quit();
+    }
+  });
+
   it('spreads executions over several nodes, each execution\'s keys on one', async () => {
     const { redis, store, prefix, cleanup } = open();
     try {

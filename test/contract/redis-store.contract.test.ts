@@ -419,3 +419,72 @@ describe('redis store: stored data', () => {
     }
   });
 });
+
+describe('redis store: group commit', () => {
+  const quiet = (): Commit => ({ ...first(), writes: { results: [['s', 1]], pushUndo: [], truncateUndoTo: undefined, trace: [{ type: 'run', step: 's', at: 2 }] } });
+  /** EVALSHA / EVAL calls the server counted since the last RESETSTAT (scripts, whatever they are). */
+  const scriptCalls = async (redis: Redis): Promise<number> => {
+    const stats = await redis.info('commandstats');
+    return [...stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+  };
+  const ten = Array.from({ length: 10 }, (_, i) => `batch-${i}`);
+
+  it('sends the per-step commits of one turn as two script calls: the first alone, the rest together', async () => {
+    const { redis, store, cleanup } = open();
+    try {
+      for (const id of ten) await store.create({ id, reactor: 'r', input: {}, commit: first() });
+      await redis.config('RESETSTAT');
+      expect(await Promise.all(ten.map((id) => store.commit(id, 1, quiet())))).toEqual(ten.map(() => 2));
+      expect(await scriptCalls(redis)).toBe(2);
+      for (const id of ten) expect(await store.readResults(id)).toEqual(new Map([['a', 1], ['s', 1]]));
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('with groupCommit: false sends every commit alone', async () => {
+    const redis = new Redis(server.url);
+    const store = createRedisStore({ redis, prefix: freshPrefix(), groupCommit: false });
+    try {
+      for (const id of ten) await store.create({ id, reactor: 'r', input: {}, commit: first() });
+      await redis.config('RESETSTAT');
+      await Promise.all(ten.map((id) => store.commit(id, 1, quiet())));
+      expect(await scriptCalls(redis)).toBe(10);
+    } finally {
+      await store.close();
+      await redis.quit();
+    }
+  });
+
+  it('fails only the commit whose key holds another type of value; the others of its batch apply', async () => {
+    const { redis, store, prefix, cleanup } = open();
+    try {
+      for (const id of ten) await store.create({ id, reactor: 'r', input: {}, commit: first() });
+      await redis.del(createKeyBuilder(prefix).executionKeys('batch-4').results);
+      await redis.set(createKeyBuilder(prefix).executionKeys('batch-4').results, 'foreign');
+      await redis.config('RESETSTAT');
+      const outcomes = await Promise.allSettled(ten.map((id) => store.commit(id, 1, quiet())));
+      expect(await scriptCalls(redis)).toBe(2);
+      outcomes.forEach((outcome, i) => {
+        if (i === 4) expect(outcome).toMatchObject({ status: 'rejected', reason: { message: expect.stringMatching(/WRONGTYPE/) } });
+        else expect(outcome, ten[i]).toEqual({ status: 'fulfilled', value: 2 });
+      });
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('commits of the kernel (signals, awaits, spawns, re-stamps) are sent alone, beside a batch of the same turn', async () => {
+    const { redis, store, cleanup } = open();
+    try {
+      for (const id of [...ten, 'k', 'k.c']) await store.create({ id, reactor: 'r', input: {}, commit: first() });
+      await redis.config('RESETSTAT');
+      const kernel = store.commit('k.c', 1, { ...quiet(), signals: [{ to: 'k', event: { type: 't' }, dedupeKey: 'x' }] });
+      expect(await Promise.all([...ten.map((id) => store.commit(id, 1, quiet())), kernel])).toEqual([...ten.map(() => 2), 2]);
+      expect(await scriptCalls(redis)).toBe(3);
+      expect((await store.readInbox('k')).entries).toHaveLength(1);
+    } finally {
+      await cleanup();
+    }
+  });
+});

@@ -143,6 +143,45 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         await expect(store.commit('e1', 5, commit('x'))).rejects.toBeInstanceOf(StaleRevisionError);
         expect((await store.load('e1'))?.revision).toBe(1);
       });
+
+      // A store may send the commits of one turn of the event loop together (the Redis store's
+      // group commit): each is still fenced and answered on its own, as if sent alone in order.
+      it('answers commits issued in the same turn each on its own: applied, stale, inbox pending, unknown, gap', async () => {
+        const store = await fresh();
+        const ids = ['g1', 'g2', 'g3', 'g4', 'g5', 'g6'];
+        for (const id of ids) await store.create({ id, reactor: 'r', input: null, commit: commit('pending') }, id === 'g6' ? { lease: { owner: 'me', ttlMs: 60_000 } } : undefined);
+        await store.signal({ to: 'g4', event: { type: 'test.ping' }, dedupeKey: 'k' });
+        const waiting = store.waitSettled('g6', 10_000);
+        await waiting.listening;
+        const outcomes = await Promise.allSettled([
+          store.commit('g1', 1, commit('one', { results: [['a', 1]], pushUndo: [undoEntry('a', 0)], trace: [{ type: 'run', step: 'a', at: 1 }] })),
+          store.commit('g2', 7, commit('stale')),
+          store.commit('g3', 1, commit('three', { results: [['b', 3]] })),
+          store.commit('g4', 1, commit('unseen inbox')),
+          store.commit('nope', 1, commit('unknown')),
+          store.commit('g5', 1, commit('gap', { pushUndo: [undoEntry('z', 4)] })),
+          store.commit('g6', 1, commit('done'), { releaseLease: 'me', announce: true }),
+          store.commit('g1', 1, commit('second writer of g1')),
+        ]);
+        const [one, stale, three, inbox, unknown, gap, done, second] = outcomes;
+        expect(one).toEqual({ status: 'fulfilled', value: 2 });
+        expect(stale).toMatchObject({ status: 'rejected', reason: expect.any(StaleRevisionError) });
+        expect(three).toEqual({ status: 'fulfilled', value: 2 });
+        expect(inbox).toMatchObject({ status: 'rejected', reason: { name: 'InboxPendingError' } });
+        expect(unknown).toMatchObject({ status: 'rejected', reason: expect.any(ExecutionNotFoundError) });
+        expect(gap).toMatchObject({ status: 'rejected', reason: { code: 'undo_position_invalid' } });
+        expect(done).toEqual({ status: 'fulfilled', value: 2 });
+        expect(second).toMatchObject({ status: 'rejected', reason: expect.any(StaleRevisionError) });
+        expect(await waiting.settled).toBe(true);
+        expect(await store.hasLease('g6')).toBe(false);
+        expect((await store.load('g1'))?.snapshot.value).toBe('one');
+        expect(await store.readResults('g1')).toEqual(new Map([['a', 1]]));
+        expect(await store.readUndoStack('g1')).toEqual([stored('a')]);
+        expect(await store.readTrace('g1')).toEqual([{ type: 'run', step: 'a', at: 1 }]);
+        expect(await store.readResults('g3')).toEqual(new Map([['b', 3]]));
+        for (const id of ['g2', 'g4', 'g5']) expect((await store.load(id))?.revision, id).toBe(1);
+        expect(await store.load('nope')).toBeUndefined();
+      });
     });
 
     describe('results, undo stack and trace', () => {

@@ -55,31 +55,16 @@
     {3, position, length, id}  an undo push of spawned actor `id` would leave a gap; nothing written
 ]]
 --- @include "applyCommit"
+--- @include "fencedCommit"
 
-local checkSnapshot = ARGV[11] == '1'
-local fields = checkSnapshot and redis.call('HMGET', KEYS[1], 'rev', 'iseq', 'snapshot') or redis.call('HMGET', KEYS[1], 'rev', 'iseq')
-local stored = fields[1]
-if not stored then return {2, 0} end
-if tonumber(stored) ~= tonumber(ARGV[1]) then return {1, tonumber(stored)} end
-if checkSnapshot and fields[3] ~= ARGV[12] then return {1, tonumber(stored)} end
-if fields[2] and tonumber(fields[2]) > tonumber(ARGV[13]) then return {5, tonumber(stored), tonumber(fields[2])} end
-
-local commit = readCommit(15)
-local undoLength = commit.nUndo > 0 and redis.call('LLEN', KEYS[3]) or 0
-local badPosition, length = checkUndo(commit, undoLength)
-if badPosition then return {3, badPosition, length} end
-
-local takeLease = ARGV[8] == '1'
-if takeLease then
-  local holder = redis.call('GET', KEYS[5])
-  if holder and holder ~= ARGV[9] then return {4, 0} end
-end
+local refused, commit, stored, undoLength = checkCommit(KEYS, 0)
+if refused then return refused end
 
 local restamp, base, revision = ARGV[3] == '1', ARGV[14], nil
 if base == '' then
   -- The per-step fast path: no kernel section (and no re-stamp). The kernel code of the other
   -- branch is not run, so not even its functions are created.
-  revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, ARGV[2], restamp, tonumber(stored) + 1, undoLength)
+  revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, ARGV[2], restamp, stored + 1, undoLength)
 else
 --- @include "actorKeys"
 --- @include "deliverSignal"
@@ -87,14 +72,12 @@ else
   local tail = commitEnd(commit)
   local id = ARGV[tail]
   local kernel = readKernel(tail + 1)
-  local refused = checkSpawns(base, kernel, { [id] = true })
-  if refused then return refused end
-  revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, ARGV[2], restamp, tonumber(stored) + 1, undoLength)
+  local spawnRefused = checkSpawns(base, kernel, { [id] = true })
+  if spawnRefused then return spawnRefused end
+  revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, ARGV[2], restamp, stored + 1, undoLength)
   applyKernel(base, id, kernel, ARGV[2], restamp)
   deliverKernel(base, kernel, ARGV[2])
 end
 
-if takeLease then redis.call('SET', KEYS[5], ARGV[9], 'PX', ARGV[10]) end
-if ARGV[4] == '1' and redis.call('GET', KEYS[5]) == ARGV[5] then redis.call('DEL', KEYS[5]) end
-if ARGV[6] ~= '' then redis.call('PUBLISH', ARGV[6], ARGV[7]) end
+finishCommit(KEYS, 0)
 return {0, revision}
