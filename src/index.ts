@@ -78,6 +78,8 @@ export type {
   Inbox,
   SpawnActor,
   SignalReceipt,
+  UnreadableRecord,
+  UnreadableMark,
 } from './store/store.js';
 export type { Queue, JobSpec, JobHandler, Consumer, ConsumeOptions, ActorAddress, JobKind } from './queue/queue.js';
 

@@ -27,6 +27,17 @@ export function childIdOf(parentId: string, step: string): string {
 }
 
 
+/** The error an actor was marked unreadable with (`Store.markUnreadable`), or undefined when it was not. */
+async function markedUnreadable(store: Store, id: string): Promise<DeserializationError | undefined> {
+  try {
+    const record = await store.readUnreadable(id);
+    return record === undefined ? undefined : new DeserializationError(record.message);
+  } catch (error) {
+    if (error instanceof DeserializationError) return error;
+    throw error;
+  }
+}
+
 /** A child's rollback failures as the parent reports them: the compose step joins their path. */
 function nested(step: string, failures: readonly RollbackFailure[]): RollbackFailure[] {
   return failures.map((f) => ({ ...f, path: [step, ...(f.path ?? [])] }));
@@ -70,7 +81,12 @@ export async function runCompose(
     onStart(args);
     return { type: 'xreactor.compose.spawn', at: at(), ...base, args };
   }
-  if (!executionTagsOf(held.snapshot.value).has('settled')) return { type: 'xreactor.compose.awaiting', at: at(), ...base, args };
+  if (!executionTagsOf(held.snapshot.value).has('settled')) {
+    // A child failed in the store though its snapshot reads (its input or outbox did not) never settles: the step fails with its error.
+    const unreadable = await markedUnreadable(deps.store, id);
+    if (unreadable !== undefined) return { type: 'xreactor.step.failed', at: at(), ...base, error: serializeError(unreadable), started: false, retryable: false, args };
+    return { type: 'xreactor.compose.awaiting', at: at(), ...base, args };
+  }
   const status = statusOf(held.snapshot.value);
   const context = held.snapshot.context as ExecutionContext;
   switch (status) {

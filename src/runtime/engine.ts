@@ -220,7 +220,8 @@ export function createEngine(options: EngineOptions): Engine {
   };
   /**
    * What a sweep finds under `id`: the execution; undefined when it is unknown or unreadable
-   * (logged); 'not_here' when it was written by a build this one does not know (logged).
+   * (logged, and failed in the store: `markUnreadable`); 'not_here' when it was written by a
+   * build this one does not know (logged).
    */
   const look = async (id: string): Promise<LoadedExecution | undefined | 'not_here'> => {
     try {
@@ -232,6 +233,7 @@ export function createEngine(options: EngineOptions): Engine {
         return 'not_here';
       }
       logger.error({ event: 'xreactor.sweeper.unreadable', executionId: id, err: error }, error.message);
+      await store.markUnreadable(id, { code: error.code, message: error.message });
       return undefined;
     }
   };
@@ -274,6 +276,15 @@ export function createEngine(options: EngineOptions): Engine {
     }
     return { action: 'drop' };
   };
+  /** Whether `id` was marked unreadable (`Store.markUnreadable`); a record that cannot be read counts as one. */
+  const isMarkedUnreadable = async (id: string): Promise<boolean> => {
+    try {
+      return (await store.readUnreadable(id)) !== undefined;
+    } catch (error) {
+      if (error instanceof DeserializationError) return true;
+      throw error;
+    }
+  };
   // Where the next sweep starts in the index: each sweep looks at the next `limit` entries, from
   // the oldest again after the last, so runs behind many live ones are reached too.
   let sweepFrom: string | undefined;
@@ -295,6 +306,11 @@ export function createEngine(options: EngineOptions): Engine {
       }
       if (decision.action === 'keep' || loaded === undefined || loaded === 'not_here') continue;
       if (await store.hasLease(id)) continue;
+      if (await isMarkedUnreadable(id)) {
+        // Failed in the store though its snapshot reads (its input or outbox did not): no job can advance it.
+        await store.markActive(id, false);
+        continue;
+      }
       const event = decision.action === 'child' ? decision.event : undefined;
       // One id per revision and lease period: sweeps within a lease TTL add nothing, and a sweep
       // job that failed for good (its worker died on every delivery) never blocks a later sweep.

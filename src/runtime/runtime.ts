@@ -144,14 +144,26 @@ function unreadable(id: string, error: DeserializationError): FailedResult {
   return { status: 'failed', executionId: id as ExecutionId, error, step: undefined, message: error.message, rollbackFailures: [], validationErrors: undefined };
 }
 
-/** Load, turning unreadable stored data into a value instead of an exception. */
-async function loadOrUnreadable(store: Store, id: string) {
+/** A read whose DeserializationError becomes its value instead of an exception. */
+async function orUnreadable<T>(read: Promise<T>): Promise<T | DeserializationError> {
   try {
-    return await store.load(id);
+    return await read;
   } catch (error) {
     if (error instanceof DeserializationError) return error;
     throw error;
   }
+}
+
+/**
+ * Load, turning unreadable stored data into a value instead of an exception. An actor marked
+ * unreadable in the store (`Store.markUnreadable`) is unreadable with the recorded error, also
+ * when its snapshot still decodes (it was its input or outbox that did not): it is failed.
+ */
+async function loadOrUnreadable(store: Store, id: string) {
+  const [loaded, marked] = await Promise.all([orUnreadable(store.load(id)), orUnreadable(store.readUnreadable(id))]);
+  if (marked === undefined) return loaded;
+  if (marked instanceof DeserializationError) return loaded instanceof DeserializationError ? loaded : marked;
+  return new DeserializationError(marked.message);
 }
 
 /**

@@ -120,10 +120,11 @@ function executionJobHandler(engine: Engine): ActorJobHandler {
           });
         }
         if (error instanceof DeserializationError) {
-          // Unreadable data: retrying cannot help. Its parent learns that it failed (the compose
-          // step fails with this error); the job fails; every other actor goes on.
+          // Unreadable data: retrying cannot help. It is failed in the store (the data kept, the
+          // actor unlisted); its parent learns that it failed (the compose step fails with this
+          // error); the job fails; every other actor goes on.
           log.error({ event: 'xreactor.execution.unreadable', executionId: id, err: error }, error.message);
-          await engine.store.markActive(id, false);
+          await engine.store.markUnreadable(id, { code: error.code, message: error.message });
           await signalParentOfUnreadable(engine, id);
           throw new JobRejectedError(`execution ${id} cannot be advanced: ${error.message}`, { cause: error });
         }

@@ -30,6 +30,8 @@ export const EXECUTION_FIELDS = {
   inboxSeq: 'iseq',
   /** The id of the actor whose commit spawned this one (absent: created by `create`). */
   parent: 'parent',
+  /** The encoded UnreadableRecord of an actor whose data cannot be read (absent: never marked; see `Store.markUnreadable`). */
+  unreadable: 'unreadable',
 } as const;
 
 /**
@@ -60,7 +62,7 @@ export interface ExecutionKeys {
    * the root is `base + KEY_KINDS.<kind> + ':' + id` (how the scripts reach other actors).
    */
   readonly base: string;
-  /** HASH: revision, status, reactor, snapshot, outbox, input, inbox seq, parent ({@link EXECUTION_FIELDS}). */
+  /** HASH: revision, status, reactor, snapshot, outbox, input, inbox seq, parent, unreadable ({@link EXECUTION_FIELDS}). */
   readonly execution: string;
   /** HASH: step name -> encoded result. */
   readonly results: string;

@@ -7,6 +7,7 @@ import { decodeSnapshot, DEFAULT_MACHINES, encodeSnapshot } from './snapshot-cod
 import type { MachineVersions } from './snapshot-codec.js';
 import { checkCommitRules, uniqueIds } from './commit-rules.js';
 import { encodeInboxEntry, inboxOf } from './inbox-codec.js';
+import { decodeUnreadable, encodeUnreadable } from './unreadable-codec.js';
 import { executionBusyError, executionExistsError, MAX_CASCADE_DEPTH, undoGapError } from './store.js';
 import type { Commit, CommitWrites, CreateExecution, CreateOptions, LeasedLoad, LoadedExecution, OutboxEffect, Signal, SpawnActor, Store, UndoEntry } from './store.js';
 
@@ -31,6 +32,8 @@ interface Row {
   readonly children: Set<string>;
   /** The actor that spawned it. */
   readonly parent: string | undefined;
+  /** The encoded record of `markUnreadable` (undefined: never marked). */
+  unreadable: Uint8Array | undefined;
 }
 
 /**
@@ -230,6 +233,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     awaits: [],
     children: new Set(),
     parent,
+    unreadable: undefined,
   });
 
   /** Writes a prepared commit's own writes, snapshot, status, revision and awaits on `r`. */
@@ -365,6 +369,21 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       if (isActive) {
         if (!active.has(id)) active.set(id, (activeSeq += 1));
       } else active.delete(id);
+    },
+    async markUnreadable(id, error) {
+      const r = rows.get(id);
+      if (r === undefined) return 'missing';
+      const record = Buffer.from(encodeUnreadable(error));
+      active.delete(id);
+      if (r.unreadable !== undefined) return 'already';
+      r.unreadable = record;
+      r.status = 'failed';
+      r.revision += 1;
+      return 'marked';
+    },
+    async readUnreadable(id) {
+      const bytes = rows.get(id)?.unreadable;
+      return bytes === undefined ? undefined : decodeUnreadable(id, bytes);
     },
     async listActive(limit, after) {
       const count = Math.floor(limit);

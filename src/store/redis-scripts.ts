@@ -17,6 +17,8 @@ import type { ExecutionKeys } from './keys.js';
 import { encodeSnapshot } from './snapshot-codec.js';
 import { executionBusyError, executionExistsError, undoGapError } from './store.js';
 import type { Commit, CreateExecution, LeaseRequest, Signal } from './store.js';
+import type { UnreadableMark, UnreadableRecord } from './store.js';
+import { encodeUnreadable } from './unreadable-codec.js';
 
 // Moved to snapshot-codec.ts; re-exported for existing importers.
 export { encodeSnapshot, SNAPSHOT_KIND } from './snapshot-codec.js';
@@ -40,6 +42,7 @@ export const SCRIPTS = {
   acquireAndLoad: { file: 'acquireAndLoad-3.lua', numberOfKeys: 3 },
   releaseLease: { file: 'releaseLease-1.lua', numberOfKeys: 1 },
   markActive: { file: 'markActive-1.lua', numberOfKeys: 1 },
+  markUnreadable: { file: 'markUnreadable-1.lua', numberOfKeys: 1 },
 } as const satisfies Record<string, { file: string; numberOfKeys: number | 'per5' }>;
 
 /** Name of an atomic operation with a script. */
@@ -471,4 +474,24 @@ export function readAcquireAndLoadReply(reply: unknown): AcquireAndLoadReply {
   if (code === REPLY.conflict) return { status: 'busy' };
   if (code === REPLY.missing) return { status: 'missing' };
   throw new XreactorError('script_reply_invalid', `${file} replied with unknown code ${String(reply[0])}`);
+}
+
+/** Arguments of `markUnreadable-1.lua`: the actor's execution hash and the encoded record. */
+export function markUnreadableArgs(keys: ExecutionKeys, record: UnreadableRecord): ScriptCall {
+  return { keys: [keys.execution], argv: [toBuffer(encodeUnreadable(record))] };
+}
+
+/** The replies of `markUnreadable-1.lua`, by code. */
+const MARK_REPLY: readonly UnreadableMark[] = ['marked', 'already', 'missing', 'foreign'];
+
+/**
+ * Reads the reply of `markUnreadable-1.lua`: what it did.
+ * @throws XreactorError `script_reply_invalid` for a reply of another shape.
+ */
+export function readMarkUnreadableReply(reply: unknown): UnreadableMark {
+  const file = SCRIPTS.markUnreadable.file;
+  if (!Array.isArray(reply) || reply.length !== 1) throw invalidReply(file, reply);
+  const mark = MARK_REPLY[Number(reply[0])];
+  if (mark === undefined) throw new XreactorError('script_reply_invalid', `${file} replied with unknown code ${String(reply[0])}`);
+  return mark;
 }

@@ -28,6 +28,8 @@ import {
   spawnedIds,
 } from './redis-scripts.js';
 import type { LoadReply } from './redis-scripts.js';
+import { markUnreadableArgs, readMarkUnreadableReply } from './redis-scripts.js';
+import { decodeUnreadable } from './unreadable-codec.js';
 import { createSettledHub } from './redis-settled.js';
 import { decodeSnapshot, DEFAULT_MACHINES } from './snapshot-codec.js';
 import type { MachineVersions } from './snapshot-codec.js';
@@ -316,6 +318,18 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     async markActive(id, active) {
       if (active) await run('markActive', markActiveArgs(keys.active, id));
       else await redis.zrem(keys.active, id);
+    },
+    async markUnreadable(id, error) {
+      const mark = readMarkUnreadableReply(await run('markUnreadable', markUnreadableArgs(keys.executionKeys(id), error)));
+      // The active index is a global key (another cluster slot): removed after the mark, so an
+      // actor is never unlisted without its mark (a crash between the two leaves it listed, and
+      // the sweeper marks it again, which changes nothing, and unlists it).
+      if (mark !== 'missing') await redis.zrem(keys.active, id);
+      return mark;
+    },
+    async readUnreadable(id) {
+      const bytes = await read(id, redis.hgetBuffer(keys.executionKeys(id).execution, F.unreadable));
+      return bytes === null ? undefined : decodeUnreadable(id, bytes);
     },
     async listActive(limit, after) {
       const count = Math.floor(limit);

@@ -170,6 +170,24 @@ export interface SignalReceipt {
   readonly refusedBy?: { readonly id: string; readonly status: string };
 }
 
+/**
+ * What was wrong with an actor's stored data, as {@link Store.markUnreadable} records it beside
+ * the data (the code and message of the DeserializationError that met it).
+ */
+export interface UnreadableRecord {
+  /** The error's stable code (`deserialization_failed`). */
+  readonly code: string;
+  /** What was wrong, which actor, and what to do. */
+  readonly message: string;
+}
+
+/**
+ * What {@link Store.markUnreadable} did: `marked` (recorded now), `already` (recorded before;
+ * nothing changed), `missing` (no such actor; nothing written), `foreign` (the actor's key holds
+ * a value of another type, so nothing could be recorded in it; only removed from the active index).
+ */
+export type UnreadableMark = 'marked' | 'already' | 'missing' | 'foreign';
+
 /** Creating an execution: its first snapshot, the reactor name and the validated input. */
 export interface CreateExecution {
   readonly id: string;
@@ -357,6 +375,26 @@ export interface Store {
   hasLease(id: string): Promise<boolean>;
   /** Record (or forget) that an execution may need recovery: it is running or rolling back. */
   markActive(id: string, active: boolean): Promise<void>;
+  /**
+   * Record that the actor's stored data cannot be read by any build (truncated, foreign, of the
+   * wrong shape: a DeserializationError that is not retryable), so that it is failed in the store.
+   * In one atomic step on the actor's keys: its stored status becomes `failed`, `error` is recorded
+   * beside the data ({@link readUnreadable}), and its revision goes up by one (when it is a whole
+   * number), so a commit computed before is refused as stale. Then it is removed from the active
+   * index, as `markActive(id, false)` does. The snapshot, outbox, input, results, undo stack,
+   * trace and inbox are kept byte for byte, for an operator to inspect. Idempotent: once
+   * recorded, another call changes nothing (`already`; the first error is kept) but the removal
+   * from the index. An unknown id (or one whose retention expired) is not created: `missing`,
+   * nothing written. A retryable DeserializationError (a kind or version another build knows)
+   * is not unreadable data: do not mark it.
+   */
+  markUnreadable(id: string, error: UnreadableRecord): Promise<UnreadableMark>;
+  /**
+   * The record {@link markUnreadable} left for the actor; undefined when it was never marked (or
+   * does not exist).
+   * @throws DeserializationError when the record itself cannot be read.
+   */
+  readUnreadable(id: string): Promise<UnreadableRecord | undefined>;
   /**
    * Up to `limit` executions recorded active, oldest first. With `after` (the `next` of an earlier
    * page), the page continues after the entries already seen, even if some of them were removed

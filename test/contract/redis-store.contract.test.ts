@@ -6,7 +6,7 @@ import { createKeyBuilder, EXECUTION_FIELDS } from '../../src/store/keys.js';
 import { createRedisStore, retentionRefreshMs } from '../../src/store/redis-store.js';
 import { createTestClock } from '../../src/testing/test-clock.js';
 import type { TestClock } from '../../src/testing/test-clock.js';
-import { encode } from '../../src/serialization/index.js';
+import { decode, encode } from '../../src/serialization/index.js';
 import { startRedis } from '../support/redis-server.js';
 import type { RedisServer } from '../support/redis-server.js';
 import { describeStoreContract } from './store-contract.js';
@@ -486,5 +486,70 @@ describe('redis store: group commit', () => {
     } finally {
       await cleanup();
     }
+  });
+});
+
+describe('redis store: marking unreadable data (markUnreadable-1.lua)', () => {
+  let redis: Redis;
+  let store: Store;
+  let prefix: string;
+  let cleanup: () => Promise<void>;
+  beforeAll(() => {
+    ({ redis, store, prefix, cleanup } = open());
+  });
+  afterAll(async () => {
+    await cleanup();
+  });
+  const keysOf = (id: string) => createKeyBuilder(prefix).executionKeys(id);
+  const record = { code: 'deserialization_failed', message: 'truncated' };
+
+  it('keeps every stored byte of a truncated snapshot and the retention; only status, rev and the unreadable field change', async () => {
+    await store.create({ id: 'cut', reactor: 'r', input: { a: 1 }, commit: first() });
+    const k = keysOf('cut');
+    const bytes = await redis.hgetBuffer(k.execution, EXECUTION_FIELDS.snapshot);
+    await redis.hset(k.execution, EXECUTION_FIELDS.snapshot, bytes!.subarray(0, bytes!.length - 3));
+    const before = await redis.hgetallBuffer(k.execution);
+    const ttl = await redis.pttl(k.execution);
+    expect(await store.markUnreadable('cut', record)).toBe('marked');
+    const after = await redis.hgetallBuffer(k.execution);
+    expect(Object.keys(after).sort()).toEqual([...Object.keys(before), EXECUTION_FIELDS.unreadable].sort());
+    for (const field of Object.keys(before).filter((f) => f !== EXECUTION_FIELDS.status && f !== EXECUTION_FIELDS.revision)) expect(after[field], field).toEqual(before[field]);
+    expect(after[EXECUTION_FIELDS.status]?.toString()).toBe('failed');
+    expect(after[EXECUTION_FIELDS.revision]?.toString()).toBe('2');
+    expect(decode(after[EXECUTION_FIELDS.unreadable]!)).toEqual(record);
+    const kept = await redis.pttl(k.execution);
+    expect(kept).toBeGreaterThan(0);
+    expect(kept).toBeLessThanOrEqual(ttl);
+    await expect(store.load('cut')).rejects.toBeInstanceOf(DeserializationError);
+  });
+
+  it('leaves a revision that is not a whole number as it is', async () => {
+    await redis.hset(keysOf('oddrev').execution, EXECUTION_FIELDS.revision, 'three', EXECUTION_FIELDS.snapshot, 'x', EXECUTION_FIELDS.outbox, 'y');
+    expect(await store.markUnreadable('oddrev', record)).toBe('marked');
+    expect(await redis.hget(keysOf('oddrev').execution, EXECUTION_FIELDS.revision)).toBe('three');
+    expect(await redis.hget(keysOf('oddrev').execution, EXECUTION_FIELDS.status)).toBe('failed');
+  });
+
+  it('writes nothing into a key of another type (foreign), and unlists the id', async () => {
+    await redis.set(keysOf('stringy2').execution, 'written by someone else');
+    await store.markActive('stringy2', true);
+    expect(await store.markUnreadable('stringy2', record)).toBe('foreign');
+    expect(await redis.get(keysOf('stringy2').execution)).toBe('written by someone else');
+    expect((await store.listActive(100)).ids).not.toContain('stringy2');
+    await expect(store.readUnreadable('stringy2')).rejects.toBeInstanceOf(DeserializationError);
+  });
+
+  it('creates no key for an unknown id, nor for a hash holding none of the execution fields', async () => {
+    expect(await store.markUnreadable('nobody', record)).toBe('missing');
+    expect(await redis.exists(keysOf('nobody').execution)).toBe(0);
+    await redis.hset(keysOf('other-hash').execution, 'someone', 'else');
+    expect(await store.markUnreadable('other-hash', record)).toBe('missing');
+    expect(await redis.hgetall(keysOf('other-hash').execution)).toEqual({ someone: 'else' });
+  });
+
+  it('reports a record that is not { code, message } as a DeserializationError', async () => {
+    await store.create({ id: 'badrec', reactor: 'r', input: {}, commit: first() });
+    await redis.hset(keysOf('badrec').execution, EXECUTION_FIELDS.unreadable, Buffer.from(encode(['not', 'a', 'record'])));
+    await expect(store.readUnreadable('badrec')).rejects.toThrow(/unreadable record of actor badrec is not \{ code, message \}/);
   });
 });

@@ -6,6 +6,7 @@ import pino from 'pino';
 import { createRuntime, ExecutionNotFoundError } from '../../src/index.js';
 import type { CancelledResult, DispatchedResult, Runtime, RunResult } from '../../src/index.js';
 import { encodeJobId } from '../../src/queue/bullmq-queue.js';
+import { createKeyBuilder, EXECUTION_FIELDS } from '../../src/store/keys.js';
 import { createBullmqQueue, createRedisStore } from '../../src/redis.js';
 import type { KernelInput, KernelTreeName } from './fixtures/kernel-reactors.js';
 import { LEASE_TTL_MS, startKernelEnv, until } from '../support/kernel-env.js';
@@ -339,6 +340,35 @@ describe('bad jobs on the real BullMQ queue', () => {
     expect({ revision: after.revision, status: after.status, waiting: after.waiting, trace: after.trace }).toEqual({ revision: before.revision, status: before.status, waiting: before.waiting, trace: before.trace });
     expect(await allActive()).toContain(id);
     expect(await env.runtime.awaitResult(id, { timeoutMs: 20_000 })).toMatchObject({ status: 'completed' });
+  });
+
+  it('a job for an actor whose snapshot is truncated fails after one attempt; the actor is failed in the store with its bytes kept, and its parent is signalled', async () => {
+    const id = await startReal('kernelPlainAll', {});
+    expect(await env.runtime.awaitResult(id, { timeoutMs: 20_000 })).toMatchObject({ status: 'completed' });
+    const grand = `${id}.child.grand`;
+    const keys = createKeyBuilder(env.prefix).executionKeys(grand);
+    const bytes = (await env.redis.hgetBuffer(keys.execution, EXECUTION_FIELDS.snapshot))!;
+    const cut = bytes.subarray(0, bytes.length - 3);
+    await env.redis.hset(keys.execution, EXECUTION_FIELDS.snapshot, cut);
+
+    const jobId = `poke-${randomUUID().slice(0, 8)}`;
+    await env.queue.enqueue([{ id: jobId, kind: 'advance', actor: { kind: 'execution', id: grand } }]);
+    await expect.poll(() => jobState(jobId), { timeout: 15_000, interval: 20 }).toMatchObject({ state: 'failed', attemptsMade: 1 });
+    expect((await jobState(jobId)).failedReason).toMatch(new RegExp(`execution ${grand.replace(/\./g, '\\.')} cannot be advanced: stored snapshot could not be decoded: stored value ends in the middle`));
+    expect([...env.workers].some((w) => w.output().includes('"event":"xreactor.execution.unreadable"')), 'a worker logged xreactor.execution.unreadable').toBe(true);
+    // Failed in the store, the error recorded beside the bytes, which are kept; no longer listed.
+    const stored = await env.redis.hgetallBuffer(keys.execution);
+    expect(stored[EXECUTION_FIELDS.status]?.toString()).toBe('failed');
+    expect(stored[EXECUTION_FIELDS.snapshot]).toEqual(cut);
+    expect(await env.store.readUnreadable(grand)).toMatchObject({ code: 'deserialization_failed', message: expect.stringMatching(/ends in the middle/) as string });
+    expect(await env.runtime.find(grand)).toMatchObject({ status: 'failed', result: { status: 'failed', message: expect.stringMatching(/ends in the middle/) as string } });
+    expect(await allActive()).not.toContain(grand);
+    // Its parent was told it failed (the signal's dedupe key is recorded); the completed tree stays completed.
+    expect(await env.redis.hexists(createKeyBuilder(env.prefix).executionKeys(`${id}.child`).dedupe, `${grand}.unreadable`)).toBe(1);
+    expect((await env.runtime.find(id)).status).toBe('completed');
+    // The workers go on: a tree started now completes.
+    const next = await startReal('kernelPlainAll', {});
+    expect(await env.runtime.awaitResult(next, { timeoutMs: 20_000 })).toMatchObject({ status: 'completed' });
   });
 });
 

@@ -12,12 +12,14 @@ import {
   loadArgs,
   loadLuaScript,
   markActiveArgs,
+  markUnreadableArgs,
   readAcquireAndLoadReply,
   readCommitReply,
   readCreateReply,
   readInboxArgs,
   readInboxReply,
   readLoadReply,
+  readMarkUnreadableReply,
   readSignalReply,
   releaseLeaseArgs,
   signalArgs,
@@ -285,6 +287,21 @@ describe('lease and active-index args', () => {
     expect(ttlArg(1.2)).toBe('2');
     expect(ttlArg(-5)).toBe('1');
     expect(() => ttlArg(Number.NaN)).toThrow(DefinitionError);
+  });
+});
+
+describe('unreadable-data args and reply', () => {
+  it('names the execution hash and sends the record as msgpack { code, message } only', () => {
+    const call = markUnreadableArgs(keys, { code: 'deserialization_failed', message: 'cut', extra: 1 } as never);
+    expect(call.keys).toEqual([keys.execution]);
+    expect(call.argv).toHaveLength(1);
+    expect(decode(bytes(call.argv[0]))).toEqual({ code: 'deserialization_failed', message: 'cut' });
+  });
+
+  it('reads what the script did, and refuses a reply of another shape', () => {
+    expect([[0], [1], [2], [3]].map(readMarkUnreadableReply)).toEqual(['marked', 'already', 'missing', 'foreign']);
+    expect(() => readMarkUnreadableReply([9])).toThrow(/markUnreadable-1\.lua replied with unknown code 9/);
+    expect(() => readMarkUnreadableReply('OK')).toThrow(/markUnreadable-1\.lua replied "OK", not a reply code/);
   });
 });
 
