@@ -7,7 +7,7 @@
  *
  * A private redis-server is started on a free port (no persistence) and stopped at the end.
  * Each step reads the previous step's result and returns a small object, as in
- * `inline-steps.ts`. The runtime is `createRuntime({ store: <Redis store> })` with the default
+ * `inline-steps.ts`. The runtime is `createRuntime({ store: <Redis store>, queue: createInProcessQueue() })`, an
  * in-process queue (an inline run enqueues nothing). A counting wrapper around the store counts
  * and times every store call, so the report also gives commits per step and a breakdown.
  * A benchmark reports, it never gates: the exit code is always 0.
@@ -209,7 +209,7 @@ async function main(): Promise<void> {
     const reactors = new Map(SIZES.map((n) => [n, linearReactor(xr.defineReactor, 'redis_linear', n)]));
     const runtimeOf = new Map(
       SIZES.map((n) => {
-        const runtime = xr.createRuntime({ store: counting.store, logger, reactors: [reactors.get(n)!] });
+        const runtime = xr.createRuntime({ store: counting.store, queue: adapters.createInProcessQueue(), logger, reactors: [reactors.get(n)!] });
         runtimes.push(runtime);
         return [n, runtime];
       }),

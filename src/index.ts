@@ -41,6 +41,7 @@ export { createRuntime } from './runtime/runtime.js';
 export type { Runtime, RuntimeOptions, RunOptions, RunInput, RunOutput, RunReturn, AwaitOptions } from './runtime/runtime.js';
 export { createWorker } from './runtime/worker.js';
 export type { Worker, WorkerOptions } from './runtime/worker.js';
+export type { Backend } from './runtime/backend.js';
 export { run, find, undo, defaultRuntime } from './runtime/default-runtime.js';
 export type { Clock } from './internal/clock.js';
 export { systemClock } from './internal/clock.js';

@@ -13,12 +13,10 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { Cluster, Redis } from 'ioredis';
 import pino from 'pino';
 import type { AnyReactorDefinition } from '../definition/compiled.js';
-import { createBullmqQueue } from '../queue/bullmq-queue.js';
+import { connectRedis, DEFAULT_REDIS_URL, REDIS_URL_ENV } from '../backend/redis-backend.js';
 import { createWorker } from '../runtime/worker.js';
-import { createRedisStore } from '../store/redis-store.js';
 
 const USAGE = `usage: xreactor worker [options] <module...>
 
@@ -79,14 +77,10 @@ async function worker(argv: readonly string[]): Promise<void> {
   };
   const concurrency = number('concurrency', values.concurrency);
   const shutdownTimeoutMs = number('shutdown-timeout-ms', values['shutdown-timeout-ms']);
-  const redis = values.cluster
-    ? new Cluster(values.cluster.split(',').map((node) => ({ host: node.split(':')[0], port: Number(node.split(':')[1]) })), { redisOptions: { maxRetriesPerRequest: null } })
-    : new Redis(values.redis ?? process.env['XREACTOR_REDIS_URL'] ?? 'redis://127.0.0.1:6379', { maxRetriesPerRequest: null });
-  const store = createRedisStore({ redis, prefix: values.prefix });
-  const queue = createBullmqQueue({
-    connection: redis,
+  const backend = connectRedis({
+    ...(values.cluster ? { cluster: values.cluster.split(',') } : { url: values.redis ?? process.env[REDIS_URL_ENV] ?? DEFAULT_REDIS_URL }),
+    prefix: values.prefix,
     queueName: values.queue,
-    ...(values.cluster ? { prefix: '{xreactor}' } : {}),
     worker: {
       lockDurationMs: number('lock-duration-ms', values['lock-duration-ms']),
       stalledIntervalMs: number('stalled-interval-ms', values['stalled-interval-ms']),
@@ -95,7 +89,7 @@ async function worker(argv: readonly string[]): Promise<void> {
   });
   const sweepIntervalMs = Number(values['sweep-interval-ms']);
   if (!Number.isInteger(sweepIntervalMs) || sweepIntervalMs < 0) throw new Error(`--sweep-interval-ms must be an integer >= 0, got ${JSON.stringify(values['sweep-interval-ms'])}`);
-  const running = createWorker({ store, queue, reactors, concurrency, logger, sweepIntervalMs, leaseTtlMs: number('lease-ttl-ms', values['lease-ttl-ms']) });
+  const running = createWorker({ backend, reactors, concurrency, logger, sweepIntervalMs, leaseTtlMs: number('lease-ttl-ms', values['lease-ttl-ms']) });
   logger.info({ event: 'xreactor.worker.started', reactors: reactors.map((r) => r.name), concurrency, queue: values.queue }, 'worker started');
 
   let stopping = false;
@@ -111,11 +105,9 @@ async function worker(argv: readonly string[]): Promise<void> {
     force.unref();
     void running
       .close()
-      .then(async () => {
+      .then(() => {
+        // close() of a worker closes the backend it was given: queue, store and connection.
         clearTimeout(force);
-        await queue.close();
-        await store.close();
-        redis.disconnect();
         logger.info({ event: 'xreactor.worker.stopped' }, 'worker stopped');
         process.exit(0);
       })

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import type { ExecutionStatus } from '../../machines/execution-types.js';
 import type { AnyReactorDefinition, ModeOf, ReactorDefinition, RunMode } from '../definition/compiled.js';
-import { AwaitTimeoutError, DeserializationError, ExecutionAbortedError, ExecutionNotFoundError, InvalidStateError, StaleRevisionError, XreactorError } from '../errors/index.js';
+import { AwaitTimeoutError, DefinitionError, DeserializationError, ExecutionAbortedError, ExecutionNotFoundError, InvalidStateError, StaleRevisionError, XreactorError } from '../errors/index.js';
 import type { ExecutionId, IdGenerator } from '../internal/ids.js';
 import { createInProcessQueue } from '../queue/in-process-queue.js';
 import type { Consumer, Queue } from '../queue/queue.js';
@@ -10,6 +10,8 @@ import { createMemoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';
 import type { Engine, EngineOptions } from './engine.js';
 import { createEngine } from './engine.js';
+import { checkBackendOptions } from './backend.js';
+import type { Backend } from './backend.js';
 import { statusOf } from './host.js';
 import type { CancelledResult, DispatchedResult, ExecutionView, FailedResult, RunResult } from './results.js';
 import { buildResult } from './results.js';
@@ -36,8 +38,13 @@ export interface RuntimeOptions extends Omit<EngineOptions, 'store' | 'queue'> {
    */
   readonly queue?: Queue;
   /**
+   * A store and queue the runtime takes over (`connectRedis()` from `xreactor/redis`): `close()`
+   * closes them. Instead of `store` and `queue`, which stay the caller's to close.
+   */
+  readonly backend?: Backend;
+  /**
    * Whether this runtime also consumes its queue (an embedded worker).
-   * @defaultValue true when `queue` is omitted, false when it is given
+   * @defaultValue true when neither `queue` nor `backend` is given, false otherwise
    */
   readonly worker?: boolean | { readonly concurrency?: number };
   /**
@@ -174,10 +181,17 @@ async function loadOrUnreadable(store: Store, id: string) {
  * process.once('SIGTERM', () => runtime.shutdown('SIGTERM'));
  */
 export function createRuntime(options: RuntimeOptions = {}): Runtime {
-  const ownsStore = options.store === undefined;
-  const ownsQueue = options.queue === undefined;
-  const store = options.store ?? createMemoryStore(options.clock === undefined ? {} : { clock: options.clock });
-  const queue = options.queue ?? createInProcessQueue({ mode: 'auto', ...(options.clock === undefined ? {} : { clock: options.clock }) });
+  const backend = options.backend;
+  checkBackendOptions('createRuntime', options);
+  if (backend === undefined && options.store?.shared === true && options.queue === undefined) {
+    throw new DefinitionError(
+      'createRuntime: a shared store (Redis) with the default in-process queue would run background hand-offs in this process, not in workers: pass queue: createBullmqQueue(...) from xreactor/redis (or backend: connectRedis()); to run them here on purpose, pass queue: createInProcessQueue()',
+    );
+  }
+  const ownsStore = options.store === undefined && backend === undefined;
+  const ownsQueue = options.queue === undefined && backend === undefined;
+  const store = backend?.store ?? options.store ?? createMemoryStore(options.clock === undefined ? {} : { clock: options.clock });
+  const queue = backend?.queue ?? options.queue ?? createInProcessQueue({ mode: 'auto', ...(options.clock === undefined ? {} : { clock: options.clock }) });
   const engine = createEngine({ ...options, store, queue });
   const { clock } = engine;
   const generateId = options.generateId ?? randomUUID;
@@ -463,6 +477,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       await consumer?.close();
       if (ownsQueue) await queue.close();
       if (ownsStore) await store.close();
+      await backend?.close();
     },
   };
 }

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { DeserializationError, ExecutionNotFoundError, JobRejectedError, PlanMismatchError, StaleRevisionError, UnknownReactorError, XreactorError } from '../errors/index.js';
+import { DefinitionError, DeserializationError, ExecutionNotFoundError, JobRejectedError, PlanMismatchError, StaleRevisionError, UnknownReactorError, XreactorError } from '../errors/index.js';
 import { jobId } from '../queue/job-ids.js';
 import { decode } from '../serialization/index.js';
 import { decodeSnapshot } from '../store/snapshot-codec.js';
@@ -9,10 +9,11 @@ import type { ActorAddress, Consumer, JobHandler, JobSpec } from '../queue/queue
 import type { ExecutionEvent } from '../../machines/execution-types.js';
 import type { Engine, EngineOptions } from './engine.js';
 import { createEngine } from './engine.js';
+import { checkBackendOptions } from './backend.js';
+import type { Backend } from './backend.js';
 
 /** Options of {@link createWorker}. */
-export interface WorkerOptions extends Omit<EngineOptions, 'queue'> {
-  readonly queue: NonNullable<EngineOptions['queue']>;
+interface WorkerBaseOptions extends Omit<EngineOptions, 'queue' | 'store'> {
   /**
    * Jobs handled at once.
    * @defaultValue 1
@@ -26,6 +27,16 @@ export interface WorkerOptions extends Omit<EngineOptions, 'queue'> {
    */
   readonly sweepIntervalMs?: number;
 }
+
+/**
+ * Options of {@link createWorker}: the queue to consume and the store (each stays the caller's
+ * to close), or a `backend` (`connectRedis()`) that the worker takes over and closes.
+ */
+export type WorkerOptions = WorkerBaseOptions &
+  (
+    | { readonly queue: NonNullable<EngineOptions['queue']>; readonly store: EngineOptions['store']; readonly backend?: undefined }
+    | { readonly backend: Backend; readonly queue?: undefined; readonly store?: undefined }
+  );
 
 /** A running worker. */
 export interface Worker {
@@ -207,17 +218,27 @@ async function advanceFromCarriedState(engine: Engine, lease: HeldLease, job: Jo
  * process.once('SIGTERM', () => void worker.close());
  */
 export function createWorker(options: WorkerOptions): Worker {
-  const engine = createEngine(options);
-  const consumer: Consumer = options.queue.consume(createJobHandler(engine), { concurrency: options.concurrency ?? 1 });
+  checkBackendOptions('createWorker', options);
+  const backend = options.backend;
+  const queue = backend?.queue ?? options.queue;
+  if (queue === undefined) throw new DefinitionError('createWorker: give the queue to consume (createBullmqQueue from xreactor/redis), or backend: connectRedis()');
+  const store = backend?.store ?? options.store;
+  if (store === undefined) throw new DefinitionError('createWorker: give the store the executions live in (createRedisStore from xreactor/redis), or backend: connectRedis()');
+  const engine = createEngine({ ...options, queue, store });
+  const consumer: Consumer = queue.consume(createJobHandler(engine), { concurrency: options.concurrency ?? 1 });
   const sweepIntervalMs = options.sweepIntervalMs ?? 30_000;
   if (sweepIntervalMs > 0) {
-    options.queue.schedule(SWEEPER_SCHEDULE_ID, sweepIntervalMs, { kind: 'sweep' }).catch((error: unknown) => {
+    queue.schedule(SWEEPER_SCHEDULE_ID, sweepIntervalMs, { kind: 'sweep' }).catch((error: unknown) => {
       engine.logger.error({ event: 'xreactor.sweeper.schedule_failed', err: error }, 'could not schedule the sweeper');
     });
   }
   return {
     // Not held back by the sweeper's schedule call: one still waiting (Redis unreachable) must not
     // stall a shutdown, forced or not. The schedule is shared by every worker and outlives this one.
-    close: (closeOptions) => consumer.close(closeOptions),
+    // A backend it was given is closed once the jobs in progress have finished (or were handed back).
+    close: async (closeOptions) => {
+      await consumer.close(closeOptions);
+      await backend?.close();
+    },
   };
 }

@@ -211,6 +211,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
   };
 
   return {
+    shared: true,
     async create(execution, options) {
       checkCommitRules(execution.id, execution.commit);
       const k = keys.executionKeys(execution.id);

@@ -313,6 +313,13 @@ export function undoGapError(id: string, position: number | string, length: numb
  */
 export interface Store {
   /**
+   * Whether other processes reach the same executions (a Redis store). A runtime refuses such a
+   * store with its default in-process queue: background hand-offs would silently run in the
+   * caller's process.
+   * @defaultValue false (undefined): only this process sees them (the memory store)
+   */
+  readonly shared?: boolean;
+  /**
    * Create an execution at revision 1. Throws XreactorError `execution_exists` if the id exists.
    * With `options.lease`, takes the lease in the same atomic step (throws `execution_busy`, writing
    * nothing, when another owner holds it); with `options.announce`, publishes the settled

@@ -74,7 +74,7 @@ export function deferred<T = void>(): Deferred<T> {
   return { promise, resolve };
 }
 
-type StoreMethod = { [K in keyof Store]: Store[K] extends (...args: never[]) => unknown ? K : never }[keyof Store];
+type StoreMethod = { [K in keyof Store]-?: Store[K] extends (...args: never[]) => unknown ? K : never }[keyof Store];
 
 /**
  * How a test wraps store methods: each gets `next` (the wrapped store's method, called with the
