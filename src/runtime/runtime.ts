@@ -24,6 +24,9 @@ import { correlationKey } from './lineage.js';
 import type { HeldExecution } from './host.js';
 import type { HeldLease } from './lease.js';
 import type { ExecutionContext, ExecutionEvent } from '../../machines/execution-types.js';
+import { isDeepStrictEqual } from 'node:util';
+import { validateWith } from '../internal/standard-schema.js';
+import { decode, encode } from '../serialization/index.js';
 
 /** Options of {@link createRuntime}. All optional: the default is fully embedded. */
 export interface RuntimeOptions extends Omit<EngineOptions, 'store' | 'queue'> {
@@ -61,6 +64,10 @@ export interface RunOptions {
   /**
    * Use this id instead of a generated one: non-empty, without `.` (a composed child's id is
    * `<root>.<step>`, and on Redis the part before the first `.` is the hash tag of a whole run).
+   * A retried start is safe: when the id exists, with the same reactor and the same input (as
+   * validated), `run` returns that execution's current outcome and runs nothing again (its
+   * result, `failed`, `paused`, or `dispatched` while it is handed off or another process runs
+   * it, `run_busy`); with another input or reactor it throws `execution_exists` naming both.
    */
   readonly executionId?: string;
 }
@@ -263,6 +270,40 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     }
   };
 
+  /** A value as the store keeps it (through the codec), for comparing with a stored one. */
+  const asStored = (value: unknown): unknown => decode(encode(value));
+  const preview = (value: unknown): string => {
+    const text = JSON.stringify(value) ?? String(value);
+    return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+  };
+
+  /**
+   * `run` with an id that exists: a retried start. With the same reactor and the same input (as
+   * validated) it is answered with that execution's current outcome (idempotent start); anything
+   * else is refused, naming both. `existsError` is the create's refusal, thrown when the execution
+   * is gone again (its retention expired in between).
+   */
+  const existingRun = async (reactor: AnyReactorDefinition, id: string, input: unknown, existsError: unknown): Promise<unknown> => {
+    const loaded = await store.load(id);
+    if (loaded === undefined) throw existsError;
+    const storedReactor = (loaded.snapshot.context as Partial<ExecutionContext>).reactor;
+    if (storedReactor !== reactor.name) {
+      throw new XreactorError('execution_exists', `execution ${id} already exists as a run of reactor "${String(storedReactor)}", not "${reactor.name}": give the new run another execution id`);
+    }
+    const given = reactor.input === undefined ? input : await validateWith(reactor.input, input).then((checked) => (checked.ok ? checked.value : input));
+    const stored = await store.readInput(id);
+    if (!isDeepStrictEqual(asStored(given), stored)) {
+      throw new XreactorError(
+        'execution_exists',
+        `execution ${id} of reactor "${reactor.name}" already exists with another input (stored ${preview(stored)}, given ${preview(given)}): a retried run must pass the same input; give a new run another execution id`,
+      );
+    }
+    const { definition, held } = await engine.load(id);
+    const busyElsewhere = statusOf(held.snapshot.value) === 'running' && !held.snapshot.context.handedOff && held.snapshot.context.awaiting === null;
+    if (busyElsewhere) return { status: 'dispatched', executionId: id as ExecutionId, reason: 'run_busy' } satisfies DispatchedResult;
+    return heldOutcome(definition, held);
+  };
+
   const api = {
     /**
      * Check the resume here and deliver it to the interrupt's execution as a signal (the
@@ -319,6 +360,9 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         }
         return (await heldOutcome(reactor, held)) as RunReturn<typeof reactor>;
       } catch (error) {
+        if (runOptions.executionId !== undefined && error instanceof XreactorError && error.code === 'execution_exists') {
+          return (await existingRun(reactor, id, input, error)) as RunReturn<typeof reactor>;
+        }
         throw await cancelledMeanwhile(id, error);
       } finally {
         await lease.end();

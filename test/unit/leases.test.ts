@@ -183,8 +183,9 @@ describe('liveness leases', () => {
     await queue.drain();
     const before = await runtime.find('run-6');
     expect(before).toMatchObject({ status: 'completed' });
-    // The same id again: the create is refused, and its hand-off job was already sent.
-    await expect(runtime.run(all, {}, { executionId: 'run-6' })).rejects.toMatchObject({ code: 'execution_exists' });
+    // The same id again: the create is refused (the run answers with the stored outcome), and
+    // its hand-off job was already sent.
+    expect(await runtime.run(all, {}, { executionId: 'run-6' })).toMatchObject({ status: 'completed', value: 'done' });
     expect(enqueued).toHaveLength(2);
     expect(enqueued[1]).toBe(enqueued[0]);
     // Same job id as the first run's hand-off: the queue does not take it twice; whatever is

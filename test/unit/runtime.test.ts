@@ -123,10 +123,61 @@ describe('runtime', () => {
     expect((await informed.undo(executionId)).status).toBe('cancelled');
   });
 
-  it('an execution id cannot be reused', async () => {
+  it('a retried run (same id, same input) returns that execution\'s outcome and runs nothing again', async () => {
+    let runs = 0;
+    const counted = defineReactor({ name: 'counted', input: z.object({ n: z.number(), tag: z.string().default('x') }) })
+      .step('a', { args: ({ input }) => ({ n: input('n') }), run: ({ n }) => ((runs += 1), n * 2) })
+      .returns('a')
+      .build();
+    const runtime = createRuntime({ logger: silent });
+    expect(await runtime.run(counted, { n: 2 }, { executionId: 'fixed' })).toMatchObject({ status: 'completed', value: 4, executionId: 'fixed' });
+    // The same input as validated (the default filled in, keys in another order) is the same input.
+    expect(await runtime.run(counted, { n: 2 }, { executionId: 'fixed' })).toMatchObject({ status: 'completed', value: 4, executionId: 'fixed' });
+    expect(await runtime.run(counted, { tag: 'x', n: 2 }, { executionId: 'fixed' })).toMatchObject({ status: 'completed', value: 4 });
+    expect(runs).toBe(1);
+  });
+
+  it('a run with an existing id and another input, or of another reactor, is refused naming both', async () => {
     const runtime = createRuntime({ logger: silent });
     await runtime.run(pricing, { qty: 1, unit: 1 }, { executionId: 'fixed' });
-    await expect(runtime.run(pricing, { qty: 1, unit: 1 }, { executionId: 'fixed' })).rejects.toThrow(/already exists/);
+    await expect(runtime.run(pricing, { qty: 2, unit: 1 }, { executionId: 'fixed' })).rejects.toMatchObject({
+      code: 'execution_exists',
+      message: expect.stringMatching(/execution fixed of reactor "pricing" already exists with another input \(stored \{"qty":1,"unit":1\}, given \{"qty":2,"unit":1\}\)/) as string,
+    });
+    const other = defineReactor({ name: 'other' }).step('a', { run: () => 1 }).build();
+    await expect(runtime.run(other, undefined as never, { executionId: 'fixed' })).rejects.toMatchObject({
+      code: 'execution_exists',
+      message: expect.stringContaining('already exists as a run of reactor "pricing", not "other"') as string,
+    });
+  });
+
+  it('a retried run while the first call still runs it answers dispatched (run_busy), and runs nothing twice', async () => {
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    let runs = 0;
+    const slow = defineReactor({ name: 'slow' }).step('a', { run: async () => ((runs += 1), await gate, 'A') }).returns('a').build();
+    const runtime = createRuntime({ logger: silent });
+    const first = runtime.run(slow, undefined as never, { executionId: 's1' });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await runtime.run(slow, undefined as never, { executionId: 's1' })).toEqual({ status: 'dispatched', executionId: 's1', reason: 'run_busy' });
+    release();
+    expect(await first).toMatchObject({ status: 'completed', value: 'A' });
+    expect(await runtime.awaitResult('s1')).toMatchObject({ status: 'completed', value: 'A' });
+    expect(runs).toBe(1);
+  });
+
+  it('a retried run of a failed execution returns its failure; of a dispatched one, dispatched', async () => {
+    const queue = createInProcessQueue({ mode: 'manual' });
+    const runtime = createRuntime({ logger: silent, queue, worker: true });
+    const failing = defineReactor({ name: 'failing' }).step('a', { run: () => { throw new Error('boom'); } }).build();
+    expect(await runtime.run(failing, undefined as never, { executionId: 'f1' })).toMatchObject({ status: 'failed', message: 'boom' });
+    expect(await runtime.run(failing, undefined as never, { executionId: 'f1' })).toMatchObject({ status: 'failed', message: 'boom' });
+    const later = defineReactor({ name: 'later' }).step('a', { run: () => 1 }).background({ all: true }).returns('a').build();
+    expect(await runtime.run(later, undefined as never, { executionId: 'b1' })).toMatchObject({ status: 'dispatched' });
+    expect(await runtime.run(later, undefined as never, { executionId: 'b1' })).toMatchObject({ status: 'dispatched', executionId: 'b1', reason: 'background' });
+    await queue.drain();
+    expect(await runtime.run(later, undefined as never, { executionId: 'b1' })).toMatchObject({ status: 'completed', value: 1 });
+    await runtime.close();
   });
 
   it('a failure reading a step dependency fails that step before its body and rolls back', async () => {
