@@ -6,17 +6,23 @@
  * when the clock reaches its due time (as BullMQ promotes delayed jobs to the wait list). The
  * queue promotes due jobs before every enqueue, take and inspection, so the order depends only
  * on the sequence of calls and clock readings, never on when a test happens to look.
+ *
+ * Every job has a purpose ({@link jobPurpose}, from the actor it addresses); a purpose's FIFO is
+ * the FIFO filtered by purpose. `drainRounds` empties those FIFOs purpose by purpose, in rounds.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { JobRejectedError, XreactorError } from '../errors/index.js';
 import { systemClock } from '../internal/clock.js';
 import type { Clock } from '../internal/clock.js';
-import { describeIds, drainLimitError, Fifo, positiveInteger, validateJob } from './in-process-support.js';
+import { compileDrainRoundsOptions, describeIds, drainLimitError, Fifo, positiveInteger, validateJob } from './in-process-support.js';
+import { jobPurpose } from './purpose.js';
+import type { DrainRoundsOptions, DrainRoundsResult, JobPurpose } from './purpose.js';
 import type { ConsumeOptions, Consumer, JobHandler, JobKind, JobSpec, Queue } from './queue.js';
 
 /**
  * How jobs reach the consumer.
- * - `manual`: jobs wait until the test calls {@link InProcessQueue.runNext} or {@link InProcessQueue.drain}.
+ * - `manual`: jobs wait until the test calls {@link InProcessQueue.runNext}, {@link InProcessQueue.drain}
+ *   or {@link InProcessQueue.drainRounds}.
  * - `inline`: `enqueue` runs the jobs before it resolves. A job enqueued by a handler runs after
  *   that handler's job finishes, from one FIFO worked by the outermost call (no recursion).
  * - `auto`: jobs run on a later macrotask with the consumer's concurrency; delayed jobs run when
@@ -61,6 +67,8 @@ export interface JobFilter {
   readonly kind?: JobKind;
   /** Jobs of this actor id only. */
   readonly actorId?: string;
+  /** Jobs of this purpose only ({@link jobPurpose}). */
+  readonly purpose?: JobPurpose;
 }
 
 /** A pending job with its delivery state. */
@@ -104,7 +112,11 @@ export interface InProcessQueue extends Queue {
   /** Like {@link pending}, with due times and failed attempts. */
   inspect(filter?: JobFilter): PendingJob[];
   /**
-   * Move these due jobs to the front, in this order.
+   * Move these due jobs to the front, in this order. Reordering the jobs of one purpose reorders
+   * that purpose's FIFO and leaves the other purposes' as they were.
+   * @example
+   * // deliver the pending element jobs in reverse
+   * queue.reorder(queue.pending({ purpose: 'map-element' }).map((job) => job.id).reverse());
    * @throws XreactorError (`queue_job_not_pending`) when an id is not pending or not yet due.
    */
   reorder(ids: readonly string[]): void;
@@ -116,6 +128,20 @@ export interface InProcessQueue extends Queue {
    * @throws XreactorError (`queue_drain_limit`) past `maxJobs`, naming the execution that loops.
    */
   drain(options?: DrainOptions): Promise<number>;
+  /**
+   * Manual mode: drain in rounds, as the seed harness does. A round takes the purposes in `order`
+   * and, for each, runs the first due job of that purpose until none is left: a job of that
+   * purpose enqueued meanwhile joins the back of its FIFO and runs in the same pass; a job of a
+   * purpose already passed waits for the next round. The drain ends when a round runs nothing
+   * (and none is in progress), or early if the consumer closes.
+   * @example
+   * await queue.drainRounds({ only: ['map-settle'] });
+   * queue.reorder(queue.pending({ purpose: 'map-element' }).map((job) => job.id).reverse());
+   * await queue.drainRounds({ delayed: 'as-due' });
+   * @throws XreactorError (`queue_drain_limit`) past `maxJobs`, naming the actor that loops;
+   * (`queue_mode_invalid`) when the queue is not in manual mode; (`queue_option_invalid`).
+   */
+  drainRounds(options?: DrainRoundsOptions): Promise<DrainRoundsResult>;
   /** Jobs that failed on every allowed delivery, in the order they failed. */
   failed(): FailedJob[];
 }
@@ -128,6 +154,7 @@ const LOOP_WINDOW = 1_000;
 
 interface Entry {
   readonly spec: JobSpec;
+  readonly purpose: JobPurpose;
   dueAt: number;
   seq: number;
   attempts: number;
@@ -196,6 +223,8 @@ class InProcessQueueImpl implements InProcessQueue {
   #scheduled = false;
   #timer: { readonly at: number; readonly controller: AbortController } | undefined;
   #inlinePump: Promise<void> | undefined;
+  /** During a `drainRounds({ delayed: 'as-due' })`: delayed jobs join the FIFO when enqueued. */
+  #asDue = false;
 
   constructor(options: InProcessQueueOptions) {
     this.mode = options.mode ?? 'auto';
@@ -215,7 +244,7 @@ class InProcessQueueImpl implements InProcessQueue {
     const now = this.#clock.now();
     for (const job of jobs) {
       if (this.#isKnown(job.id)) continue;
-      const entry: Entry = { spec: { ...job }, dueAt: now + (job.delayMs ?? 0), seq: ++this.#seq, attempts: 0 };
+      const entry: Entry = { spec: { ...job }, purpose: jobPurpose(job), dueAt: now + (job.delayMs ?? 0), seq: ++this.#seq, attempts: 0 };
       this.#entries.set(job.id, entry);
       this.#place(entry, now);
     }
@@ -339,8 +368,76 @@ class InProcessQueueImpl implements InProcessQueue {
     }
   }
 
+  async drainRounds(options: DrainRoundsOptions = {}): Promise<DrainRoundsResult> {
+    if (this.mode !== 'manual') {
+      throw new XreactorError(
+        'queue_mode_invalid',
+        `drainRounds drains a manual queue, and this queue's mode is "${this.mode}": create it with createInProcessQueue({ mode: 'manual' })`,
+      );
+    }
+    const plan = compileDrainRoundsOptions(options, DEFAULT_DRAIN_MAX_JOBS);
+    const consumer = this.#consumer;
+    const recent: JobSpec[] = [];
+    let jobs = 0;
+    let rounds = 0;
+    const stopped = () => consumer !== undefined && (consumer.closing || this.#consumer !== consumer);
+    if (plan.delayed === 'as-due') this.#beginAsDue();
+    try {
+      for (;;) {
+        let ranInRound = 0;
+        for (const purpose of plan.purposes) {
+          for (;;) {
+            if (stopped()) return { rounds: ranInRound > 0 ? rounds + 1 : rounds, jobs };
+            this.#promoteDue();
+            const index = this.#waiting.findIndex((entry) => entry.purpose === purpose);
+            if (index < 0) break;
+            const active = consumer ?? this.#requireConsumer('drainRounds');
+            if (jobs >= plan.maxJobs) throw drainLimitError(plan.maxJobs, recent, 'drainRounds');
+            const entry = this.#waiting.removeAt(index)!;
+            recent[jobs % LOOP_WINDOW] = entry.spec;
+            jobs += 1;
+            ranInRound += 1;
+            const early = entry.dueAt - this.#clock.now();
+            if (early > 0) await this.#clock.sleep(early);
+            await this.#run(entry, active);
+          }
+        }
+        if (ranInRound > 0) {
+          rounds += 1;
+          continue;
+        }
+        if (this.#running > 0) {
+          await new Promise<void>((resolve) => this.#settleWaiters.push(resolve));
+          continue;
+        }
+        const next = plan.delayed === 'wait' ? this.#delayed.find((entry) => plan.purposes.includes(entry.purpose)) : undefined;
+        if (next === undefined) return { rounds, jobs };
+        this.#requireConsumer('drainRounds');
+        await this.#clock.sleep(Math.max(0, next.dueAt - this.#clock.now()));
+      }
+    } finally {
+      if (plan.delayed === 'as-due') this.#endAsDue();
+    }
+  }
+
   failed(): FailedJob[] {
     return [...this.#failed.values()];
+  }
+
+  /** Delayed jobs join the FIFO from now on; those already pending join it in the order they were enqueued. */
+  #beginAsDue(): void {
+    this.#asDue = true;
+    const delayed = this.#delayed.splice(0).sort((a, b) => a.seq - b.seq);
+    for (const entry of delayed) this.#waiting.push(entry);
+  }
+
+  /** Jobs left in the FIFO that are not due yet go back among the delayed jobs. */
+  #endAsDue(): void {
+    this.#asDue = false;
+    const now = this.#clock.now();
+    const entries = this.#waiting.values();
+    this.#waiting.replace(entries.filter((entry) => entry.dueAt <= now));
+    for (const entry of entries) if (entry.dueAt > now) this.#place(entry, now);
   }
 
   #isKnown(id: string): boolean {
@@ -352,15 +449,16 @@ class InProcessQueueImpl implements InProcessQueue {
     const entries = [...this.#waiting.values(), ...this.#delayed];
     if (!filter) return entries;
     return entries.filter(
-      ({ spec }) =>
+      ({ spec, purpose }) =>
         (filter.kind === undefined || spec.kind === filter.kind) &&
-        (filter.actorId === undefined || spec.actor?.id === filter.actorId),
+        (filter.actorId === undefined || spec.actor?.id === filter.actorId) &&
+        (filter.purpose === undefined || purpose === filter.purpose),
     );
   }
 
-  /** Puts an entry among the due jobs or the delayed ones. */
+  /** Puts an entry among the due jobs or the delayed ones (during an `as-due` drain, among the due ones). */
   #place(entry: Entry, now: number): void {
-    if (entry.dueAt <= now) {
+    if (entry.dueAt <= now || this.#asDue) {
       this.#waiting.push(entry);
       return;
     }

@@ -3,6 +3,8 @@
  * diagnosis of a drain that does not end.
  */
 import { XreactorError } from '../errors/index.js';
+import { JOB_PURPOSES } from './purpose.js';
+import type { DelayedDelivery, DrainRoundsOptions, JobPurpose } from './purpose.js';
 import type { JobSpec } from './queue.js';
 
 /** A first-in-first-out list with O(1) push and shift. */
@@ -35,6 +37,21 @@ export class Fifo<T> {
 
   values(): T[] {
     return this.#items.slice(this.#head) as T[];
+  }
+
+  /** The place of the first item that matches (0 = the next `shift`), or -1. */
+  findIndex(matches: (item: T) => boolean): number {
+    for (let index = this.#head; index < this.#items.length; index += 1) {
+      if (matches(this.#items[index] as T)) return index - this.#head;
+    }
+    return -1;
+  }
+
+  /** Removes and returns the item at `index` (as {@link findIndex} counts), keeping the order of the others. */
+  removeAt(index: number): T | undefined {
+    if (index < 0 || index >= this.size) return undefined;
+    if (index === 0) return this.shift();
+    return this.#items.splice(this.#head + index, 1)[0];
   }
 
   replace(items: T[]): void {
@@ -70,8 +87,11 @@ export function describeIds(ids: readonly string[]): string {
   return ids.length > 10 ? `${shown} and ${ids.length - 10} more` : shown;
 }
 
-/** Names the execution that received most of the recent jobs, and the event it was sent most. */
-export function drainLimitError(maxJobs: number, recent: readonly JobSpec[]): XreactorError {
+/**
+ * Names the actor that received most of the recent jobs, and the event it was sent most.
+ * `caller` is the drain that gave up (`drain`, `drainRounds`), for the message.
+ */
+export function drainLimitError(maxJobs: number, recent: readonly JobSpec[], caller = 'drain'): XreactorError {
   const byExecution = new Map<string, { count: number; kind: string; events: Map<string, number> }>();
   for (const job of recent) {
     const actor = job.actor?.id ?? '(sweep)';
@@ -95,7 +115,59 @@ export function drainLimitError(maxJobs: number, recent: readonly JobSpec[]): Xr
   }
   return new XreactorError(
     'queue_drain_limit',
-    `drain ran ${maxJobs} jobs and jobs are still due${suspect}. ` +
-      'Look for a handler that keeps enqueueing jobs with fresh ids, or pass drain({ maxJobs }) if the run needs more',
+    `${caller} ran ${maxJobs} jobs and jobs are still due${suspect}. ` +
+      `Look for a handler that keeps enqueueing jobs with fresh ids, or pass ${caller}({ maxJobs }) if the run needs more`,
   );
+}
+
+/** {@link DrainRoundsOptions} checked, with defaults filled. */
+export interface DrainRoundsPlan {
+  /** The purposes a round runs, in order (`order` without those `only` leaves out). */
+  readonly purposes: readonly JobPurpose[];
+  readonly delayed: DelayedDelivery;
+  readonly maxJobs: number;
+}
+
+const DELAYED_DELIVERIES: readonly DelayedDelivery[] = ['as-due', 'wait', 'hold'];
+
+/**
+ * Checks the options of `drainRounds` and fills their defaults.
+ * @throws XreactorError (`queue_option_invalid`) naming the option and what to pass instead.
+ */
+export function compileDrainRoundsOptions(options: DrainRoundsOptions, defaultMaxJobs: number): DrainRoundsPlan {
+  const order = options.order ?? JOB_PURPOSES;
+  checkPurposes(order, 'order');
+  const missing = JOB_PURPOSES.filter((purpose) => !order.includes(purpose));
+  if (missing.length > 0) {
+    throw new XreactorError(
+      'queue_option_invalid',
+      `drainRounds order must name every purpose once; it leaves out ${missing.map((p) => `"${p}"`).join(', ')}: use \`only\` to run some purposes only`,
+    );
+  }
+  const only = options.only;
+  if (only !== undefined) {
+    checkPurposes(only, 'only');
+    if (only.length === 0) throw new XreactorError('queue_option_invalid', 'drainRounds only is empty, so the drain would run nothing: name at least one purpose');
+  }
+  const delayed = options.delayed ?? 'hold';
+  if (!DELAYED_DELIVERIES.includes(delayed)) {
+    throw new XreactorError('queue_option_invalid', `drainRounds delayed must be one of ${DELAYED_DELIVERIES.map((d) => `"${d}"`).join(', ')}, got ${JSON.stringify(delayed)}`);
+  }
+  return {
+    purposes: only === undefined ? order : order.filter((purpose) => only.includes(purpose)),
+    delayed,
+    maxJobs: positiveInteger(options.maxJobs ?? defaultMaxJobs, 'maxJobs'),
+  };
+}
+
+/** Refuses a purpose list with an unknown or repeated name. */
+function checkPurposes(purposes: readonly JobPurpose[], option: string): void {
+  const seen = new Set<string>();
+  for (const purpose of purposes) {
+    if (!JOB_PURPOSES.includes(purpose)) {
+      throw new XreactorError('queue_option_invalid', `drainRounds ${option} names an unknown purpose ${JSON.stringify(purpose)}; purposes: ${JOB_PURPOSES.join(', ')}`);
+    }
+    if (seen.has(purpose)) throw new XreactorError('queue_option_invalid', `drainRounds ${option} names "${purpose}" twice`);
+    seen.add(purpose);
+  }
 }

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { XreactorError } from '../../src/errors/index.js';
 import { createInProcessQueue } from '../../src/queue/in-process-queue.js';
+import { JOB_PURPOSES, jobPurpose } from '../../src/queue/purpose.js';
+import type { JobPurpose } from '../../src/queue/purpose.js';
 import type { JobHandler, JobSpec } from '../../src/queue/queue.js';
 import { createTestClock } from '../../src/testing/test-clock.js';
 
@@ -502,5 +504,301 @@ describe('in-process queue, consumers', () => {
   it('refuses a job without an id', async () => {
     const queue = createInProcessQueue({ mode: 'manual' });
     await expect(queue.enqueue([job('')])).rejects.toMatchObject({ code: 'queue_job_invalid' });
+  });
+});
+
+/** A job for an actor of `kind`, with its id as the job id unless given. */
+const to = (kind: string, actorId: string, extra: Partial<JobSpec> = {}): JobSpec => ({
+  id: actorId,
+  kind: 'advance',
+  actor: { kind, id: actorId },
+  ...extra,
+});
+/** Root execution, element executions of map `r.m`, the map, its rollback actors, a unit. */
+const exec = (id: string, extra?: Partial<JobSpec>) => to('execution', id, extra);
+const element = (index: number, extra?: Partial<JobSpec>) => to('execution', `r.m.${index}`, extra);
+const map = (extra?: Partial<JobSpec>) => to('map', 'r.m', extra);
+const rollback = (position: number, extra?: Partial<JobSpec>) => to('element-rollback', `r.m.rb-${position}`, extra);
+const unit = (id: string, extra?: Partial<JobSpec>) => to('unit', id, extra);
+
+describe('jobPurpose', () => {
+  it('classifies every job shape by the actor it addresses', () => {
+    const shapes: [string, JobSpec][] = [
+      ['root execution', { id: 'order-7.handoff', kind: 'advance', actor: { kind: 'execution', id: 'order-7' }, event: { type: 'xreactor.execution.resume' } }],
+      ['root execution whose id is all digits', exec('42')],
+      ['composed child', exec('order-7.pay')],
+      ['composed child of an all-digit root', exec('42.pay')],
+      ['step names with digits and dashes', exec('order-7.step2.rb-2')],
+      ['element', exec('order-7.lines.3')],
+      ['element timer', exec('order-7.lines.3', { id: 'order-7.lines.3.timer.1.1', delayMs: 100, event: { type: 'xreactor.timer.fired', index: 1, attempt: 1 } })],
+      ['element sweep redispatch', exec('order-7.lines.3', { id: 'order-7.lines.3.sweep.4.0' })],
+      ['composed child inside an element', exec('order-7.lines.3.k')],
+      ['element of a map inside a composed child', exec('order-7.child.m.0')],
+      ['map', to('map', 'order-7.lines')],
+      ['map wake', to('map', 'order-7.lines', { id: 'order-7.lines.wake.5' })],
+      ['map inside an element', to('map', 'order-7.lines.3.inner')],
+      ['element rollback', to('element-rollback', 'order-7.lines.rb-0')],
+      ['async unit', to('unit', 'u-1')],
+      ['sweep', { id: 'xreactor-sweeper.1.1', kind: 'sweep' }],
+      ['actor of another kind', to('probe', 'order-7.lines.3')],
+    ];
+    expect(shapes.map(([shape, spec]) => [shape, jobPurpose(spec)])).toEqual([
+      ['root execution', 'execution-advance'],
+      ['root execution whose id is all digits', 'execution-advance'],
+      ['composed child', 'execution-advance'],
+      ['composed child of an all-digit root', 'execution-advance'],
+      ['step names with digits and dashes', 'execution-advance'],
+      ['element', 'map-element'],
+      ['element timer', 'map-element'],
+      ['element sweep redispatch', 'map-element'],
+      ['composed child inside an element', 'map-element'],
+      ['element of a map inside a composed child', 'map-element'],
+      ['map', 'map-settle'],
+      ['map wake', 'map-settle'],
+      ['map inside an element', 'map-settle'],
+      ['element rollback', 'element-rollback'],
+      ['async unit', 'async-unit'],
+      ['sweep', 'execution-advance'],
+      ['actor of another kind', 'execution-advance'],
+    ]);
+  });
+
+  it('lists the purposes in the order of a round', () => {
+    expect(JOB_PURPOSES).toEqual(['execution-advance', 'map-element', 'map-settle', 'element-rollback', 'async-unit']);
+  });
+});
+
+describe('in-process queue, purposes', () => {
+  it('filters pending and inspected jobs by purpose, keeping the FIFO order', async () => {
+    const queue = createInProcessQueue({ mode: 'manual', clock: createTestClock(0) });
+    await queue.enqueue([element(1), exec('r'), map(), element(0), rollback(0), element(2, { id: 'r.m.2.timer', delayMs: 5 })]);
+    expect(ids(queue.pending({ purpose: 'map-element' }))).toEqual(['r.m.1', 'r.m.0', 'r.m.2.timer']);
+    expect(queue.inspect({ purpose: 'map-element', actorId: 'r.m.2' }).map((p) => [p.job.id, p.dueAt])).toEqual([['r.m.2.timer', 5]]);
+    expect(ids(queue.pending({ purpose: 'map-settle' }))).toEqual(['r.m']);
+    expect(queue.pending({ purpose: 'async-unit' })).toEqual([]);
+  });
+
+  it('leaves drain() in one FIFO, whatever the purposes', async () => {
+    const queue = createInProcessQueue({ mode: 'manual' });
+    const { handled, handler } = recorder();
+    queue.consume(handler);
+    await queue.enqueue([unit('u'), rollback(0), element(0), map(), exec('r')]);
+    await queue.drain();
+    expect(handled).toEqual(['u', 'r.m.rb-0', 'r.m.0', 'r.m', 'r']);
+  });
+});
+
+describe('in-process queue, drainRounds', () => {
+  it('empties each purpose in the order of a round', async () => {
+    const queue = createInProcessQueue({ mode: 'manual' });
+    const { handled, handler } = recorder();
+    queue.consume(handler);
+    await queue.enqueue([unit('u'), rollback(1), element(0), map(), exec('r'), rollback(0), element(1), exec('r.child')]);
+    expect(await queue.drainRounds()).toEqual({ rounds: 1, jobs: 8 });
+    expect(handled).toEqual(['r', 'r.child', 'r.m.0', 'r.m.1', 'r.m', 'r.m.rb-1', 'r.m.rb-0', 'u']);
+  });
+
+  it('runs a job enqueued during its purpose pass in that pass, and one of an earlier purpose in the next round', async () => {
+    const queue = createInProcessQueue({ mode: 'manual' });
+    const { handled, handler } = recorder(async (j) => {
+      if (j.id === 'r.m.0') await queue.enqueue([element(2), exec('r', { id: 'r.wake' })]);
+      if (j.id === 'r.m') await queue.enqueue([rollback(0), element(3)]);
+      if (j.id === 'r.m.rb-0') await queue.enqueue([unit('u'), map({ id: 'r.m.wake' })]);
+    });
+    queue.consume(handler);
+    await queue.enqueue([map(), element(1), element(0), exec('r')]);
+    expect(await queue.drainRounds()).toEqual({ rounds: 2, jobs: 10 });
+    expect(handled).toEqual([
+      // round 1
+      'r',
+      'r.m.1',
+      'r.m.0',
+      'r.m.2',
+      'r.m',
+      'r.m.rb-0',
+      'u',
+      // round 2
+      'r.wake',
+      'r.m.3',
+      'r.m.wake',
+    ]);
+  });
+
+  it('takes the purposes in the given order', async () => {
+    const queue = createInProcessQueue({ mode: 'manual' });
+    const { handled, handler } = recorder();
+    queue.consume(handler);
+    await queue.enqueue([exec('r'), element(0), map(), rollback(0), unit('u')]);
+    const order: JobPurpose[] = ['async-unit', 'element-rollback', 'map-settle', 'map-element', 'execution-advance'];
+    await queue.drainRounds({ order });
+    expect(handled).toEqual(['u', 'r.m.rb-0', 'r.m', 'r.m.0', 'r']);
+  });
+
+  it('runs only the named purposes and leaves the others pending', async () => {
+    const queue = createInProcessQueue({ mode: 'manual' });
+    const { handled, handler } = recorder(async (j) => {
+      if (j.id === 'r.m') await queue.enqueue([element(0), element(1), map({ id: 'r.m.wake' })]);
+    });
+    queue.consume(handler);
+    await queue.enqueue([exec('r'), map()]);
+    expect(await queue.drainRounds({ only: ['map-settle'] })).toEqual({ rounds: 1, jobs: 2 });
+    expect(handled).toEqual(['r.m', 'r.m.wake']);
+    expect(ids(queue.pending())).toEqual(['r', 'r.m.0', 'r.m.1']);
+  });
+
+  it('delivers one purpose in reverse after a reorder of its pending jobs (S-map-04b)', async () => {
+    const queue = createInProcessQueue({ mode: 'manual' });
+    const { handled, handler } = recorder(async (j) => {
+      if (j.id === 'r.m') await queue.enqueue([element(0), exec('r', { id: 'r.wake' }), element(1), element(2), element(3)]);
+    });
+    queue.consume(handler);
+    await queue.enqueue([map()]);
+    await queue.drainRounds({ only: ['map-settle'] });
+    queue.reorder(queue.pending({ purpose: 'map-element' }).map((j) => j.id).reverse());
+    expect(ids(queue.pending())).toEqual(['r.m.3', 'r.m.2', 'r.m.1', 'r.m.0', 'r.wake']);
+    await queue.drainRounds();
+    expect(handled).toEqual(['r.m', 'r.wake', 'r.m.3', 'r.m.2', 'r.m.1', 'r.m.0']);
+  });
+
+  it('puts a job whose handler threw at the back of its purpose FIFO, in the same pass', async () => {
+    const queue = createInProcessQueue({ mode: 'manual' });
+    let failures = 0;
+    const { handled, handler } = recorder(async (j) => {
+      if (j.id === 'r.m.0' && failures++ === 0) throw new Error('transient');
+    });
+    queue.consume(handler);
+    await queue.enqueue([element(0), element(1), map()]);
+    expect(await queue.drainRounds()).toEqual({ rounds: 1, jobs: 4 });
+    expect(handled).toEqual(['r.m.0', 'r.m.1', 'r.m.0', 'r.m']);
+  });
+
+  it("delayed: 'hold' leaves delayed jobs pending and never moves the clock", async () => {
+    const clock = createTestClock(0);
+    const queue = createInProcessQueue({ mode: 'manual', clock });
+    const { handled, handler } = recorder(async (j) => {
+      if (j.id === 'r.m.0') await queue.enqueue([element(0, { id: 'r.m.0.timer', delayMs: 100 })]);
+    });
+    queue.consume(handler);
+    await queue.enqueue([element(0), element(1)]);
+    expect(await queue.drainRounds({ delayed: 'hold' })).toEqual({ rounds: 1, jobs: 2 });
+    expect(handled).toEqual(['r.m.0', 'r.m.1']);
+    expect(queue.inspect().map((p) => [p.job.id, p.dueAt])).toEqual([['r.m.0.timer', 100]]);
+    expect(clock.sleeps).toEqual([]);
+
+    clock.advance(100);
+    await queue.enqueue([element(2)]);
+    await queue.drainRounds();
+    expect(handled).toEqual(['r.m.0', 'r.m.1', 'r.m.0.timer', 'r.m.2']);
+  });
+
+  it("delayed: 'as-due' puts a delayed job at the back of its FIFO when enqueued and moves the clock when it runs (S-map-09)", async () => {
+    const clock = createTestClock(0);
+    const queue = createInProcessQueue({ mode: 'manual', clock });
+    const runs: [string, number][] = [];
+    queue.consume(async (j) => {
+      runs.push([j.id, clock.now()]);
+      if (j.id === 'r.m.0') await queue.enqueue([element(0, { id: 'r.m.0.timer', delayMs: 100 }), element(2)]);
+      if (j.id === 'r.m.1') await queue.enqueue([element(1, { id: 'r.m.1.timer', delayMs: 100 }), exec('r', { id: 'r.wake', delayMs: 10 })]);
+    });
+    await queue.enqueue([element(0), exec('r', { id: 'r.later', delayMs: 500 }), element(1)]);
+    expect(await queue.drainRounds({ delayed: 'as-due' })).toEqual({ rounds: 2, jobs: 7 });
+    expect(runs).toEqual([
+      ['r.later', 500],
+      ['r.m.0', 500],
+      ['r.m.1', 500],
+      ['r.m.0.timer', 600],
+      ['r.m.2', 600],
+      ['r.m.1.timer', 600],
+      ['r.wake', 600],
+    ]);
+    expect(clock.sleeps).toEqual([500, 100]);
+  });
+
+  it("delayed: 'as-due' gives back the jobs it did not run, not due until their time", async () => {
+    const clock = createTestClock(0);
+    const queue = createInProcessQueue({ mode: 'manual', clock });
+    const { handled, handler } = recorder();
+    queue.consume(handler);
+    await queue.enqueue([exec('r', { id: 'r.timer', delayMs: 100 }), element(0, { id: 'r.m.0.timer', delayMs: 50 })]);
+    expect(await queue.drainRounds({ delayed: 'as-due', only: ['map-element'] })).toEqual({ rounds: 1, jobs: 1 });
+    expect(handled).toEqual(['r.m.0.timer']);
+    expect(queue.inspect().map((p) => [p.job.id, p.dueAt])).toEqual([['r.timer', 100]]);
+    expect(await queue.runNext()).toBe(false);
+    expect(() => queue.reorder(['r.timer'])).toThrow(/not due until 100 \(clock at 50\)/);
+  });
+
+  it("delayed: 'wait' moves the clock to the next due job of a purpose it runs when a round runs nothing", async () => {
+    const clock = createTestClock(0);
+    const queue = createInProcessQueue({ mode: 'manual', clock });
+    const runs: [string, number][] = [];
+    queue.consume(async (j) => {
+      runs.push([j.id, clock.now()]);
+      if (j.id === 'r.m.0.timer') await queue.enqueue([unit('u', { delayMs: 30 })]);
+    });
+    await queue.enqueue([rollback(0, { delayMs: 900 }), exec('r', { id: 'r.timer', delayMs: 250 }), element(0, { id: 'r.m.0.timer', delayMs: 100 }), element(1)]);
+    expect(await queue.drainRounds({ delayed: 'wait', only: ['execution-advance', 'map-element', 'async-unit'] })).toEqual({ rounds: 4, jobs: 4 });
+    expect(runs).toEqual([
+      ['r.m.1', 0],
+      ['r.m.0.timer', 100],
+      ['u', 130],
+      ['r.timer', 250],
+    ]);
+    expect(clock.sleeps).toEqual([100, 30, 120]);
+    expect(ids(queue.pending())).toEqual(['r.m.rb-0']);
+  });
+
+  it('stops a drain past maxJobs and names the actor that loops', async () => {
+    const queue = createInProcessQueue({ mode: 'manual' });
+    let n = 0;
+    queue.consume(async () => {
+      n += 1;
+      await queue.enqueue([element(2, { id: `r.m.2.timer.${n}`, event: { type: 'xreactor.timer.fired' } })]);
+    });
+    await queue.enqueue([exec('r'), element(2)]);
+    const error = await queue.drainRounds({ maxJobs: 30 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(XreactorError);
+    expect(error).toMatchObject({ code: 'queue_drain_limit' });
+    expect((error as Error).message).toMatch(
+      /^drainRounds ran 30 jobs and jobs are still due; likely loop: execution "r\.m\.2" got 29 of the last 30 jobs, most often "xreactor\.timer\.fired" \(28 times\)\. .*pass drainRounds\(\{ maxJobs \}\)/,
+    );
+    expect(n).toBe(30);
+  });
+
+  it('refuses to run without a consumer and keeps the job pending', async () => {
+    const queue = createInProcessQueue({ mode: 'manual' });
+    await queue.enqueue([exec('r'), element(0)]);
+    await expect(queue.drainRounds({ only: ['map-element'] })).rejects.toMatchObject({ code: 'queue_no_consumer', message: /^drainRounds found due jobs/ });
+    expect(ids(queue.pending())).toEqual(['r', 'r.m.0']);
+    expect(await queue.drainRounds({ only: ['map-settle'] })).toEqual({ rounds: 0, jobs: 0 });
+  });
+
+  it('refuses bad options and queues not in manual mode', async () => {
+    const queue = createInProcessQueue({ mode: 'manual' });
+    const refusal = (options: Parameters<typeof queue.drainRounds>[0]) =>
+      queue.drainRounds(options).then(
+        () => 'drained',
+        (e: unknown) => `${(e as XreactorError).code}: ${(e as Error).message}`,
+      );
+    expect(await refusal({ order: ['map-element', 'execution-advance', 'map-settle'] })).toBe(
+      'queue_option_invalid: drainRounds order must name every purpose once; it leaves out "element-rollback", "async-unit": use `only` to run some purposes only',
+    );
+    expect(await refusal({ order: [...JOB_PURPOSES, 'map-element'] })).toBe('queue_option_invalid: drainRounds order names "map-element" twice');
+    expect(await refusal({ only: ['map-elements' as JobPurpose] })).toBe(
+      'queue_option_invalid: drainRounds only names an unknown purpose "map-elements"; purposes: execution-advance, map-element, map-settle, element-rollback, async-unit',
+    );
+    expect(await refusal({ only: [] })).toBe('queue_option_invalid: drainRounds only is empty, so the drain would run nothing: name at least one purpose');
+    expect(await refusal({ delayed: 'later' as 'hold' })).toBe('queue_option_invalid: drainRounds delayed must be one of "as-due", "wait", "hold", got "later"');
+    expect(await refusal({ maxJobs: 0 })).toBe('queue_option_invalid: maxJobs must be a positive integer, got 0');
+
+    for (const mode of ['inline', 'auto'] as const) {
+      const other = createInProcessQueue({ mode });
+      await expect(other.drainRounds()).rejects.toMatchObject({
+        code: 'queue_mode_invalid',
+        message: `drainRounds drains a manual queue, and this queue's mode is "${mode}": create it with createInProcessQueue({ mode: 'manual' })`,
+      });
+    }
   });
 });
