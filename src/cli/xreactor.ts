@@ -89,7 +89,15 @@ async function worker(argv: readonly string[]): Promise<void> {
   });
   const sweepIntervalMs = Number(values['sweep-interval-ms']);
   if (!Number.isInteger(sweepIntervalMs) || sweepIntervalMs < 0) throw new Error(`--sweep-interval-ms must be an integer >= 0, got ${JSON.stringify(values['sweep-interval-ms'])}`);
-  const running = createWorker({ backend, reactors, concurrency, logger, sweepIntervalMs, leaseTtlMs: number('lease-ttl-ms', values['lease-ttl-ms']) });
+  const running = createWorker({
+    unknownReactor: { who: 'this worker', fix: `export it from one of the modules this worker loads (${positionals.join(', ')}), or run a worker that has it` },
+    backend,
+    reactors,
+    concurrency,
+    logger,
+    sweepIntervalMs,
+    leaseTtlMs: number('lease-ttl-ms', values['lease-ttl-ms']),
+  });
   logger.info({ event: 'xreactor.worker.started', reactors: reactors.map((r) => r.name), concurrency, queue: values.queue }, 'worker started');
 
   let stopping = false;

@@ -181,12 +181,16 @@ export class DeserializationError extends XreactorError {
 
 /** A reactor name is not registered with the runtime that was asked to run or resume it. */
 export class UnknownReactorError extends XreactorError {
-  constructor(reactor: string, version?: number, known: readonly number[] = []) {
+  /**
+   * @param where who does not know it and how to give it, as the reader would: `this runtime` /
+   * `pass it to createRuntime({ reactors })` by default; a worker and the CLI say their own.
+   */
+  constructor(reactor: string, version?: number, known: readonly number[] = [], where: { readonly who: string; readonly fix: string } = { who: 'this runtime', fix: 'pass it to createRuntime({ reactors })' }) {
     super(
       'reactor_unknown',
       version === undefined || known.length === 0
-        ? `reactor "${reactor}" is not registered with this runtime; pass it to createRuntime({ reactors })`
-        : `reactor "${reactor}" version ${version} is not registered with this runtime (it has version ${known.join(', ')}); register that version's definition too: an execution resumes on the version it started with`,
+        ? `reactor "${reactor}" is not registered with ${where.who}; ${where.fix}`
+        : `reactor "${reactor}" version ${version} is not registered with ${where.who} (it has version ${known.join(', ')}); register that version's definition too: an execution resumes on the version it started with`,
       { reactor },
     );
   }

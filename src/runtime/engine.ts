@@ -26,6 +26,12 @@ export interface EngineOptions {
   readonly store: Store;
   readonly queue: Queue | undefined;
   /**
+   * How an unknown reactor's error names this process and what to do (a worker, the CLI).
+   * @internal
+   * @defaultValue `{ who: 'this runtime', fix: 'pass it to createRuntime({ reactors })' }`
+   */
+  readonly unknownReactor?: { readonly who: string; readonly fix: string };
+  /**
    * Time source for retries, leases and timestamps.
    * @defaultValue the system clock
    */
@@ -162,7 +168,7 @@ export function createEngine(options: EngineOptions): Engine {
       const versions = reactors.get(reactor);
       const known = [...(versions?.keys() ?? [])].sort((a, b) => a - b);
       const definition = version === undefined ? versions?.get(known.at(-1) ?? 0) : versions?.get(version);
-      if (definition === undefined) throw new UnknownReactorError(reactor, version, known);
+      if (definition === undefined) throw new UnknownReactorError(reactor, version, known, options.unknownReactor);
       return definition;
     },
     definitionOf(context) {

@@ -1,10 +1,9 @@
-import type { ExecutionEvent } from '../../machines/execution-types.js';
+import type { ExecutionContext, ExecutionEvent } from '../../machines/execution-types.js';
 import { ExecutionNotFoundError, InputValidationError, InterruptTimeoutError, InvalidStateError, StaleRevisionError } from '../errors/index.js';
 import type { ExecutionId } from '../internal/ids.js';
 import { describeIssues, validateWith } from '../internal/standard-schema.js';
 import { serializeError } from '../serialization/index.js';
 import type { Engine } from './engine.js';
-import type { HeldExecution } from './host.js';
 import { statusOf } from './host.js';
 import { CORRELATION_TTL_MS, descendantId, interruptKey } from './lineage.js';
 
@@ -24,8 +23,8 @@ export interface ContinueRequest {
 }
 
 /** Interrupts ready to be continued in a paused execution, as names or paths (as its children reported them). */
-export function readyInterrupts(held: HeldExecution): (string | string[])[] {
-  const paused = held.snapshot.context.paused;
+export function readyInterrupts(context: Pick<ExecutionContext, 'paused'>): (string | string[])[] {
+  const paused = context.paused;
   if (paused === null) return [];
   const nested = paused.nested.map((p) => [paused.child!, ...(typeof p === 'string' ? [p] : p)]);
   return [...paused.ready.map((r) => r.step), ...(paused.child === null ? [] : nested)];
@@ -76,7 +75,7 @@ export async function prepareResume(engine: Engine, id: string, request: Continu
   // A resume that races the winning one may find the run already moving on: say why.
   if (target?.held.snapshot.context.resumed.includes(name) === true) throw new InvalidStateError(`cannot resume interrupt "${path.join('.')}": it was already resumed`);
   refuseUnlessPaused(id, statusOf(root.held.snapshot.value));
-  const pending = JSON.stringify(readyInterrupts(root.held));
+  const pending = JSON.stringify(readyInterrupts(root.held.snapshot.context));
   if (target === undefined || statusOf(target.held.snapshot.value) !== 'paused') {
     throw new InvalidStateError(`cannot continue ${JSON.stringify(path)}: ${owner} is not a paused composed child; ready interrupts: ${pending}`);
   }

@@ -253,7 +253,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
   /** The outcome of a held execution: paused, dispatched, or its result. */
   const heldOutcome = async (definition: AnyReactorDefinition, held: HeldExecution): Promise<ContinueResult | DispatchedResult | CancelledResult> => {
     const status = statusOf(held.snapshot.value);
-    if (status === 'paused') return { status: 'paused', executionId: held.id as ExecutionId, readyInterrupts: readyInterrupts(held) };
+    if (status === 'paused') return { status: 'paused', executionId: held.id as ExecutionId, readyInterrupts: readyInterrupts(held.snapshot.context) };
     if (status === 'running' && held.snapshot.context.handedOff) return { status: 'dispatched', executionId: held.id as ExecutionId, reason: 'background' };
     if (!executionTagsOf(held.snapshot.value).has('settled')) return { status: 'dispatched', executionId: held.id as ExecutionId, reason: 'awaiting' };
     return (await outcome(definition, held.id, status, held.snapshot.context, engine.register(definition).resultsOf(held)))!;
@@ -406,10 +406,8 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         if (SETTLED.includes(status) || status === 'aborted') {
           return { result: (await outcome(knownDefinition(context), id, status, context)) as RunResult<never> | CancelledResult };
         }
-        if (status === 'paused') {
-          const { definition, held } = await engine.load(id);
-          return { result: (await heldOutcome(definition, held)) as PausedResult };
-        }
+        // Read from the snapshot alone: reading an outcome needs no definition of the reactor.
+        if (status === 'paused') return { result: { status: 'paused', executionId: id as ExecutionId, readyInterrupts: readyInterrupts(context) } };
         return { status };
       };
       for (;;) {

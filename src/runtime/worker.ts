@@ -224,7 +224,7 @@ export function createWorker(options: WorkerOptions): Worker {
   if (queue === undefined) throw new DefinitionError('createWorker: give the queue to consume (createBullmqQueue from xreactor/redis), or backend: connectRedis()');
   const store = backend?.store ?? options.store;
   if (store === undefined) throw new DefinitionError('createWorker: give the store the executions live in (createRedisStore from xreactor/redis), or backend: connectRedis()');
-  const engine = createEngine({ ...options, queue, store });
+  const engine = createEngine({ unknownReactor: { who: 'this worker', fix: 'pass it to createWorker({ reactors })' }, ...options, queue, store });
   const consumer: Consumer = queue.consume(createJobHandler(engine), { concurrency: options.concurrency ?? 1 });
   const sweepIntervalMs = options.sweepIntervalMs ?? 30_000;
   if (sweepIntervalMs > 0) {
