@@ -44,6 +44,12 @@ export interface RedisBackendOptions {
   readonly queueName?: string;
   /** Retention of an execution's keys (see `createRedisStore`). */
   readonly contextTtlMs?: number;
+  /**
+   * How long a store or queue call waits for Redis before it rejects with `RedisUnavailableError`
+   * naming the server; 0 waits for as long as the connection does.
+   * @defaultValue 10_000
+   */
+  readonly timeoutMs?: number;
   /** BullMQ worker settings (lock duration, stalled-job interval), for workers. */
   readonly worker?: BullmqWorkerOptions;
   /** Told of connection errors and of jobs that cannot be handled. */
@@ -88,13 +94,27 @@ export function connectRedis(options: RedisBackendOptions = {}): RedisBackend {
   const url = options.url ?? process.env[REDIS_URL_ENV] ?? DEFAULT_REDIS_URL;
   const redis = nodes === undefined ? new Redis(url, { maxRetriesPerRequest: null }) : new Cluster(nodes, { redisOptions: { maxRetriesPerRequest: null } });
   const address = nodes === undefined ? url : (options.cluster ?? []).map((n) => (typeof n === 'string' ? n : JSON.stringify(n))).join(',');
-  const store = createRedisStore({ redis, ...(options.prefix === undefined ? {} : { prefix: options.prefix }), ...(options.contextTtlMs === undefined ? {} : { contextTtlMs: options.contextTtlMs }) });
+  const timeout = options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs };
+  const store = createRedisStore({ redis, ...timeout, ...(options.prefix === undefined ? {} : { prefix: options.prefix }), ...(options.contextTtlMs === undefined ? {} : { contextTtlMs: options.contextTtlMs }) });
+  // One report per outage, not one per reconnection attempt (ioredis retries every ~2 s, and
+  // BullMQ re-emits the connection's errors): a message equal to the previous one is dropped
+  // until the connection is ready again.
+  const report = options.onError ?? ((e: Error) => process.stderr.write(`xreactor: Redis at ${address}: ${e.message}\n`));
+  let lastError = '';
+  const onError = (error: Error, job?: JobSpec) => {
+    if (job === undefined && error.message === lastError) return;
+    if (job === undefined) lastError = error.message;
+    report(error, job);
+  };
+  redis.on('error', (error: Error) => onError(error));
+  redis.on('ready', () => (lastError = ''));
   const queue = createBullmqQueue({
     connection: redis,
+    ...timeout,
     ...(options.queueName === undefined ? {} : { queueName: options.queueName }),
     ...(nodes === undefined ? {} : { prefix: CLUSTER_QUEUE_PREFIX }),
     ...(options.worker === undefined ? {} : { worker: options.worker }),
-    ...(options.onError === undefined ? {} : { onError: options.onError }),
+    onError,
   });
   let closing: Promise<void> | undefined;
   return {

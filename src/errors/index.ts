@@ -236,6 +236,30 @@ export class AwaitTimeoutError extends XreactorError {
   }
 }
 
+/**
+ * Redis did not answer a call in time (code `redis_unavailable`, retryable): the server is down,
+ * unreachable, or too slow. The message names the address and the call. For a call that writes
+ * (a create or a commit) the outcome is unknown: it may still land when the connection comes
+ * back, so `executionId` names the execution it was for, and the message says so.
+ */
+export class RedisUnavailableError extends XreactorError {
+  readonly executionId: string | undefined;
+  constructor(address: string, call: string, timeoutMs: number, connection: string, executionId?: string, writes = false) {
+    const outcome =
+      executionId === undefined
+        ? ''
+        : writes
+          ? `; its outcome is unknown: execution ${executionId} may exist (or may still be written once Redis is back): look with find("${executionId}"), or retry run() with executionId "${executionId}" (a retried start with the same input is safe)`
+          : ` (for execution ${executionId})`;
+    super(
+      'redis_unavailable',
+      `Redis at ${address} did not answer ${call} within ${timeoutMs} ms (connection: ${connection}): check that the server is running and reachable from this process, and its URL, port, password and TLS settings${outcome}`,
+      { retryable: true },
+    );
+    this.executionId = executionId;
+  }
+}
+
 /** Background work needs a queue the runtime does not have. */
 export class QueueRequiredError extends XreactorError {
   constructor(reactor: string) {

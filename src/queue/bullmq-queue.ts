@@ -12,6 +12,8 @@ import type { ConnectionOptions, Job } from 'bullmq';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import { JobRejectedError, XreactorError } from '../errors/index.js';
 import { decode, encode } from '../serialization/index.js';
+import { DEFAULT_REDIS_TIMEOUT_MS, targetOf, withDeadline } from '../store/redis-deadline.js';
+import type { DeadlineTarget } from '../store/redis-deadline.js';
 import type { ConsumeOptions, Consumer, JobHandler, JobSpec, Queue } from './queue.js';
 
 /** Worker tuning: how fast a job held by a dead worker is delivered again. */
@@ -70,6 +72,12 @@ export interface BullmqQueueOptions {
   readonly worker?: BullmqWorkerOptions;
   /** Told of connection errors, handler errors (with the job) and jobs that cannot be decoded. */
   readonly onError?: (error: Error, job?: JobSpec) => void;
+  /**
+   * How long `enqueue` and `schedule` may wait for Redis before they reject with
+   * `RedisUnavailableError` naming the server; 0 waits for as long as the connection does.
+   * @defaultValue 10_000
+   */
+  readonly timeoutMs?: number;
 }
 
 /** The BullMQ queue port. */
@@ -113,6 +121,13 @@ export function decodeJobId(encoded: string): string {
   return body.replace(/%3A|%25/g, (escape) => (escape === '%3A' ? ':' : '%'));
 }
 
+/** The server a connection (an ioredis instance, or options BullMQ connects with) points at. */
+function deadlineTargetOf(connection: BullmqQueueOptions['connection']): DeadlineTarget {
+  if (typeof (connection as Partial<Redis>).duplicate === 'function') return targetOf(connection as Redis | Cluster);
+  const o = connection as { host?: string; port?: number; path?: string };
+  return { address: o.path ?? `${o.host ?? '127.0.0.1'}:${o.port ?? 6379}`, status: () => 'connecting (BullMQ\'s own connection)' };
+}
+
 /**
  * Creates the BullMQ queue port.
  * @example
@@ -142,6 +157,8 @@ export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
     },
   });
   bullQueue.on('error', (error) => onError(error));
+  const timeoutMs = options.timeoutMs ?? DEFAULT_REDIS_TIMEOUT_MS;
+  const target = deadlineTargetOf(options.connection);
   const consumers = new Set<Consumer>();
   let closed = false;
 
@@ -158,13 +175,14 @@ export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
         opts: { jobId: jobIdOf(spec), ...(spec.delayMs ? { delay: spec.delayMs } : {}) },
       }));
       // One job (a hand-off, a timer): a plain add is one script call; addBulk wraps its calls in MULTI/EXEC.
-      if (bulk.length === 1) await bullQueue.add(bulk[0]!.name, bulk[0]!.data, bulk[0]!.opts);
-      else await bullQueue.addBulk(bulk);
+      const adding: Promise<unknown> = bulk.length === 1 ? bullQueue.add(bulk[0]!.name, bulk[0]!.data, bulk[0]!.opts) : bullQueue.addBulk(bulk);
+      const first = jobs[0]!;
+      await withDeadline(target, timeoutMs, { call: `queue.enqueue (job ${first.id})`, ...(first.actor === undefined ? {} : { executionId: first.actor.id }) }, adding);
     },
 
     async schedule(schedulerId, everyMs, job) {
       if (closed) throw new XreactorError('queue_closed', `cannot schedule: queue "${name}" is closed`);
-      await bullQueue.upsertJobScheduler(schedulerId, { every: everyMs }, { name: job.kind, data: toJobData({ ...job, id: schedulerId }) });
+      await withDeadline(target, timeoutMs, { call: `queue.schedule (${schedulerId})` }, bullQueue.upsertJobScheduler(schedulerId, { every: everyMs }, { name: job.kind, data: toJobData({ ...job, id: schedulerId }) }));
     },
 
     consume(handler, consumeOptions = {}) {

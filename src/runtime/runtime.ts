@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import type { ExecutionStatus } from '../../machines/execution-types.js';
 import type { AnyReactorDefinition, ModeOf, ReactorDefinition, RunMode } from '../definition/compiled.js';
-import { AwaitTimeoutError, DefinitionError, DeserializationError, ExecutionAbortedError, ExecutionNotFoundError, InvalidStateError, StaleRevisionError, XreactorError } from '../errors/index.js';
+import { AwaitTimeoutError, DefinitionError, DeserializationError, RedisUnavailableError, ExecutionAbortedError, ExecutionNotFoundError, InvalidStateError, StaleRevisionError, XreactorError } from '../errors/index.js';
 import type { ExecutionId, IdGenerator } from '../internal/ids.js';
 import { createInProcessQueue } from '../queue/in-process-queue.js';
 import type { Consumer, Queue } from '../queue/queue.js';
@@ -67,7 +67,9 @@ export interface RunOptions {
    * A retried start is safe: when the id exists, with the same reactor and the same input (as
    * validated), `run` returns that execution's current outcome and runs nothing again (its
    * result, `failed`, `paused`, or `dispatched` while it is handed off or another process runs
-   * it, `run_busy`); with another input or reactor it throws `execution_exists` naming both.
+   * it, `run_busy`); a run whose first call gave up (a Redis timeout, a dead process) is taken
+   * up by the retry from its stored state. With another input or reactor it throws
+   * `execution_exists` naming both.
    */
   readonly executionId?: string;
 }
@@ -283,7 +285,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
    * else is refused, naming both. `existsError` is the create's refusal, thrown when the execution
    * is gone again (its retention expired in between).
    */
-  const existingRun = async (reactor: AnyReactorDefinition, id: string, input: unknown, existsError: unknown): Promise<unknown> => {
+  const existingRun = async (reactor: AnyReactorDefinition, id: string, input: unknown, existsError: unknown, signal: AbortSignal | undefined): Promise<unknown> => {
     const loaded = await store.load(id);
     if (loaded === undefined) throw existsError;
     const storedReactor = (loaded.snapshot.context as Partial<ExecutionContext>).reactor;
@@ -299,9 +301,19 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       );
     }
     const { definition, held } = await engine.load(id);
-    const busyElsewhere = statusOf(held.snapshot.value) === 'running' && !held.snapshot.context.handedOff && held.snapshot.context.awaiting === null;
-    if (busyElsewhere) return { status: 'dispatched', executionId: id as ExecutionId, reason: 'run_busy' } satisfies DispatchedResult;
-    return heldOutcome(definition, held);
+    const inCaller = statusOf(held.snapshot.value) === 'running' && !held.snapshot.context.handedOff && held.snapshot.context.awaiting === null;
+    if (!inCaller) return heldOutcome(definition, held);
+    // A run a caller was running: another process still is (its lease is held), or that call
+    // gave up (Redis timed out, the process died). Then this call goes on with it, from its
+    // stored state, as a worker recovering it would.
+    const resumed = await engine.withLease(id, async (lease) => {
+      const { host, held: again } = await engine.load(id);
+      again.lease = lease;
+      await host.resume(again, again.outbox, signalFor(signal), 'caller');
+    });
+    if (resumed === undefined) return { status: 'dispatched', executionId: id as ExecutionId, reason: 'run_busy' } satisfies DispatchedResult;
+    const after = await engine.load(id);
+    return heldOutcome(after.definition, after.held);
   };
 
   const api = {
@@ -361,7 +373,13 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         return (await heldOutcome(reactor, held)) as RunReturn<typeof reactor>;
       } catch (error) {
         if (runOptions.executionId !== undefined && error instanceof XreactorError && error.code === 'execution_exists') {
-          return (await existingRun(reactor, id, input, error)) as RunReturn<typeof reactor>;
+          return (await existingRun(reactor, id, input, error, runOptions.signal)) as RunReturn<typeof reactor>;
+        }
+        if (error instanceof RedisUnavailableError) {
+          // The create (or a commit) may still land once Redis is back, taking this call's lease:
+          // its release goes out behind it on the same connection, so a retried run need not
+          // wait out the lease's TTL.
+          store.releaseLease(id, lease.request.owner).catch(() => undefined);
         }
         throw await cancelledMeanwhile(id, error);
       } finally {

@@ -8,7 +8,7 @@ import {
   ArgumentResolutionError, CompensationError, DefinitionError, DependencyError, DeprecatedOptionError,
   DeserializationError, ExecutionAbortedError, ExecutionNotFoundError, InputValidationError, InvalidStateError,
   OutputValidationError, StaleRevisionError, StepFailure, UndoError, UnknownReactorError, XreactorError,
-  WorkInterruptedError, AwaitTimeoutError, QueueRequiredError, InterruptTimeoutError,
+  WorkInterruptedError, AwaitTimeoutError, QueueRequiredError, InterruptTimeoutError, RedisUnavailableError,
 } from '../errors/index.js';
 
 /** An error as plain data: what is stored and sent instead of an Error object. */
@@ -253,6 +253,7 @@ function registerBuiltIns(): void {
   registerErrorClass(UnknownReactorError.name, () => new UnknownReactorError(''));
   registerErrorClass(WorkInterruptedError.name, () => new WorkInterruptedError('', ''));
   registerErrorClass(AwaitTimeoutError.name, () => new AwaitTimeoutError('', 0, ''));
+  registerErrorClass(RedisUnavailableError.name, () => new RedisUnavailableError('', '', 0, ''));
   registerErrorClass(QueueRequiredError.name, () => new QueueRequiredError(''));
   registerErrorClass(InterruptTimeoutError.name, (s) => new InterruptTimeoutError('', s.step ?? '', 0));
 }

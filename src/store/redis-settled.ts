@@ -40,6 +40,9 @@ export function createSettledHub(connect: () => Redis | Cluster, clock: Clock): 
       subscriber.on('message', (channel: string) => {
         for (const wake of [...(channels.get(channel)?.waiters ?? [])]) wake(true);
       });
+      // Its connection errors are the store connection's outage seen twice (that one reports
+      // it); a waiter never depends on them: it re-checks the store on its own schedule.
+      subscriber.on('error', noop);
     }
     return subscriber;
   };

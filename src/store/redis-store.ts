@@ -6,6 +6,7 @@ import { systemClock } from '../internal/clock.js';
 import { decode } from '../serialization/index.js';
 import { createKeyBuilder, EXECUTION_FIELDS } from './keys.js';
 import { batchedCommits, unbatchedCommits } from './commit-batcher.js';
+import { DEFAULT_REDIS_TIMEOUT_MS, withStoreDeadlines } from './redis-deadline.js';
 import { checkCommitRules } from './commit-rules.js';
 import { inboxOf } from './inbox-codec.js';
 import {
@@ -89,6 +90,13 @@ export interface RedisStoreOptions {
    * @defaultValue true on a single Redis server, false on a Cluster
    */
   readonly groupCommit?: boolean;
+  /**
+   * How long a call may wait for Redis before it rejects with `RedisUnavailableError`, which
+   * names the server (a create or commit that times out has an unknown outcome: the error says
+   * so and names the execution). 0 waits for as long as the connection does.
+   * @defaultValue 10_000
+   */
+  readonly timeoutMs?: number;
 }
 
 /** How many executions a Redis store remembers its last retention re-stamp of (the oldest record is forgotten first). */
@@ -151,12 +159,19 @@ export function compileRedisStoreOptions(options: RedisStoreOptions): CompiledRe
   return {
     redis,
     groupCommit: options.groupCommit ?? !cluster,
+    timeoutMs: compileTimeout(options.timeoutMs),
     prefix: options.prefix ?? 'xr',
     contextTtlMs,
     machines: options.machines ?? DEFAULT_MACHINES,
     subscriber: options.subscriber ?? (() => (redis as Redis).duplicate()),
     clock: options.clock ?? systemClock,
   };
+}
+
+function compileTimeout(timeoutMs: number | undefined): number {
+  const value = timeoutMs ?? DEFAULT_REDIS_TIMEOUT_MS;
+  if (!(value >= 0) || !Number.isFinite(value)) throw new DefinitionError(`timeoutMs ${String(timeoutMs)} is not a number of milliseconds >= 0 (0: no limit); the default is ${DEFAULT_REDIS_TIMEOUT_MS}`);
+  return value;
 }
 
 /**
@@ -210,7 +225,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     return { snapshot: decodeSnapshot(snapshot, config.machines), revision, outbox: decode(outbox) as OutboxEffect[], inbox: inboxOf(id, inboxSeq, entries) };
   };
 
-  return {
+  const store: Store = {
     shared: true,
     async create(execution, options) {
       checkCommitRules(execution.id, execution.commit);
@@ -372,4 +387,5 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       await settled.close();
     },
   };
+  return withStoreDeadlines(store, config.redis, config.timeoutMs);
 }

@@ -14,6 +14,10 @@ export interface RedisServer {
   readonly port: number;
   readonly url: string;
   stop(): Promise<void>;
+  /** Kill the server (as a crash or an outage would): clients see connection refused. */
+  down(): Promise<void>;
+  /** Start it again on the same port (empty: no persistence), once it answers PING. */
+  up(): Promise<void>;
 }
 
 /** A running Redis Cluster of three masters, no replicas. */
@@ -121,13 +125,27 @@ async function startNode(extra: (port: number, dir: string) => string[], dir: st
 export async function startRedis(): Promise<RedisServer> {
   requireBinaries();
   const dir = mkdtempSync(join(tmpdir(), 'xreactor-redis-'));
-  const { port, child } = await startNode(() => [], dir);
+  const started = await startNode(() => [], dir);
+  const port = started.port;
+  let child: ChildProcess | undefined = started.child;
   return {
     port,
     url: `redis://${HOST}:${port}`,
     async stop() {
-      await kill(child);
+      if (child !== undefined) await kill(child);
+      child = undefined;
       rmSync(dir, { recursive: true, force: true });
+    },
+    async down() {
+      if (child !== undefined) await kill(child);
+      child = undefined;
+    },
+    async up() {
+      if (child !== undefined) return;
+      const logFile = join(dir, `redis-${port}-again.log`);
+      const again = spawnServer(port, [], dir, logFile);
+      await until(`redis-server on port ${port} to answer PING again`, async () => (await cli(port, 'PING')).trim() === 'PONG', { process: again, logFile });
+      child = again;
     },
   };
 }
