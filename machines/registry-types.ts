@@ -15,3 +15,11 @@ export type ActorTag =
   | 'paused'
   /** An end an operator may still undo. */
   | 'undoable';
+
+/**
+ * The lifecycle status an actor's commit stores (`Commit.status`) and that statuses in the store
+ * are read as (`Store.signal`'s `refuseIn`, the active index's sweeps). Every kind maps its states
+ * onto these strings: an execution's are its top-level states, a map's and an element rollback's
+ * are declared beside their machines.
+ */
+export type ActorStatus = 'pending' | 'running' | 'paused' | 'rolling_back' | 'completed' | 'failed' | 'halted' | 'cancelled' | 'aborted';

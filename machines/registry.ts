@@ -5,8 +5,8 @@
  * One file per kind beside this one (`execution.ts`; later map operations, element rollbacks,
  * async units).
  */
-import { createExecutionMachine, EXECUTION_MACHINE_VERSION, executionTagsOf } from './execution.js';
-import type { ActorTag } from './registry-types.js';
+import { createExecutionMachine, EXECUTION_MACHINE_VERSION, executionStatusOf, executionTagsOf } from './execution.js';
+import type { ActorStatus, ActorTag } from './registry-types.js';
 
 /** One kind of actor. */
 export interface ActorKindEntry {
@@ -19,11 +19,33 @@ export interface ActorKindEntry {
   readonly machine: (...args: never[]) => unknown;
   /** Tags of a stored state value, as the machine's state nodes declare them. */
   readonly tagsOf: (value: unknown) => ReadonlySet<ActorTag>;
+  /** The status a commit of a stored state value stores (`Commit.status`). */
+  readonly statusOf: (value: unknown) => ActorStatus;
+  /**
+   * Whether a stored state value is the end of an undo: what an actor waiting for this one to be
+   * undone waits for. (A settled state that is not one, such as a map's forward `failed`, still
+   * has the undo ahead of it.)
+   */
+  readonly undoSettledOf: (value: unknown) => boolean;
+}
+
+/** An execution's undo ended: it settled `failed` or `cancelled` (completed, halted or aborted ones still have the undo in their inbox). */
+function executionUndoSettledOf(value: unknown): boolean {
+  const status = executionStatusOf(value);
+  return executionTagsOf(value).has('settled') && (status === 'cancelled' || status === 'failed');
 }
 
 /** Every actor kind, by name. */
 export const MACHINE_REGISTRY = {
-  execution: { kind: 'execution', version: EXECUTION_MACHINE_VERSION, readable: [EXECUTION_MACHINE_VERSION], machine: createExecutionMachine, tagsOf: executionTagsOf },
+  execution: {
+    kind: 'execution',
+    version: EXECUTION_MACHINE_VERSION,
+    readable: [EXECUTION_MACHINE_VERSION],
+    machine: createExecutionMachine,
+    tagsOf: executionTagsOf,
+    statusOf: executionStatusOf,
+    undoSettledOf: executionUndoSettledOf,
+  },
 } as const satisfies Readonly<Record<string, ActorKindEntry>>;
 
 /** A registered actor kind's name. */
@@ -31,10 +53,24 @@ export type ActorKind = keyof typeof MACHINE_REGISTRY;
 
 const NO_TAGS: ReadonlySet<ActorTag> = new Set();
 
+/** The registry entry of actor kind `kind`, or undefined for a kind this build does not know. */
+function entryOf(kind: string): ActorKindEntry | undefined {
+  return (MACHINE_REGISTRY as Readonly<Record<string, ActorKindEntry | undefined>>)[kind];
+}
+
 /** The tags of a stored state value of actor kind `kind` (none for a kind this build does not know). */
 export function tagsOf(kind: string, value: unknown): ReadonlySet<ActorTag> {
-  const entry = (MACHINE_REGISTRY as Readonly<Record<string, ActorKindEntry | undefined>>)[kind];
-  return entry === undefined ? NO_TAGS : entry.tagsOf(value);
+  return entryOf(kind)?.tagsOf(value) ?? NO_TAGS;
+}
+
+/** The status of a stored state value of actor kind `kind` (undefined for a kind this build does not know). */
+export function statusOf(kind: string, value: unknown): ActorStatus | undefined {
+  return entryOf(kind)?.statusOf(value);
+}
+
+/** Whether a stored state value of actor kind `kind` is the end of its undo (false for a kind this build does not know). */
+export function undoSettledOf(kind: string, value: unknown): boolean {
+  return entryOf(kind)?.undoSettledOf(value) ?? false;
 }
 
 /** Kind → the machine versions this build can load: what the stores accept by default. */

@@ -7,6 +7,7 @@ import type { Queue } from '../queue/queue.js';
 import type { Commit, CommitOptions, Inbox, InboxEntry, LoadedExecution, OutboxEffect, PersistedSnapshot, SignalEvent, Store } from '../store/store.js';
 import type { Call } from './call.js';
 import type { HeldLease } from './lease.js';
+import { WAKE_EFFECT, wakeOf } from './wake.js';
 
 /** An actor held by this process: its snapshot, the revision it was read at, its outbox and inbox. */
 export interface HeldActor {
@@ -34,7 +35,10 @@ export interface Transition {
   readonly commit: Commit;
   readonly options: CommitOptions | undefined;
   readonly effects: readonly OutboxEffect[];
-  /** Actors listed for the sweeper before the commit (should the process die right after it) and again after it. */
+  /**
+   * Actors listed for the sweeper before the commit (should the process die right after it) and
+   * again after it. (Actors the commit spawns are listed by the store, see `SpawnActor.listed`.)
+   */
   readonly listed: readonly string[];
   /** Called right after the commit is sent, before it lands (with the revision it will have). */
   readonly sent?: (revision: number) => void;
@@ -56,11 +60,48 @@ export interface ActorBehaviour<H extends HeldActor> {
   adopt(held: H, loaded: LoadedExecution): void;
   /** The held snapshot as stored. */
   persist(held: H): { readonly snapshot: PersistedSnapshot; readonly status: Commit['status'] };
+  /**
+   * What a sweep does for a stored actor of this kind that is listed active and has no live
+   * lease (its process died, or its wake was lost). `look` loads another actor (one it awaits).
+   */
+  sweep(id: string, loaded: LoadedExecution, look: SweepLook): SweepVerdict | Promise<SweepVerdict>;
 }
 
-/** Where an actor another one signalled is found: taken with its lease, with the host of its kind. */
+/**
+ * A sweep's look at an actor: the actor as stored; undefined when it is unknown or unreadable
+ * (the sweep marks it failed in the store); `'not_here'` when this build cannot read it (a kind
+ * or machine version another build wrote).
+ */
+export type SweepLook = (id: string) => Promise<LoadedExecution | undefined | 'not_here'>;
+
+/**
+ * What a sweep does for a listed actor with no live lease: `job` enqueues a job that applies its
+ * inbox or performs its outbox again; `deliver` enqueues a job delivering `event` (what a wake
+ * lost on the way would have brought: a timer, an awaited actor's end); `keep` leaves it listed;
+ * `drop` removes it from the index.
+ */
+export type SweepVerdict = { readonly action: 'job' | 'keep' | 'drop' } | { readonly action: 'deliver'; readonly event: SignalEvent };
+
+/** The kernel loop of one kind's host, with the type of its held actors erased. */
+export type AnyActorLoop = Pick<ActorHost<never>, 'drive' | 'resume'>;
+
+/**
+ * A kind of actor as the engine keeps it: how a stored actor of the kind is loaded, advanced (its
+ * kernel loop) and swept. Jobs, wakes and sweeps addressed to the kind go to it.
+ */
+export interface KindHost<H extends HeldActor = HeldActor> {
+  readonly loop: Pick<ActorHost<H>, 'drive' | 'resume'>;
+  /** The held actor of a stored one (as `load` or `acquireAndLoad` read it; `input` when read with it), or undefined when it is gone. */
+  load(id: string, loaded: LoadedExecution, input: { readonly value: unknown } | undefined): Promise<H | undefined>;
+  /** See {@link ActorBehaviour.sweep}. */
+  sweep(id: string, loaded: LoadedExecution, look: SweepLook): SweepVerdict | Promise<SweepVerdict>;
+}
+
+/** An actor taken with its lease and loaded with the host of its kind. */
 export interface LeasedActor {
-  readonly host: { resume(held: never, outbox: readonly OutboxEffect[], call: Call): Promise<void> };
+  readonly kind: string;
+  /** The kernel loop of its kind's host. */
+  readonly loop: AnyActorLoop;
   readonly held: HeldActor;
 }
 
@@ -185,7 +226,7 @@ export class ActorHost<H extends HeldActor> {
       const found = await this.#deps.loadLeased(lease);
       if (typeof found === 'string') return;
       found.held.lease = lease;
-      await found.host.resume(found.held as never, found.held.outbox, call);
+      await found.loop.resume(found.held as never, found.held.outbox, call);
     } finally {
       await lease.end();
     }
@@ -196,10 +237,10 @@ export class ActorHost<H extends HeldActor> {
   }
 
   async #perform(held: H, effect: OutboxEffect, call: Call): Promise<SignalEvent | undefined> {
-    if (effect.type === 'xreactor.effect.wake') {
+    if (effect.type === WAKE_EFFECT) {
       // An actor this call is advancing meets the signal when its turn comes back; others are woken when this one is idle.
-      const { actor } = effect.params as { readonly actor: string };
-      if (!call.active.has(actor)) call.woken.add(actor);
+      const { actor, kind } = wakeOf(effect);
+      if (!call.active.has(actor)) call.woken.set(actor, kind);
       return undefined;
     }
     return this.#kind.perform(held, effect, call);
@@ -269,7 +310,7 @@ export class ActorHost<H extends HeldActor> {
    * wake job instead.
    */
   async #wake(call: Call): Promise<void> {
-    for (const id of [...call.woken]) {
+    for (const [id, kind] of [...call.woken]) {
       call.woken.delete(id);
       if (call.active.has(id)) continue;
       const lease = this.#deps.lease(id);
@@ -277,11 +318,11 @@ export class ActorHost<H extends HeldActor> {
         const found = await this.#deps.loadLeased(lease);
         if (found === 'missing') continue;
         if (found === 'busy') {
-          await this.#deps.queue?.enqueue([{ id: jobId(id, 'wake', this.#deps.clock.now()), kind: 'advance', actor: { kind: 'execution', id } }]);
+          await this.#deps.queue?.enqueue([{ id: jobId(id, 'wake', this.#deps.clock.now()), kind: 'advance', actor: { kind, id } }]);
           continue;
         }
         found.held.lease = lease;
-        await found.host.resume(found.held as never, found.held.outbox, call);
+        await found.loop.resume(found.held as never, found.held.outbox, call);
       } finally {
         await lease.end();
       }
@@ -301,7 +342,7 @@ export class ActorHost<H extends HeldActor> {
     const transition = computed instanceof Promise ? await computed : computed;
     if (transition === undefined) return { status: 'ignored' };
     const commit: Commit = { ...transition.commit, inboxSeen: held.inbox.seq, ...(entry === undefined ? {} : { consumed: [entry.seq] }) };
-    const list = () => Promise.all(transition.listed.map((id) => store.markActive(id, true)));
+    const list = () => store.markActiveMany(transition.listed, true);
     if (transition.listed.length > 0) await list();
     const committing = store.commit(held.id, held.revision, commit, transition.options);
     transition.sent?.(held.revision + 1);
@@ -328,7 +369,7 @@ export class ActorHost<H extends HeldActor> {
     // Signals that landed meanwhile come first: an inbox entry not tried yet (a cancel behind a
     // resume) may supersede this commit's work, which is then never started. Wakes are noted now.
     if (held.inbox.entries.some((e) => !held.declined.has(e.seq))) {
-      for (const effect of transition.effects) if (effect.type === 'xreactor.effect.wake') await this.#perform(held, effect, call);
+      for (const effect of transition.effects) if (effect.type === WAKE_EFFECT) await this.#perform(held, effect, call);
       held.outboxPending = true;
       return { status: 'committed', next: undefined };
     }

@@ -18,11 +18,11 @@ export interface Call {
   readonly active: Map<string, HeldActor>;
   /** Actors created by commits of this call and not driven yet, by id, with how to start them. */
   readonly spawned: Map<string, { readonly held: HeldActor; readonly start: (call: Call) => Promise<void> }>;
-  /** Recipients of signals this call sent that it is not advancing; they are woken when the sender is idle. */
-  readonly woken: Set<string>;
+  /** Recipients of signals this call sent that it is not advancing, by id, with their kind; they are woken when the sender is idle. */
+  readonly woken: Map<string, string>;
 }
 
 /** A new call. */
 export function newCall(signal: AbortSignal, place: Place): Call {
-  return { signal, place, active: new Map(), spawned: new Map(), woken: new Set() };
+  return { signal, place, active: new Map(), spawned: new Map(), woken: new Map() };
 }

@@ -1,5 +1,12 @@
 import type { ExecutionEffect, ExecutionWrite, TraceEntry } from '../../machines/execution-types.js';
 import type { CommitWrites, Signal, UndoEntry } from '../store/store.js';
+import { DEFAULT_WAKE_KIND, wakeParams } from './wake.js';
+
+/** The kind of a signal's recipient, when the machine names it (an execution's parent and children are executions). */
+function recipientKind(params: { readonly to: string | null }): string {
+  const { kind } = params as { readonly kind?: string };
+  return kind ?? DEFAULT_WAKE_KIND;
+}
 
 /** What a transition's actions ask of its commit, sorted by kind. */
 export interface CommitPlan {
@@ -44,7 +51,7 @@ export function planCommit(actions: readonly { type: string; params?: unknown }[
         if (action.params.to !== null) {
           signals.push({ to: action.params.to, event: action.params.event, dedupeKey: action.params.dedupeKey });
           // The recipient's wake goes through the outbox: performed again when the outbox is.
-          wakes.push({ type: 'xreactor.effect.wake', params: { actor: action.params.to } });
+          wakes.push({ type: 'xreactor.effect.wake', params: wakeParams(action.params.to, recipientKind(action.params)) });
         }
         break;
       case 'xreactor.write.spawn':

@@ -5,20 +5,20 @@ import type { AnyReactorDefinition } from '../definition/compiled.js';
 import { DefinitionError, DeserializationError, ExecutionNotFoundError, PlanMismatchError, UnknownReactorError, XreactorError } from '../errors/index.js';
 import { describePlanMismatch } from '../definition/fingerprint.js';
 import { reactorMachine } from './reactor-machine.js';
-import { serializeError } from '../serialization/index.js';
-import type { ExecutionContext } from '../../machines/execution-types.js';
 import { jobId } from '../queue/job-ids.js';
 import type { Middleware } from '../observability/middleware.js';
 import { createActorInspector } from '../observability/inspector.js';
 import type { InspectionObserver } from '../observability/inspector.js';
 import { createHooks } from '../observability/middleware.js';
 import type { Queue } from '../queue/queue.js';
-import type { LoadedExecution, Store } from '../store/store.js';
+import type { LoadedExecution, PersistedSnapshot, Store } from '../store/store.js';
 import type { Clock } from '../internal/clock.js';
 import { systemClock } from '../internal/clock.js';
-import { ExecutionHost, statusOf } from './host.js';
-import { tagsOf } from '../../machines/registry.js';
+import { ExecutionHost } from './host.js';
+import { statusOf } from '../../machines/registry.js';
 import type { HeldExecution } from './host.js';
+import type { HeldActor, KernelDeps, KindHost, LeasedActor, SweepVerdict } from './actor-host.js';
+import { sweepExecution } from './execution-sweep.js';
 import { HeldLease } from './lease.js';
 
 /** Options shared by runtimes and workers. */
@@ -88,13 +88,24 @@ export interface Engine {
   /** A lease on execution `id` for this process, not taken yet (see {@link HeldLease}). */
   lease(id: string): HeldLease;
   /**
-   * Take the execution's lease and load it, in one store call. `busy`: another live owner holds
-   * the lease; `missing`: no such execution (yet: a hand-off job can reach a worker before the
-   * commit that asked for it lands). Nothing is taken in either case. The held execution
-   * carries the lease.
-   * @throws DeserializationError (the lease is not kept), UnknownReactorError
+   * Take an actor's lease and load it, in one store call, with the host of its kind (by the stored
+   * snapshot's kind: an execution's is its reactor's host, at the version and plan it started
+   * with). `busy`: another live owner holds the lease; `missing`: no such actor (yet: a hand-off
+   * job can reach a worker before the commit that asked for it lands). Nothing is taken in
+   * either case. The held actor carries the lease.
+   * @throws DeserializationError (the lease is not kept), UnknownReactorError, PlanMismatchError,
+   * XreactorError `actor_kind_unknown` (retryable) for a kind this engine has no host for
    */
-  loadLeased(lease: HeldLease): Promise<{ definition: AnyReactorDefinition; host: ExecutionHost; held: HeldExecution } | 'busy' | 'missing'>;
+  loadLeased(lease: HeldLease): Promise<LeasedActor | 'busy' | 'missing'>;
+  /**
+   * Register the host of a kind of actor other than executions (map operations, element
+   * rollbacks): its jobs, wakes and sweeps go to it. `create` builds it on the engine's services.
+   * Register a kind before a job handler is created on the engine (`createJobHandler`).
+   * @throws DefinitionError when the kind is `execution` or registered already
+   */
+  registerKind<H extends HeldActor>(kind: string, create: (deps: KernelDeps) => KindHost<H>): KindHost<H>;
+  /** The kinds of actor this engine advances: `execution` and every registered one. */
+  kinds(): readonly string[];
   /**
    * Run `work` holding the execution's liveness lease, renewed while it runs.
    * Returns undefined (without running `work`) when another live owner holds it.
@@ -122,6 +133,17 @@ export function createEngine(options: EngineOptions): Engine {
   let leases = 0;
   const reactors = new Map<string, Map<number, AnyReactorDefinition>>();
   const hosts = new WeakMap<AnyReactorDefinition, ExecutionHost>();
+  /** The hosts of the kinds other than executions, by kind. */
+  const kindHosts = new Map<string, KindHost>();
+  /** The host of a stored actor, by its kind (an execution's: its reactor's). */
+  const hostOf = (snapshot: PersistedSnapshot): KindHost => {
+    if (snapshot.kind === 'execution') return engine.register(engine.definitionOf(snapshot.context as { reactor: string }));
+    const host = kindHosts.get(snapshot.kind);
+    if (host === undefined) throw actorKindUnknownError(snapshot.kind, engine.kinds());
+    return host;
+  };
+  // The kernel's services, the same for every kind's host.
+  const kernel = (): KernelDeps => ({ store, queue, clock, logger, lease: (id) => engine.lease(id), loadLeased: (lease) => engine.loadLeased(lease) });
 
   const engine: Engine = {
     sweepOnce: () => Promise.resolve(0),
@@ -143,10 +165,7 @@ export function createEngine(options: EngineOptions): Engine {
           inspector,
           hostFor: (child) => engine.register(child),
           lease: (id) => engine.lease(id),
-          loadLeased: async (lease) => {
-            const found = await engine.loadLeased(lease);
-            return typeof found === 'string' ? found : { host: found.host.loop, held: found.held };
-          },
+          loadLeased: (lease) => engine.loadLeased(lease),
         });
         hosts.set(definition, host);
         const versions = reactors.get(definition.name) ?? new Map<number, AnyReactorDefinition>();
@@ -202,16 +221,25 @@ export function createEngine(options: EngineOptions): Engine {
       if (found.status !== 'leased') return found.status;
       lease.taken();
       try {
-        const definition = engine.definitionOf(found.execution.snapshot.context as { reactor: string });
-        const host = engine.register(definition);
+        const { kind } = found.execution.snapshot;
+        const host = hostOf(found.execution.snapshot);
         const held = await host.load(lease.id, found.execution, { value: found.input });
         if (held === undefined) throw new ExecutionNotFoundError(lease.id);
         held.lease = lease;
-        return { definition, host, held };
+        return { kind, loop: host.loop, held };
       } catch (error) {
         await lease.end();
         throw error;
       }
+    },
+    registerKind(kind, create) {
+      if (kind === 'execution' || kindHosts.has(kind)) throw new DefinitionError(`actor kind "${kind}" is registered already on this engine`);
+      const host = create(kernel());
+      kindHosts.set(kind, host);
+      return host;
+    },
+    kinds() {
+      return ['execution', ...kindHosts.keys()];
     },
     async withLease(id, work) {
       const lease = engine.lease(id);
@@ -244,43 +272,19 @@ export function createEngine(options: EngineOptions): Engine {
     }
   };
   /**
-   * What a sweep does for a listed actor with no live lease: `job` enqueues a job that applies its
-   * inbox or performs its outbox (it has unconsumed signals, or is running or rolling back);
-   * `child` enqueues the event the awaited child's state calls for (its signal was consumed
-   * without effect, or it expired); `keep` leaves it listed; `drop` removes it from the index.
+   * What a sweep does for a listed actor with no live lease (see {@link SweepVerdict}): each kind
+   * answers for its own actors; one this build cannot read, or of a kind it has no host for, is
+   * kept for a build that can; one that is gone is dropped.
    */
-  const verdict = async (id: string, found: LoadedExecution | undefined | 'not_here'): Promise<{ action: 'job' | 'keep' | 'drop' } | { action: 'child'; event: Record<string, unknown> & { type: string } }> => {
+  const verdict = async (id: string, found: LoadedExecution | undefined | 'not_here'): Promise<SweepVerdict> => {
     if (found === 'not_here') return { action: 'keep' };
     if (found === undefined) return { action: 'drop' };
-    const tags = tagsOf(found.snapshot.kind, found.snapshot.value);
-    const context = found.snapshot.context as ExecutionContext;
-    if (found.inbox.entries.length > 0) return { action: 'job' };
-    if (tags.has('parked') && context.parkedUntil != null) {
-      // Its delayed wake is the timer job; should that job be lost or failed for good, a sweep
-      // delivers the timer itself once the backoff is over (never early; a duplicate is ignored).
-      if (clock.now() < context.parkedUntil) return { action: 'keep' };
-      return { action: 'child', event: { type: 'xreactor.timer.fired', at: clock.now(), index: context.cursor, attempt: context.attempt } };
-    }
-    if (tags.has('recoverable')) return { action: 'job' };
-    if (tags.has('awaiting')) {
-      const awaiting = context.awaiting;
-      if (awaiting === null) return { action: 'job' };
-      const child = await look(awaiting.child);
-      if (child === 'not_here') return { action: 'keep' };
-      const at = clock.now();
-      if (child === undefined) {
-        if (awaiting.purpose === 'undo') return { action: 'child', event: { type: 'xreactor.child.lost', at, child: awaiting.child } };
-        const error = new XreactorError('context_unavailable', `composed execution ${awaiting.child} is gone (its retention expired, or its data is unreadable) while ${id} awaited it`);
-        return { action: 'child', event: { type: 'xreactor.step.failed', at, index: awaiting.index, attempt: awaiting.attempt, error: serializeError(error), started: false, retryable: false, args: awaiting.args } };
-      }
-      // Settled for what the parent waits for: any end for a run; for an undo, only the end of
-      // the undo (a child still completed, halted or aborted has the undo in its inbox: it is swept itself).
-      const childStatus = statusOf(child.snapshot.value);
-      const done = tagsOf(child.snapshot.kind, child.snapshot.value).has('settled') && (awaiting.purpose === 'run' || childStatus === 'cancelled' || childStatus === 'failed');
-      if (done) return { action: 'child', event: { type: 'xreactor.child.settled', at, child: awaiting.child, status: childStatus } };
-      return { action: 'keep' };
-    }
-    return { action: 'drop' };
+    const { kind } = found.snapshot;
+    // An execution's verdict reads only its stored snapshot: it does not need the reactor.
+    if (kind === 'execution') return sweepExecution(id, found, look, clock.now());
+    const host = kindHosts.get(kind);
+    if (host === undefined) return { action: 'keep' };
+    return host.sweep(id, found, look);
   };
   /** Whether `id` was marked unreadable (`Store.markUnreadable`); a record that cannot be read counts as one. */
   const isMarkedUnreadable = async (id: string): Promise<boolean> => {
@@ -317,15 +321,22 @@ export function createEngine(options: EngineOptions): Engine {
         await store.markActive(id, false);
         continue;
       }
-      const event = decision.action === 'child' ? decision.event : undefined;
+      const event = decision.action === 'deliver' ? decision.event : undefined;
       // One id per revision and lease period: sweeps within a lease TTL add nothing, and a sweep
       // job that failed for good (its worker died on every delivery) never blocks a later sweep.
       await queue.enqueue([{ id: jobId(id, 'sweep', loaded.revision, Math.floor(clock.now() / leaseTtlMs)), kind: 'advance', actor: { kind: loaded.snapshot.kind, id }, ...(event === undefined ? {} : { event }) }]);
-      logger.info({ event: 'xreactor.sweeper.requeued', executionId: id, status: statusOf(loaded.snapshot.value), revision: loaded.revision }, 'requeued an actor with no live lease');
+      logger.info({ event: 'xreactor.sweeper.requeued', executionId: id, kind: loaded.snapshot.kind, status: statusOf(loaded.snapshot.kind, loaded.snapshot.value), revision: loaded.revision }, 'requeued an actor with no live lease');
       requeued += 1;
     }
     return requeued;
   };
   for (const definition of options.reactors ?? []) engine.register(definition);
   return engine;
+}
+
+/** The error for an actor of a kind this engine has no host for (retryable: a build that has one advances it). */
+function actorKindUnknownError(kind: string, known: readonly string[]): XreactorError {
+  return new XreactorError('actor_kind_unknown', `this build advances actor kinds ${known.join(', ')}, not "${kind}"; a build that knows kind "${kind}" must advance it, and the actor is left as it is`, {
+    retryable: true,
+  });
 }

@@ -28,7 +28,8 @@ import { mergePlans, planCommit } from './commit-plan.js';
 import type { CommitPlan } from './commit-plan.js';
 import type { ActorInspector } from '../observability/inspector.js';
 import { ActorHost } from './actor-host.js';
-import type { ActorBehaviour, HeldActor, KernelDeps, Transition } from './actor-host.js';
+import type { ActorBehaviour, HeldActor, KernelDeps, KindHost, SweepLook, SweepVerdict, Transition } from './actor-host.js';
+import { sweepExecution } from './execution-sweep.js';
 import type { ActorTag } from '../../machines/registry-types.js';
 
 type Snapshot = ExecutionSnapshot;
@@ -129,7 +130,7 @@ function abortWaiters(signal: AbortSignal): Set<() => void> {
  * wait, compensate, undo, pause, hand off, await a child). The kernel's loop ({@link ActorHost})
  * advances it, the same in every process.
  */
-export class ExecutionHost implements ActorBehaviour<HeldExecution> {
+export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<HeldExecution> {
   /** The kernel loop advancing this reactor's executions. */
   readonly loop: ActorHost<HeldExecution>;
   readonly #definition: AnyReactorDefinition;
@@ -259,6 +260,10 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution> {
     return executionTagsOf(value);
   }
 
+  sweep(id: string, loaded: LoadedExecution, look: SweepLook): Promise<SweepVerdict> {
+    return sweepExecution(id, loaded, look, this.#deps.clock.now());
+  }
+
   persist(held: HeldExecution): { readonly snapshot: PersistedSnapshot; readonly status: ExecutionStatus } {
     return { snapshot: persist(held.snapshot), status: statusOf(held.snapshot.value) };
   }
@@ -317,9 +322,9 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution> {
       commit,
       options,
       effects,
-      // An actor becoming recoverable again (continued after a pause, undone after its end), a
-      // signal's recipient and a spawned child are listed for the sweeper.
-      listed: [...(!isRecoverable(held.snapshot.value) && isRecoverable(next.value) ? [held.id] : []), ...plan.signals.map((s) => s.to), ...plan.spawns.map((s) => s.child)],
+      // An actor becoming recoverable again (continued after a pause, undone after its end) and a
+      // signal's recipient are listed for the sweeper (a spawned child is listed by the store).
+      listed: [...(!isRecoverable(held.snapshot.value) && isRecoverable(next.value) ? [held.id] : []), ...plan.signals.map((s) => s.to)],
       sent: (revision) => {
         if (place === 'caller') this.#sendHandOffEarly(held, effects, revision, commit.snapshot);
       },

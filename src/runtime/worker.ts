@@ -7,6 +7,7 @@ import type { ExecutionHost, HeldExecution } from './host.js';
 import type { HeldLease } from './lease.js';
 import type { ActorAddress, Consumer, JobHandler, JobSpec } from '../queue/queue.js';
 import type { ExecutionEvent } from '../../machines/execution-types.js';
+import { newCall } from './call.js';
 import type { Engine, EngineOptions } from './engine.js';
 import { createEngine } from './engine.js';
 import { checkBackendOptions } from './backend.js';
@@ -61,12 +62,14 @@ export const SWEEPER_SCHEDULE_ID = 'xreactor-sweeper';
 type ActorJobHandler = (job: JobSpec & { readonly actor: ActorAddress }, signal: AbortSignal) => Promise<void>;
 
 /**
- * The job handler of workers and the embedded runtime: one router by actor kind. A job that
- * addresses no actor (malformed) is rejected at once; one for a kind this build does not know is
- * retried, its actor untouched (a newer build may be deployed beside this one).
+ * The job handler of workers and the embedded runtime: a table by actor kind, built from the
+ * kinds the engine advances (`Engine.kinds`): executions have their own handler (hand-offs
+ * carrying state, unreadable data failing the parent), every other kind the generic actor
+ * handler. A job that addresses no actor (malformed) is rejected at once; one for a kind this
+ * build does not know is retried, its actor untouched (a newer build may be deployed beside this one).
  */
 export function createJobHandler(engine: Engine): JobHandler {
-  const kinds: Readonly<Record<string, ActorJobHandler>> = { execution: executionJobHandler(engine) };
+  const kinds = new Map<string, ActorJobHandler>(engine.kinds().map((kind) => [kind, actorJobHandler(engine, kind === 'execution' ? EXECUTION_JOBS : { noun: `${kind} actor` })]));
   return async (job: JobSpec, signal: AbortSignal) => {
     if (job.kind === 'sweep') {
       await engine.sweepOnce(SWEEP_LIMIT);
@@ -78,10 +81,10 @@ export function createJobHandler(engine: Engine): JobHandler {
         `job ${JSON.stringify(job.id)} is malformed: kind ${JSON.stringify(job.kind)}, actor ${JSON.stringify(job.actor)}; an advance job names its actor as { kind, id }. It is failed, not retried`,
       );
     }
-    const handle = kinds[actor.kind];
+    const handle = kinds.get(actor.kind);
     if (handle === undefined) {
       engine.logger.warn({ event: 'xreactor.actor.kind_unknown', actor, job: job.id }, `no handler for actor kind "${actor.kind}"`);
-      throw new XreactorError('actor_kind_unknown', `this worker knows actor kinds ${Object.keys(kinds).join(', ')}, not "${actor.kind}" (job ${job.id}, actor ${actor.id}); the job is retried for a build that knows it, and the actor is left as it is`, {
+      throw new XreactorError('actor_kind_unknown', `this worker knows actor kinds ${[...kinds.keys()].join(', ')}, not "${actor.kind}" (job ${job.id}, actor ${actor.id}); the job is retried for a build that knows it, and the actor is left as it is`, {
         retryable: true,
       });
     }
@@ -89,9 +92,38 @@ export function createJobHandler(engine: Engine): JobHandler {
   };
 }
 
-/** The jobs of execution actors: hand-offs, timers, wakes, signals crossing processes, sweeps' recoveries. */
-function executionJobHandler(engine: Engine): ActorJobHandler {
+/** What the jobs of one kind do beyond the generic actor handler's. */
+interface KindJobs {
+  /** What messages call an actor of the kind. */
+  readonly noun: string;
+  /** Advance from the state a job carries (a hand-off); false when it cannot be used (then the store is read). */
+  readonly carried?: (engine: Engine, lease: HeldLease, job: JobSpec, signal: AbortSignal) => Promise<boolean>;
+  /** After the actor's unreadable data was marked failed in the store: tell whoever waits for it. */
+  readonly unreadable?: (engine: Engine, id: string) => Promise<void>;
+}
+
+/** The execution kind's jobs: hand-offs carry the run's state; an unreadable composed child fails its parent. */
+const EXECUTION_JOBS: KindJobs = { noun: 'execution', carried: advanceFromCarriedState, unreadable: signalParentOfUnreadable };
+
+/** Whether a load failed because this build cannot advance the actor (another build can). */
+function isNotHere(error: unknown): boolean {
+  return (
+    error instanceof UnknownReactorError ||
+    error instanceof PlanMismatchError ||
+    (error instanceof DeserializationError && error.retryable) ||
+    (error instanceof XreactorError && error.code === 'actor_kind_unknown')
+  );
+}
+
+/**
+ * The generic actor job handler: a signal crossing processes lands first; then the actor's lease
+ * and the actor in one store call, with the host of its stored kind; the job's event is delivered,
+ * else the actor resumes (its inbox, else its committed outbox). Wakes, timers, signals crossing
+ * processes and sweeps' recoveries of every kind go through it.
+ */
+function actorJobHandler(engine: Engine, jobs: KindJobs): ActorJobHandler {
   const log: Logger = engine.logger;
+  const noun = jobs.noun;
   return async (delivered, signal) => {
     let job = delivered;
     const id = job.actor.id;
@@ -105,11 +137,11 @@ function executionJobHandler(engine: Engine): ActorJobHandler {
     const lease = engine.lease(id);
     try {
       // A hand-off job carries the run's state: one fenced commit instead of a read and a commit.
-      if (job.handoff !== undefined && (await advanceFromCarriedState(engine, lease, job, signal))) return;
-      // The lease and the execution come in one store call. The process that enqueued this job
-      // (a hand-off) sends it together with the commit that hands the run off and releases the
-      // lease, so the job can arrive before that commit lands: the execution is then missing (a
-      // new run) or still leased by the caller. Wait a moment before handing the job back.
+      if (job.handoff !== undefined && jobs.carried !== undefined && (await jobs.carried(engine, lease, job, signal))) return;
+      // The lease and the actor come in one store call. The process that enqueued this job (a
+      // hand-off) sends it together with the commit that hands the run off and releases the
+      // lease, so the job can arrive before that commit lands: the actor is then missing (a new
+      // run) or still leased by the caller. Wait a moment before handing the job back.
       let loaded: Awaited<ReturnType<Engine['loadLeased']>>;
       try {
         loaded = await engine.loadLeased(lease);
@@ -119,39 +151,39 @@ function executionJobHandler(engine: Engine): ActorJobHandler {
           loaded = await engine.loadLeased(lease);
         }
       } catch (error) {
-        if (error instanceof UnknownReactorError || error instanceof PlanMismatchError || (error instanceof DeserializationError && error.retryable)) {
+        if (isNotHere(error)) {
           // This build cannot advance it (a reactor or version it was not given, another plan, or
-          // a machine version a newer build wrote): the actor and the job are left for a worker
-          // that can (a rolling deploy, or worker pools with different reactors on one queue). The
-          // job is retried after its backoff, and the actor stays listed for the sweeper.
-          log.warn({ event: 'xreactor.execution.not_here', executionId: id, err: error }, error.message);
-          throw new XreactorError('execution_not_here', `this worker cannot advance execution ${id}: ${error.message}; the job is retried`, {
+          // a machine version or kind a newer build wrote): the actor and the job are left for a
+          // worker that can (a rolling deploy, or worker pools with different reactors on one
+          // queue). The job is retried after its backoff, and the actor stays listed for the sweeper.
+          log.warn({ event: 'xreactor.execution.not_here', executionId: id, err: error }, (error as Error).message);
+          throw new XreactorError('execution_not_here', `this worker cannot advance ${noun} ${id}: ${(error as Error).message}; the job is retried`, {
             retryable: true,
             cause: error,
           });
         }
         if (error instanceof DeserializationError) {
           // Unreadable data: retrying cannot help. It is failed in the store (the data kept, the
-          // actor unlisted); its parent learns that it failed (the compose step fails with this
-          // error); the job fails; every other actor goes on.
+          // actor unlisted); whoever waits for it learns that it failed (a parent's compose step
+          // fails with this error); the job fails; every other actor goes on.
           log.error({ event: 'xreactor.execution.unreadable', executionId: id, err: error }, error.message);
           await engine.store.markUnreadable(id, { code: error.code, message: error.message });
-          await signalParentOfUnreadable(engine, id);
-          throw new JobRejectedError(`execution ${id} cannot be advanced: ${error.message}`, { cause: error });
+          await jobs.unreadable?.(engine, id);
+          throw new JobRejectedError(`${noun} ${id} cannot be advanced: ${error.message}`, { cause: error });
         }
         throw error;
       }
-      if (loaded === 'missing') throw new JobRejectedError(`execution ${id} does not exist (unknown id, or its retention expired): job ${job.id} is failed, not retried`);
+      if (loaded === 'missing') throw new JobRejectedError(`${noun} ${id} does not exist (unknown id, or its retention expired): job ${job.id} is failed, not retried`);
       if (loaded === 'busy') {
-        throw new XreactorError('execution_busy', `execution ${id} is being advanced by another live process; the job is retried later`, {
+        throw new XreactorError('execution_busy', `${noun} ${id} is being advanced by another live process; the job is retried later`, {
           retryable: true,
         });
       }
-      const { host, held } = loaded;
+      const { loop, held } = loaded;
       const outbox = held.outbox;
       held.lease = lease;
-      if (job.event !== undefined && (await host.drive(held, job.event as unknown as ExecutionEvent, signal, 'worker'))) return;
-      await host.resume(held, outbox, signal, 'worker');
+      if (job.event !== undefined && (await loop.drive(held as never, job.event, newCall(signal, 'worker')))) return;
+      await loop.resume(held as never, outbox, newCall(signal, 'worker'));
     } finally {
       await lease.end();
     }

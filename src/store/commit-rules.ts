@@ -11,10 +11,11 @@ const isSeq = (n: number, min: number) => Number.isSafeInteger(n) && n >= min;
 
 /**
  * Checks that every signal recipient, awaited actor and spawned actor of `commit` (and of the
- * commits of its spawned actors, at any depth) shares the root of `id`, and that `inboxSeen` and
- * `consumed` are inbox seqs.
+ * commits of its spawned actors, at any depth) shares the root of `id`, that a spawned actor's
+ * `kind` is its snapshot's, and that `inboxSeen` and `consumed` are inbox seqs.
  * @throws XreactorError `signal_cross_root` ({@link signalCrossRootError}) for the first actor of
- * another root, `inbox_seq_invalid` for a seq that is not a whole number (inboxSeen >= 0, consumed >= 1).
+ * another root, `spawn_kind_mismatch` for a spawned actor whose `kind` its snapshot does not
+ * have, `inbox_seq_invalid` for a seq that is not a whole number (inboxSeen >= 0, consumed >= 1).
  */
 export function checkCommitRules(id: string, commit: Commit): void {
   if (commit.inboxSeen === undefined && commit.consumed === undefined && commit.signals === undefined && commit.awaits === undefined && commit.spawn === undefined) return;
@@ -24,6 +25,12 @@ export function checkCommitRules(id: string, commit: Commit): void {
     for (const awaited of c.awaits ?? []) if (rootOf(awaited) !== root) throw signalCrossRootError(from, awaited, 'await');
     for (const spawned of c.spawn ?? []) {
       if (rootOf(spawned.id) !== root) throw signalCrossRootError(from, spawned.id, 'spawn');
+      if (spawned.kind !== undefined && spawned.kind !== spawned.commit.snapshot.kind) {
+        throw new XreactorError(
+          'spawn_kind_mismatch',
+          `actor ${from} spawns actor ${spawned.id} as kind "${spawned.kind}" with a first snapshot of kind "${spawned.commit.snapshot.kind}", so nothing was written; name the kind its snapshot has`,
+        );
+      }
       walk(spawned.id, spawned.commit);
     }
   };

@@ -30,6 +30,8 @@ export const EXECUTION_FIELDS = {
   inboxSeq: 'iseq',
   /** The id of the actor whose commit spawned this one (absent: created by `create`). */
   parent: 'parent',
+  /** `'1'` for an actor spawned with `retainWithParent: false`: not in its parent's children set, and its re-stamp does not climb to the parent (absent otherwise). */
+  detached: 'detached',
   /** The encoded UnreadableRecord of an actor whose data cannot be read (absent: never marked; see `Store.markUnreadable`). */
   unreadable: 'unreadable',
 } as const;
@@ -62,7 +64,7 @@ export interface ExecutionKeys {
    * the root is `base + KEY_KINDS.<kind> + ':' + id` (how the scripts reach other actors).
    */
   readonly base: string;
-  /** HASH: revision, status, reactor, snapshot, outbox, input, inbox seq, parent, unreadable ({@link EXECUTION_FIELDS}). */
+  /** HASH: revision, status, reactor, snapshot, outbox, input, inbox seq, parent, detached, unreadable ({@link EXECUTION_FIELDS}). */
   readonly execution: string;
   /** HASH: step name -> encoded result. */
   readonly results: string;

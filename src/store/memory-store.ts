@@ -158,6 +158,11 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
   const releaseLease = (id: string, owner: string): void => {
     if (leases.get(id)?.owner === owner) leases.delete(id);
   };
+  const markActive = (id: string, isActive: boolean): void => {
+    if (isActive) {
+      if (!active.has(id)) active.set(id, (activeSeq += 1));
+    } else active.delete(id);
+  };
   const publishSettled = (id: string): void => {
     for (const wake of waiters.get(id) ?? []) wake();
   };
@@ -249,7 +254,11 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     r.revision += 1;
     if (p.commit.awaits !== undefined) r.awaits = uniqueIds(p.commit.awaits);
   };
-  /** Creates the actors a prepared commit of `parent` spawns (and theirs, depth first), as `create` creates one. */
+  /**
+   * Creates the actors a prepared commit of `parent` spawns (and theirs, depth first), as `create`
+   * creates one: a child of `parent` unless detached (`retainWithParent: false`), listed active
+   * unless `listed: false`.
+   */
   const spawnAll = (parent: string, p: Prepared): void => {
     if (p.spawn.length === 0) return;
     const parentRow = rows.get(parent)!;
@@ -257,8 +266,9 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       const r = newRow(input, parent);
       apply(r, prepared);
       rows.set(actor.id, r);
-      parentRow.children.add(actor.id);
+      if (actor.retainWithParent !== false) parentRow.children.add(actor.id);
       if (actor.lease !== undefined) takeLease(actor.id, actor.lease.owner, actor.lease.ttlMs);
+      if (actor.listed !== false) markActive(actor.id, true);
       spawnAll(actor.id, prepared);
     }
   };
@@ -366,9 +376,10 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       return liveLease(id) !== undefined;
     },
     async markActive(id, isActive) {
-      if (isActive) {
-        if (!active.has(id)) active.set(id, (activeSeq += 1));
-      } else active.delete(id);
+      markActive(id, isActive);
+    },
+    async markActiveMany(ids, isActive) {
+      for (const id of ids) markActive(id, isActive);
     },
     async markUnreadable(id, error) {
       const r = rows.get(id);

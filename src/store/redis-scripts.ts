@@ -16,7 +16,7 @@ import { encodeInboxEntry } from './inbox-codec.js';
 import type { ExecutionKeys } from './keys.js';
 import { encodeSnapshot } from './snapshot-codec.js';
 import { executionBusyError, executionExistsError, undoGapError } from './store.js';
-import type { Commit, CreateExecution, LeaseRequest, Signal } from './store.js';
+import type { Commit, CreateExecution, LeaseRequest, Signal, SpawnActor } from './store.js';
 import type { UnreadableMark, UnreadableRecord } from './store.js';
 import { encodeUnreadable } from './unreadable-codec.js';
 
@@ -156,15 +156,29 @@ function kernelTail(commit: Commit, consumed: boolean): (string | Buffer)[] {
   const argv: (string | Buffer)[] = [String(seqs.length), ...seqs.map(String), ...(awaits === undefined ? ['-1'] : [String(awaits.length), ...awaits]), ...signalArgv(commit.signals ?? []), String(spawn.length)];
   for (const actor of spawn) {
     const lease = actor.lease;
-    argv.push(actor.id, actor.reactor, toBuffer(encode(actor.input)), lease === undefined ? '0' : '1', lease?.owner ?? '', lease === undefined ? '' : ttlArg(lease.ttlMs));
+    argv.push(actor.id, actor.reactor, toBuffer(encode(actor.input)), spawnFlags(actor), lease?.owner ?? '', lease === undefined ? '' : ttlArg(lease.ttlMs));
     argv.push(...commitTail(actor.commit), ...kernelTail(actor.commit, false));
   }
   return argv;
 }
 
+/**
+ * The flags of a spawned actor in a kernel tail (`lua/includes/actorKernel.lua`): 1 = take its
+ * lease, 2 = detached (`retainWithParent: false`: not in the parent's children set, its re-stamp
+ * does not climb to the parent). `'0'` and `'1'` are an attached actor without and with its lease.
+ */
+export function spawnFlags(actor: SpawnActor): string {
+  return String((actor.lease === undefined ? 0 : 1) + (actor.retainWithParent === false ? 2 : 0));
+}
+
 /** The ids a commit spawns, at any depth (depth first): the actors a successful commit created. */
 export function spawnedIds(commit: Commit): string[] {
   return (commit.spawn ?? []).flatMap((actor) => [actor.id, ...spawnedIds(actor.commit)]);
+}
+
+/** The ids a commit spawns that are listed in the active index ({@link SpawnActor.listed}), at any depth (depth first). */
+export function listedSpawnIds(commit: Commit): string[] {
+  return (commit.spawn ?? []).flatMap((actor) => [...(actor.listed === false ? [] : [actor.id]), ...listedSpawnIds(actor.commit)]);
 }
 
 /** What `createExecution-5.lua` does besides creating (the script side of `CreateOptions`). */
@@ -317,6 +331,11 @@ export function releaseLeaseArgs(keys: ExecutionKeys, owner: string): ScriptCall
 /** Arguments of `markActive-1.lua`. */
 export function markActiveArgs(activeKey: string, id: string): ScriptCall {
   return { keys: [activeKey], argv: [id] };
+}
+
+/** Arguments of `markActive-1.lua` recording several ids, in this order (an id given twice counts once). */
+export function markActiveManyArgs(activeKey: string, ids: readonly string[]): ScriptCall {
+  return { keys: [activeKey], argv: uniqueIds(ids) };
 }
 
 const REPLY = { ok: 0, conflict: 1, missing: 2, undoGap: 3, busy: 4, inboxPending: 5, spawnExists: 6 } as const;

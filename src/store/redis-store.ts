@@ -15,8 +15,10 @@ import {
   commitArgs,
   createArgs,
   defineScripts,
+  listedSpawnIds,
   loadArgs,
   markActiveArgs,
+  markActiveManyArgs,
   readAcquireAndLoadReply,
   readCommitReply,
   readCreateReply,
@@ -34,7 +36,7 @@ import { decodeUnreadable } from './unreadable-codec.js';
 import { createSettledHub } from './redis-settled.js';
 import { decodeSnapshot, DEFAULT_MACHINES } from './snapshot-codec.js';
 import type { MachineVersions } from './snapshot-codec.js';
-import type { LeasedLoad, LoadedExecution, OutboxEffect, Store, UndoEntry } from './store.js';
+import type { Commit, LeasedLoad, LoadedExecution, OutboxEffect, Store, UndoEntry } from './store.js';
 
 /** Retention of an execution's keys after its last write: 24 hours, as `context_ttl` in ruby_reactor. */
 export const DEFAULT_CONTEXT_TTL_MS = 86_400_000;
@@ -225,6 +227,29 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     return { snapshot: decodeSnapshot(snapshot, config.machines), revision, outbox: decode(outbox) as OutboxEffect[], inbox: inboxOf(id, inboxSeq, entries) };
   };
 
+  const markActiveMany = async (ids: readonly string[], active: boolean): Promise<void> => {
+    if (ids.length === 0) return;
+    if (active) {
+      await run('markActive', markActiveManyArgs(keys.active, ids));
+      return;
+    }
+    for (let from = 0; from < ids.length; from += 1000) await redis.zrem(keys.active, ...ids.slice(from, from + 1000));
+  };
+  /**
+   * Runs a create or commit script, listing the actors it spawns (SpawnActor.listed) in the
+   * active index, a global key of another slot, before it (should this process die right after
+   * the script) and again after it lands (a sweep may have dropped the entry of an actor that did
+   * not exist yet).
+   */
+  const withListedSpawns = async <T>(commit: Commit, script: () => Promise<T>): Promise<T> => {
+    const listed = commit.spawn === undefined ? [] : listedSpawnIds(commit);
+    if (listed.length === 0) return script();
+    await markActiveMany(listed, true);
+    const outcome = await script();
+    await markActiveMany(listed, true);
+    return outcome;
+  };
+
   const store: Store = {
     shared: true,
     async create(execution, options) {
@@ -233,8 +258,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       // As publishSettled: a waiter in this process whose SUBSCRIBE is pending must not miss the announcement.
       if (options?.announce === true) await settled.subscribed(k.settled);
       const at = config.clock.now();
-      const reply = await run('createExecution', createArgs(k, execution, config.contextTtlMs, options));
-      const revision = readCreateReply(execution.id, reply);
+      const revision = await withListedSpawns(execution.commit, async () => readCreateReply(execution.id, await run('createExecution', createArgs(k, execution, config.contextTtlMs, options))));
       for (const created of [execution.id, ...spawnedIds(execution.commit)]) stamps.note(created, at);
       return revision;
     },
@@ -265,7 +289,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
         takeLease: options?.takeLease,
         ifSnapshot: options?.ifSnapshot,
       });
-      const revision = readCommitReply(id, expectedRevision, await sendCommit(call));
+      const revision = await withListedSpawns(commit, async () => readCommitReply(id, expectedRevision, await sendCommit(call)));
       if (restamp) stamps.note(id, at);
       for (const spawned of spawnedIds(commit)) stamps.note(spawned, at);
       return revision;
@@ -335,6 +359,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       if (active) await run('markActive', markActiveArgs(keys.active, id));
       else await redis.zrem(keys.active, id);
     },
+    markActiveMany,
     async markUnreadable(id, error) {
       const mark = readMarkUnreadableReply(await run('markUnreadable', markUnreadableArgs(keys.executionKeys(id), error)));
       // The active index is a global key (another cluster slot): removed after the mark, so an

@@ -1,4 +1,5 @@
-import type { ExecutionStatus, TraceEntry } from '../../machines/execution-types.js';
+import type { TraceEntry } from '../../machines/execution-types.js';
+import type { ActorStatus } from '../../machines/registry-types.js';
 import { XreactorError } from '../errors/index.js';
 
 /** A persisted actor: its kind, machine version, state value and context. */
@@ -100,8 +101,8 @@ export interface CommitWrites {
 /** A commit: the next snapshot, its writes, and the effects it asked for (the outbox). */
 export interface Commit {
   readonly snapshot: PersistedSnapshot;
-  /** The lifecycle status the snapshot is in (indexed by stores for listing and recovery). */
-  readonly status: ExecutionStatus;
+  /** The lifecycle status the snapshot is in (indexed by stores for listing and recovery; each kind maps its states onto these). */
+  readonly status: ActorStatus;
   readonly writes: CommitWrites;
   readonly outbox: readonly OutboxEffect[];
   /**
@@ -135,8 +136,10 @@ export interface Commit {
   readonly awaits?: readonly string[];
   /**
    * Actors created atomically with this commit (same root only), each with its first commit and,
-   * optionally, its lease. Each records this actor as its parent (and this actor records it as a
-   * child): their keys share one retention (see the adapters). Refused as a whole, writing
+   * optionally, its lease. Each records this actor as its parent (and, unless spawned with
+   * `retainWithParent: false`, this actor records it as a child): their keys share one retention
+   * (see the adapters). Each is recorded in the active index unless spawned with `listed: false`
+   * ({@link SpawnActor.listed}). Refused as a whole, writing
    * nothing, with the `execution_exists` error `create` throws ({@link executionExistsError})
    * when one of the ids exists (or is named twice, or is the committing actor's); with
    * `execution_busy` when another owner holds the lease a spawned actor is to take; with
@@ -160,6 +163,30 @@ export const MAX_CASCADE_DEPTH = 64;
 export interface SpawnActor extends CreateExecution {
   /** Take the new actor's lease for this owner in the same atomic step. */
   readonly lease?: LeaseRequest;
+  /**
+   * The new actor's kind: the kind its first commit's snapshot names (a commit naming another one
+   * is refused, `spawn_kind_mismatch`, before anything is written).
+   * @defaultValue the snapshot's kind
+   */
+  readonly kind?: string;
+  /**
+   * Record the new actor in the active index (as `markActive(id, true)`), so the sweeper recovers
+   * it should no process advance it. `false`: not listed by its creation; the actor lists itself
+   * when it starts work (a queued element, a rollback actor that has not run yet). The memory
+   * store lists it in the commit's atomic step; the Redis store, whose index lives in another
+   * cluster slot, right before its script and again after it lands (an entry for an actor a
+   * refused commit never created is dropped by the sweeper).
+   * @defaultValue true
+   */
+  readonly listed?: boolean;
+  /**
+   * Share the spawning actor's retention: recorded in its `children` (a re-stamp of the spawning
+   * actor re-stamps this one's keys), and this one's re-stamp climbs to the spawning actor and its
+   * ancestors. `false` (an element of a map, a rollback actor): neither; the actor keeps its own
+   * retention from its own commits. Its `parent` is recorded either way.
+   * @defaultValue true
+   */
+  readonly retainWithParent?: boolean;
 }
 
 /** What `Store.signal` did. */
@@ -382,6 +409,12 @@ export interface Store {
   hasLease(id: string): Promise<boolean>;
   /** Record (or forget) that an execution may need recovery: it is running or rolling back. */
   markActive(id: string, active: boolean): Promise<void>;
+  /**
+   * `markActive` of several actors in one step (one round trip on Redis): each id is recorded (in
+   * the order given, keeping the first time of one recorded already) or forgotten. An empty list
+   * does nothing.
+   */
+  markActiveMany(ids: readonly string[], active: boolean): Promise<void>;
   /**
    * Record that the actor's stored data cannot be read by any build (truncated, foreign, of the
    * wrong shape: a DeserializationError that is not retryable), so that it is failed in the store.

@@ -29,6 +29,8 @@ const busyStep = (value: string, extra: Partial<Commit> = {}): Commit =>
 const ping = (to: string, dedupeKey: string, extra: Partial<Signal> = {}): Signal => ({ to, event: { type: 'test.ping', from: dedupeKey, at: new Date(7) }, dedupeKey, ...extra });
 const entry = (seq: number, to: string, dedupeKey: string) => ({ seq, event: ping(to, dedupeKey).event, dedupeKey });
 
+const lease = { owner: 'host-a', ttlMs: 60_000 };
+
 /** What a rejected promise rejected with. */
 async function refusal(promise: Promise<unknown>): Promise<XreactorError> {
   try {
@@ -232,8 +234,6 @@ export function describeActorKernelContract(fresh: () => Promise<Store>): void {
   });
 
   describe('spawn', () => {
-    const lease = { owner: 'host-a', ttlMs: 60_000 };
-
     it('creates actors atomically with the commit, each at revision 1 with its input, first commit and lease; signals to them land', async () => {
       const store = await holding('r');
       const spawn = [
@@ -330,6 +330,52 @@ export function describeActorKernelContract(fresh: () => Promise<Store>): void {
       // The holder of the lease may spawn with it (a renewal), as with create.
       expect(await store.commit('r', 1, step('running', { spawn: [{ id: 'r.held', reactor: 'c', input: null, commit: step('created'), lease: { owner: 'host-b', ttlMs: 60_000 } }] }))).toBe(2);
       expect((await store.load('r.held'))?.revision).toBe(1);
+    });
+  });
+
+  describe('spawn: listing and kinds', () => {
+    it('lists each spawned actor in the active index, at any depth, unless spawned with listed: false', async () => {
+      const store = await holding('r');
+      const spawn = [
+        { id: 'r.a', reactor: 'child', input: null, commit: step('running', { spawn: [{ id: 'r.a.x', reactor: 'child', input: null, commit: step('running'), listed: false }] }) },
+        { id: 'r.b', reactor: 'child', input: null, commit: step('queued', { spawn: [{ id: 'r.b.y', reactor: 'child', input: null, commit: step('running') }] }), listed: false },
+        { id: 'r.c', reactor: 'child', input: null, commit: step('running'), listed: true },
+      ];
+      expect(await store.commit('r', 1, step('awaiting', { spawn }))).toBe(2);
+      expect((await store.listActive(10)).ids).toEqual(['r.a', 'r.b.y', 'r.c']);
+      for (const id of ['r.a', 'r.a.x', 'r.b', 'r.b.y', 'r.c']) expect((await store.load(id))?.revision).toBe(1);
+      // So does create; the created actor itself is listed by its caller, not by the store.
+      await store.create({ id: 'r.d', reactor: 'child', input: null, commit: step('running', { spawn: [{ id: 'r.d.z', reactor: 'child', input: null, commit: step('running'), listed: false }, { id: 'r.d.w', reactor: 'child', input: null, commit: step('running') }] }) });
+      expect((await store.listActive(10)).ids).toEqual(['r.a', 'r.b.y', 'r.c', 'r.d.w']);
+      // An unlisted actor lists itself when it starts.
+      await store.markActive('r.b', true);
+      expect((await store.listActive(10)).ids).toEqual(['r.a', 'r.b.y', 'r.c', 'r.d.w', 'r.b']);
+    });
+
+    it('refuses a spawn whose kind is not its snapshot\'s, writing nothing; a matching kind is accepted', async () => {
+      const store = await holding('r');
+      const other = { ...step('created'), snapshot: { kind: 'map', machineVersion: 1, value: 'x', context: {} } };
+      const refused = await refusal(store.commit('r', 1, busyStep('running', { spawn: [{ id: 'r.m', reactor: 'r', input: null, commit: other, kind: 'execution' }] })));
+      expect(refused.code).toBe('spawn_kind_mismatch');
+      expect(refused.message).toMatch(/actor r spawns actor r\.m as kind "execution" with a first snapshot of kind "map", so nothing was written/);
+      const nested = [{ id: 'r.a', reactor: 'r', input: null, commit: step('created', { spawn: [{ id: 'r.a.m', reactor: 'r', input: null, commit: step('created'), kind: 'map' }] }) }];
+      expect((await refusal(store.create({ id: 'r.c', reactor: 'r', input: {}, commit: step('created', { spawn: nested }) }))).code).toBe('spawn_kind_mismatch');
+      expect(await store.load('r')).toMatchObject({ revision: 1, outbox: [] });
+      for (const id of ['r.m', 'r.a', 'r.a.m', 'r.c']) expect(await store.load(id)).toBeUndefined();
+      expect(await store.commit('r', 1, step('running', { spawn: [{ id: 'r.e', reactor: 'r', input: null, commit: step('created'), kind: 'execution' }] }))).toBe(2);
+      expect((await store.load('r.e'))?.snapshot.kind).toBe('execution');
+    });
+
+    it('a detached spawn (retainWithParent: false) is a full actor: it commits, signals and is signalled, and records its parent', async () => {
+      const store = await holding('r');
+      const spawn = [{ id: 'r.d', reactor: 'child', input: { x: 1 }, commit: step('running', { signals: [ping('r', 'd-started')] }), retainWithParent: false, listed: false, lease }];
+      expect(await store.commit('r', 1, step('awaiting', { spawn }))).toBe(2);
+      expect(await store.readInbox('r')).toEqual({ entries: [entry(1, 'r', 'd-started')], seq: 1 });
+      expect(await store.acquireLease('r.d', 'host-b', 60_000)).toBe(false);
+      expect(await store.readInput('r.d')).toEqual({ x: 1 });
+      expect(await store.signal(ping('r.d', 'k'))).toEqual({ landed: ['r.d'] });
+      expect(await store.commit('r.d', 1, step('completed', { status: 'completed', inboxSeen: 1, consumed: [1], signals: [ping('r', 'd-done')] }))).toBe(2);
+      expect((await store.readInbox('r')).entries.map((e) => e.dedupeKey)).toEqual(['d-started', 'd-done']);
     });
   });
 

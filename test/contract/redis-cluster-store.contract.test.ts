@@ -7,6 +7,8 @@ import { createRedisStore } from '../../src/store/redis-store.js';
 import { startRedisCluster } from '../support/redis-server.js';
 import type { RedisClusterServer } from '../support/redis-server.js';
 import { describeStoreContract } from './store-contract.js';
+import { describeRedisRetentionContract } from './redis-retention-contract.js';
+import type { TestClock } from '../../src/testing/test-clock.js';
 
 let cluster: RedisClusterServer;
 let prefixes = 0;
@@ -18,10 +20,10 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-const open = () => {
+const open = (contextTtlMs?: number, clock?: TestClock) => {
   const redis = new Cluster(cluster.nodes);
   const prefix = `c${process.pid}-${(prefixes += 1)}`;
-  const store = createRedisStore({ redis, prefix });
+  const store = createRedisStore({ redis, prefix, ...(contextTtlMs === undefined ? {} : { contextTtlMs }), ...(clock === undefined ? {} : { clock }) });
   return { redis, store, prefix, cleanup: async () => {
     await store.close();
     await redis.quit();
@@ -29,6 +31,7 @@ const open = () => {
 };
 
 describeStoreContract('redis cluster', async () => open());
+describeRedisRetentionContract('redis cluster', async (contextTtlMs, clock) => open(contextTtlMs, clock));
 
 describe('redis cluster store', () => {
   it('refuses groupCommit: true, whose batches would cross hash slots, saying to leave it unset', async () => {

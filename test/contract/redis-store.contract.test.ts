@@ -10,6 +10,7 @@ import { decode, encode } from '../../src/serialization/index.js';
 import { startRedis } from '../support/redis-server.js';
 import type { RedisServer } from '../support/redis-server.js';
 import { describeStoreContract } from './store-contract.js';
+import { describeRedisRetentionContract } from './redis-retention-contract.js';
 
 let server: RedisServer;
 let prefixes = 0;
@@ -32,6 +33,7 @@ const open = (prefix = freshPrefix(), contextTtlMs?: number, clock?: TestClock) 
 };
 
 describeStoreContract('redis', async () => open());
+describeRedisRetentionContract('redis', async (contextTtlMs, clock) => open(freshPrefix(), contextTtlMs, clock));
 
 const first = (): Commit => ({
   snapshot: { kind: 'execution', machineVersion: EXECUTION_MACHINE_VERSION, value: 'pending', context: {} },

@@ -584,6 +584,24 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         expect(await store.listActive(10)).toEqual({ ids: ['a', 'c', 'd', 'e', 'f'], next: undefined });
         expect((await store.listActive(0, first.next)).ids).toEqual([]);
       });
+
+      it('markActiveMany lists several in the order given, keeping the place of one listed already (and of a repeat), and forgets several', async () => {
+        const store = await fresh();
+        await store.markActive('b', true);
+        await store.markActiveMany(['c', 'a', 'b', 'd', 'c'], true);
+        expect((await store.listActive(10)).ids).toEqual(['b', 'c', 'a', 'd']);
+        await store.markActive('e', true);
+        await store.markActiveMany(['f', 'e'], true);
+        expect((await store.listActive(10)).ids).toEqual(['b', 'c', 'a', 'd', 'e', 'f']);
+        await store.markActiveMany([], true);
+        await store.markActiveMany(['a', 'never-marked', 'e'], false);
+        await store.markActiveMany([], false);
+        expect((await store.listActive(10)).ids).toEqual(['b', 'c', 'd', 'f']);
+        // A page cursor keeps working across them.
+        const first = await store.listActive(2);
+        await store.markActiveMany(['a', 'g'], true);
+        expect((await store.listActive(10, first.next)).ids).toEqual(['d', 'f', 'a', 'g']);
+      });
     });
 
     describe('settled notifications', () => {

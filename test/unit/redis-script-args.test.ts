@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { DefinitionError, ExecutionNotFoundError, InboxPendingError, StaleRevisionError, XreactorError } from '../../src/index.js';
 import type { Commit } from '../../src/index.js';
+import type { SpawnActor } from '../../src/store/store.js';
 import { createKeyBuilder, KEY_KINDS, rootOf } from '../../src/store/keys.js';
 import {
   acquireAndLoadArgs,
@@ -11,7 +12,9 @@ import {
   hasKernelWork,
   loadArgs,
   loadLuaScript,
+  listedSpawnIds,
   markActiveArgs,
+  markActiveManyArgs,
   markUnreadableArgs,
   readAcquireAndLoadReply,
   readCommitReply,
@@ -24,6 +27,7 @@ import {
   releaseLeaseArgs,
   signalArgs,
   spawnedIds,
+  spawnFlags,
   SCRIPTS,
   SNAPSHOT_KIND,
   ttlArg,
@@ -181,6 +185,19 @@ describe('commitArgs', () => {
     expect(spawnedIds({ ...commit, spawn: [child, { ...grandchild, id: 'e1.b' }] })).toEqual(['e1.a', 'e1.a.x', 'e1.b']);
   });
 
+  it('passes a spawned actor\'s flags: 1 takes its lease, 2 detaches it (retainWithParent: false); listed ones are the store\'s to list', () => {
+    const actor = (extra: Partial<SpawnActor>): SpawnActor => ({ id: 'e1.a', reactor: 'child', input: null, commit, ...extra });
+    const lease = { owner: 'host-1', ttlMs: 5 };
+    expect([actor({}), actor({ lease }), actor({ retainWithParent: false }), actor({ lease, retainWithParent: false }), actor({ retainWithParent: true })].map(spawnFlags)).toEqual(['0', '1', '2', '3', '0']);
+    const call = commitArgs(keys, 2, { ...commit, spawn: [actor({ lease, retainWithParent: false, listed: false })] }, 1000, { restamp: false });
+    const kernel = call.argv.slice(COMMIT_AT + COMMIT_LENGTH);
+    expect(kernel.slice(5, 7)).toEqual(['e1.a', 'child']);
+    expect(kernel.slice(8, 11)).toEqual(['3', 'host-1', '5']);
+    const tree = { ...commit, spawn: [actor({ listed: false, commit: { ...commit, spawn: [actor({ id: 'e1.a.x' })] } }), actor({ id: 'e1.b', listed: true }), actor({ id: 'e1.c', listed: false })] };
+    expect(listedSpawnIds(tree)).toEqual(['e1.a.x', 'e1.b']);
+    expect(spawnedIds(tree)).toEqual(['e1.a', 'e1.a.x', 'e1.b', 'e1.c']);
+  });
+
   it('passes a truncation as the number of entries kept', () => {
     const call = commitArgs(keys, 1, { ...commit, writes: { ...commit.writes, truncateUndoTo: 0 } }, 1000);
     expect(call.argv[COMMIT_AT + 3]).toBe('0');
@@ -281,6 +298,11 @@ describe('lease and active-index args', () => {
     expect(acquireLeaseArgs(keys, 'host-1', 0.2).argv[1]).toBe('1');
     expect(releaseLeaseArgs(keys, 'host-1')).toEqual({ keys: [keys.lease], argv: ['host-1'] });
     expect(markActiveArgs('xr:active', 'e1')).toEqual({ keys: ['xr:active'], argv: ['e1'] });
+  });
+
+  it('lists several ids in one markActive-1.lua call, in the order given, each once', () => {
+    expect(markActiveManyArgs('xr:active', ['b', 'a', 'b', 'c'])).toEqual({ keys: ['xr:active'], argv: ['b', 'a', 'c'] });
+    expect(markActiveManyArgs('xr:active', ['e1'])).toEqual(markActiveArgs('xr:active', 'e1'));
   });
 
   it('rounds TTLs up, to at least 1 ms, and rejects NaN', () => {

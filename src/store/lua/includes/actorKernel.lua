@@ -13,9 +13,12 @@
         nConsumed, then that many inbox seqs to delete
         nAwaits, then that many ids (the new awaits list); -1 = awaits unchanged (no ids follow)
         nSignals, then per signal: recipient id, dedupe key, cascade ('1'/'0'), entry bytes
-        nSpawn, then per spawned actor: id, reactor, encoded input, '1'/'0' take its lease,
-                lease owner ('' without), lease TTL ms ('' without), its first commit (the
-                layout of includes/applyCommit.lua), then its own kernel tail (nConsumed 0)
+        nSpawn, then per spawned actor: id, reactor, encoded input, flags (the sum of 1: take
+                its lease, 2: detached, retainWithParent false: not in the parent's children
+                set, its re-stamp does not climb to the parent; so '0' and '1' are an attached
+                actor without and with its lease), lease owner ('' without), lease TTL ms (''
+                without), its first commit (the layout of includes/applyCommit.lua), then its
+                own kernel tail (nConsumed 0)
 ]]
 
 -- Reads a kernel tail from ARGV[i] (layout above). Returns it and the index after it.
@@ -40,7 +43,8 @@ local function readKernel(i)
   n = tonumber(ARGV[i])
   i = i + 1
   for j = 1, n do
-    local s = { id = ARGV[i], reactor = ARGV[i + 1], input = ARGV[i + 2], lease = ARGV[i + 3] == '1', owner = ARGV[i + 4], leaseTtl = ARGV[i + 5] }
+    local flags = tonumber(ARGV[i + 3])
+    local s = { id = ARGV[i], reactor = ARGV[i + 1], input = ARGV[i + 2], lease = flags % 2 == 1, detached = flags >= 2, owner = ARGV[i + 4], leaseTtl = ARGV[i + 5] }
     s.commit = readCommit(i + 6)
     s.kernel, i = readKernel(commitEnd(s.commit))
     k.spawn[j] = s
@@ -70,15 +74,24 @@ local function checkSpawns(base, k, seen)
   return nil
 end
 
--- Re-stamps every key of the ancestors of `id` (the parent chain its spawns recorded) and of its
--- descendants (the children sets, breadth first), each actor once, MAX_CASCADE_DEPTH levels each way.
+-- The parent an actor's re-stamp climbs to: its `parent` field, unless it was spawned detached
+-- (field `detached`: its retention is its own).
+local function retainingParent(base, id)
+  local fields = redis.call('HMGET', keyOf(base, 'execution', id), 'parent', 'detached')
+  if fields[2] then return nil end
+  return fields[1]
+end
+
+-- Re-stamps every key of the ancestors of `id` (the parent chain its spawns recorded, up to the
+-- first detached actor) and of its descendants (the children sets, breadth first), each actor
+-- once, MAX_CASCADE_DEPTH levels each way.
 local function restampTree(base, id, ttlMs)
   local seen = { [id] = true }
-  local parent, depth = redis.call('HGET', keyOf(base, 'execution', id), 'parent'), 0
+  local parent, depth = retainingParent(base, id), 0
   while parent and not seen[parent] and depth < MAX_CASCADE_DEPTH do
     seen[parent] = true
     stampActor(base, parent, ttlMs)
-    parent, depth = redis.call('HGET', keyOf(base, 'execution', parent), 'parent'), depth + 1
+    parent, depth = retainingParent(base, parent), depth + 1
   end
   local level = { id }
   depth = 0
@@ -101,17 +114,21 @@ local applyKernel
 
 -- Creates spawned actor `s` of `parent` as createExecution-5.lua creates one (leftovers under the
 -- id cleared, revision 1, input, first commit, every key stamped), records its parent (field
--- `parent`) and adds it to the parent's children set, takes its lease when asked, then applies
--- its own kernel tail.
+-- `parent`) and, unless it is detached (then field `detached` = '1'), adds it to the parent's
+-- children set; takes its lease when asked, then applies its own kernel tail.
 local function createSpawned(base, parent, s, ttlMs)
   local exec = keyOf(base, 'execution', s.id)
   local results, undo, trace = keyOf(base, 'results', s.id), keyOf(base, 'undo', s.id), keyOf(base, 'trace', s.id)
   redis.call('DEL', results, undo, trace, keyOf(base, 'inbox', s.id), keyOf(base, 'dedupe', s.id), keyOf(base, 'awaits', s.id), keyOf(base, 'children', s.id))
-  redis.call('HSET', exec, 'reactor', s.reactor, 'input', s.input, 'parent', parent)
+  if s.detached then
+    redis.call('HSET', exec, 'reactor', s.reactor, 'input', s.input, 'parent', parent, 'detached', '1')
+  else
+    redis.call('HSET', exec, 'reactor', s.reactor, 'input', s.input, 'parent', parent)
+    local children = keyOf(base, 'children', parent)
+    redis.call('SADD', children, s.id)
+    stampIfNew(children, ttlMs)
+  end
   applyCommit(exec, results, undo, trace, s.commit, ttlMs, true, 1, 0)
-  local children = keyOf(base, 'children', parent)
-  redis.call('SADD', children, s.id)
-  stampIfNew(children, ttlMs)
   if s.lease then redis.call('SET', keyOf(base, 'lease', s.id), s.owner, 'PX', s.leaseTtl) end
   applyKernel(base, s.id, s.kernel, ttlMs, false)
 end
