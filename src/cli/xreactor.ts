@@ -16,7 +16,11 @@ import { parseArgs } from 'node:util';
 import pino from 'pino';
 import type { AnyReactorDefinition } from '../definition/compiled.js';
 import { connectRedis, DEFAULT_REDIS_URL, REDIS_URL_ENV } from '../backend/redis-backend.js';
+import { startHealthServer } from './health.js';
 import { createWorker } from '../runtime/worker.js';
+
+/** How long after the shutdown timeout's forced close the process exits even if closing hangs. */
+const HARD_EXIT_GRACE_MS = 2_000;
 
 const USAGE = `usage: xreactor worker [options] <module...>
 
@@ -31,7 +35,12 @@ options:
   --lock-duration-ms <ms>       BullMQ job lock; a dead worker's job is redelivered after it (default 30000)
   --stalled-interval-ms <ms>    how often dead workers' jobs are looked for (default 30000)
   --sweep-interval-ms <ms>      how often executions whose process died are re-enqueued (default 30000; 0: never)
-  --log-level <level>           pino level (default info)`;
+  --health-port <port>          serve GET /health on this port: 200 when running and connected to Redis, else 503
+  --log-level <level>           pino level (default info)
+  --help                        this text
+
+environment:
+  XREACTOR_REDIS_URL            Redis URL when --redis and --cluster are not given`;
 
 /** Every reactor definition a module exports (named exports, or arrays of them). */
 export function reactorsOf(module: Record<string, unknown>): AnyReactorDefinition[] {
@@ -60,8 +69,14 @@ async function worker(argv: readonly string[]): Promise<void> {
       'stalled-interval-ms': { type: 'string', default: '30000' },
       'sweep-interval-ms': { type: 'string', default: '30000' },
       'log-level': { type: 'string', default: 'info' },
+      'health-port': { type: 'string' },
+      help: { type: 'boolean', default: false },
     },
   });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
   const logger = pino({ level: values['log-level'], base: { service: 'xreactor-worker', pid: process.pid } });
   if (positionals.length === 0) throw new Error(`no reactor modules given\n${USAGE}`);
   const reactors: AnyReactorDefinition[] = [];
@@ -98,9 +113,34 @@ async function worker(argv: readonly string[]): Promise<void> {
     sweepIntervalMs,
     leaseTtlMs: number('lease-ttl-ms', values['lease-ttl-ms']),
   });
-  logger.info({ event: 'xreactor.worker.started', reactors: reactors.map((r) => r.name), concurrency, queue: values.queue }, 'worker started');
-
+  const redisAddress = backend.address;
   let stopping = false;
+  logger.info({ event: 'xreactor.worker.started', reactors: reactors.map((r) => r.name), concurrency, queue: values.queue, redis: redisAddress, connected: backend.redis.status === 'ready' }, 'worker started');
+  // Say whether it can work: a worker that cannot reach Redis takes no jobs, and says so once.
+  const connection = backend.redis;
+  if (connection.status !== 'ready') logger.warn({ event: 'xreactor.worker.not_connected', redis: redisAddress, connection: connection.status }, `not connected to Redis at ${redisAddress} yet: no jobs are taken until it is`);
+  // One line per change of state, not one per reconnection attempt.
+  let connected = connection.status === 'ready';
+  connection.on('ready', () => {
+    connected = true;
+    logger.info({ event: 'xreactor.worker.connected', redis: redisAddress }, `connected to Redis at ${redisAddress}`);
+  });
+  connection.on('close', () => {
+    if (!connected) return;
+    connected = false;
+    if (!stopping) logger.warn({ event: 'xreactor.worker.not_connected', redis: redisAddress, connection: connection.status }, `lost the connection to Redis at ${redisAddress}: reconnecting; no jobs are taken meanwhile`);
+  });
+
+  if (values['health-port'] !== undefined) {
+    const port = Number(values['health-port']);
+    if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`--health-port must be a port number (0-65535), got ${JSON.stringify(values['health-port'])}`);
+    const server = await startHealthServer(port, () =>
+      stopping ? { status: 'stopping' } : connection.status === 'ready' ? { status: 'ready' } : { status: 'not_connected', redis: redisAddress, connection: connection.status },
+    );
+    const address = server.address();
+    logger.info({ event: 'xreactor.worker.health', port: typeof address === 'object' && address !== null ? address.port : port }, 'health endpoint listening (GET /health)');
+  }
+
   const stop = (signal: string) => {
     if (stopping) {
       logger.warn({ event: 'xreactor.worker.force_stop', signal }, 'second signal: handing jobs in progress back');
@@ -111,11 +151,19 @@ async function worker(argv: readonly string[]): Promise<void> {
     logger.info({ event: 'xreactor.worker.stopping', signal }, 'finishing jobs in progress');
     const force = setTimeout(() => void running.close({ force: true }), shutdownTimeoutMs);
     force.unref();
+    // Should even the forced close hang (Redis unreachable: BullMQ waits for its connections),
+    // exit anyway: jobs in progress come back through BullMQ's stalled-job detection.
+    const hard = setTimeout(() => {
+      logger.error({ event: 'xreactor.worker.stop_timeout', redis: redisAddress, connection: connection.status }, `could not close within ${shutdownTimeoutMs + HARD_EXIT_GRACE_MS} ms (is Redis at ${redisAddress} reachable?): exiting; jobs in progress are delivered again after their lock expires`);
+      process.exit(1);
+    }, shutdownTimeoutMs + HARD_EXIT_GRACE_MS);
+    hard.unref();
     void running
       .close()
       .then(() => {
         // close() of a worker closes the backend it was given: queue, store and connection.
         clearTimeout(force);
+        clearTimeout(hard);
         logger.info({ event: 'xreactor.worker.stopped' }, 'worker stopped');
         process.exit(0);
       })
