@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { AnyReactorDefinition } from '../definition/compiled.js';
 import { DefinitionError, DeserializationError, ExecutionNotFoundError, PlanMismatchError, UnknownReactorError, XreactorError } from '../errors/index.js';
 import { describePlanMismatch } from '../definition/fingerprint.js';
+import { refuseMapSteps } from '../definition/compile-map.js';
 import { reactorMachine } from './reactor-machine.js';
 import { serializeError } from '../serialization/index.js';
 import type { ExecutionContext } from '../../machines/execution-types.js';
@@ -127,6 +128,7 @@ export function createEngine(options: EngineOptions): Engine {
     register(definition) {
       let host = hosts.get(definition);
       if (host === undefined) {
+        refuseMapSteps(definition);
         const machine = reactorMachine(definition);
         host = new ExecutionHost(definition, machine, {
           store,
