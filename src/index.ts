@@ -3,7 +3,21 @@
  * run, compensate and undo) and run them embedded, with exact rollback semantics.
  */
 export { defineReactor, ReactorBuilder } from './definition/reactor.js';
-export type { DefineReactorOptions, InlineStepConfig, StepUse, RunArgs } from './definition/reactor.js';
+export type { DefineReactorOptions, InlineStepConfig, StepUse, RunArgs, ComposeMode } from './definition/reactor.js';
+export { paged } from './definition/map.js';
+export type {
+  MapOptions,
+  ElementHelpers,
+  PagedOptions,
+  PagedSource,
+  PageArgs,
+  ElementArgs,
+  ElementItemsCheck,
+  ElementReactorCheck,
+  MapValue,
+  MapMode,
+} from './definition/map.js';
+export type { MapResults, ElementResult, CompletedElement } from './definition/map-results.js';
 export { defineStep } from './definition/step.js';
 export type {
   AnySchema,
@@ -30,12 +44,20 @@ export type {
   RunMode,
   BackgroundCut,
   Handoff,
+  WithModes,
+  CompiledMap,
+  CompiledMapSource,
+  PageContext,
+  PageFn,
+  CountFn,
+  CollectFn,
+  UndoAllFn,
 } from './definition/compiled.js';
 export { toGraph } from './definition/graph.js';
 export { reactorMachine } from './runtime/reactor-machine.js';
 export type { ExecutionMachine } from '../machines/execution.js';
 export { planFingerprint, describePlanMismatch } from './definition/fingerprint.js';
-export type { ReactorGraph, StepGraphNode } from './definition/graph.js';
+export type { ReactorGraph, StepGraphNode, MapGraphNode } from './definition/graph.js';
 
 export { createRuntime } from './runtime/runtime.js';
 export type { Runtime, RuntimeOptions, RunOptions, RunInput, RunOutput, RunReturn, AwaitOptions } from './runtime/runtime.js';

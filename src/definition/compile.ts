@@ -1,23 +1,15 @@
-import { DefinitionError, DependencyError, DeprecatedOptionError } from '../errors/index.js';
+import { DefinitionError, DependencyError } from '../errors/index.js';
 import type { ArgsRecord } from './sources.js';
 import { resultDependencies } from './sources.js';
 import { compileRetryOptions, NO_RETRY } from './retry.js';
 import type { AnySchema } from './step.js';
 import type { CompiledStep, Handoff, RawStep, ReactorDefinition, RunMode } from './compiled.js';
 import { fingerprintPlan } from './fingerprint.js';
+import { checkFunction, checkName, checkNoElement, checkOptions, checkWaitFor, REMOVED_STEP_OPTIONS } from './checks.js';
+import { compileMap } from './compile-map.js';
 
-/** Prefix reserved for the library's own event and step names. */
-export const RESERVED_PREFIX = 'xreactor';
+export { RESERVED_PREFIX } from './checks.js';
 
-const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_-]*$/;
-const RESERVED_NAMES = new Set(Object.getOwnPropertyNames(Object.prototype).concat(['prototype']));
-
-const REMOVED_STEP_OPTIONS: Readonly<Record<string, string>> = {
-  where: 'return skip(value) or halt(reason) from the step body instead',
-  guard: 'return skip(value) or halt(reason) from the step body instead',
-  async: "use the reactor's background option, or asyncStep",
-  retryDefaults: 'declare retries on each step',
-};
 const REMOVED_REACTOR_OPTIONS: Readonly<Record<string, string>> = {
   async: 'use .background({ all: true }) (or { before: step } / { after: step })',
   retryDefaults: 'declare retries on each step',
@@ -71,8 +63,8 @@ function compileInterrupt(raw: RawStep, order: number, reactor: string, resolveA
     throw new DefinitionError(`${where}: correlationId must be a function of the sources, e.g. ({ input }) => input('orderId')`);
   }
   const correlationId = correlation === undefined ? undefined : resolveArgs((h: unknown) => ({ id: (correlation as (h: unknown) => unknown)(h) }));
-  const waitFor: unknown = raw.config['waitFor'] ?? [];
-  if (!Array.isArray(waitFor) || !waitFor.every((w) => typeof w === 'string')) throw new DefinitionError(`${where}: waitFor must be an array of step names`);
+  checkNoElement(correlationId, `${where} correlationId`);
+  const waitFor = checkWaitFor(raw.config['waitFor'], where);
   return {
     name: raw.name,
     kind: 'interrupt',
@@ -92,7 +84,7 @@ function compileInterrupt(raw: RawStep, order: number, reactor: string, resolveA
     undo: undefined,
     retry: NO_RETRY,
     reads: resultDependencies(correlationId),
-    waitFor: [...waitFor],
+    waitFor,
     tracked: false,
     definitionName: undefined,
   };
@@ -110,8 +102,8 @@ function compileCompose(raw: RawStep, order: number, reactor: string, resolveArg
     throw new DefinitionError(`${where}: child reactor "${child.name}" declares background; a composed child runs inline in its parent`);
   }
   const args = resolveArgs(raw.config['args']);
-  const waitFor: unknown = raw.config['waitFor'] ?? [];
-  if (!Array.isArray(waitFor) || !waitFor.every((w) => typeof w === 'string')) throw new DefinitionError(`${where}: waitFor must be an array of step names`);
+  checkNoElement(args, where);
+  const waitFor = checkWaitFor(raw.config['waitFor'], where);
   return {
     name: raw.name,
     kind: 'compose',
@@ -125,7 +117,7 @@ function compileCompose(raw: RawStep, order: number, reactor: string, resolveArg
     undo: undefined,
     retry: NO_RETRY,
     reads: resultDependencies(args),
-    waitFor: [...waitFor],
+    waitFor,
     tracked: true,
     definitionName: child.name,
   };
@@ -142,17 +134,6 @@ interface CompileInput {
   readonly resolveArgs: (factory: unknown) => ArgsRecord | undefined;
 }
 
-function checkName(kind: string, name: unknown, where: string): asserts name is string {
-  if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
-    throw new DefinitionError(
-      `${where}: ${kind} name ${JSON.stringify(name)} is invalid; use letters, digits, _ or - (starting with a letter or _)`,
-    );
-  }
-  if (name.startsWith(RESERVED_PREFIX) || RESERVED_NAMES.has(name)) {
-    throw new DefinitionError(`${where}: ${kind} name "${name}" is reserved; choose another name`);
-  }
-}
-
 function checkVersion(version: unknown, reactor: string): number {
   if (version === undefined) return 1;
   if (typeof version !== 'number' || !Number.isSafeInteger(version) || version < 1) {
@@ -162,34 +143,10 @@ function checkVersion(version: unknown, reactor: string): number {
   return version;
 }
 
-function checkOptions(
-  options: Readonly<Record<string, unknown>>,
-  allowed: ReadonlySet<string>,
-  removed: Readonly<Record<string, string>>,
-  where: string,
-): void {
-  for (const key of Object.keys(options)) {
-    const replacement = removed[key];
-    if (replacement !== undefined) {
-      throw new DeprecatedOptionError(`${where}: option "${key}" was removed; ${replacement}`);
-    }
-    if (!allowed.has(key)) {
-      const known = allowed.size === 0 ? 'it takes no options besides name, input and version' : `known options are ${[...allowed].join(', ')}`;
-      throw new DefinitionError(`${where}: unknown option "${key}"; ${known}`);
-    }
-  }
-}
-
-function checkFunction(value: unknown, what: string, where: string, required: boolean): void {
-  if (value === undefined && !required) return;
-  if (typeof value !== 'function') {
-    throw new DefinitionError(`${where}: ${what} must be a function${required ? ' (it is required)' : ''}`);
-  }
-}
-
 function compileStep(raw: RawStep, order: number, reactor: string, resolveArgs: CompileInput['resolveArgs']): Omit<CompiledStep, 'index'> {
   if (raw.compose !== undefined) return compileCompose(raw, order, reactor, resolveArgs);
   if (raw.interrupt === true) return compileInterrupt(raw, order, reactor, resolveArgs);
+  if (raw.map !== undefined) return compileMap(raw, order, reactor, resolveArgs);
   const where = `reactor "${reactor}" step "${raw.name}"`;
   checkName('step', raw.name, `reactor "${reactor}"`);
   const def = raw.definition;
@@ -205,8 +162,8 @@ function compileStep(raw: RawStep, order: number, reactor: string, resolveArgs: 
   }
   const retries = (raw.config['retries'] ?? handlers['retries']) as Parameters<typeof compileRetryOptions>[0];
   const args = resolveArgs(raw.config['args']);
-  const waitFor: unknown = raw.config['waitFor'] ?? [];
-  if (!Array.isArray(waitFor) || !waitFor.every((w) => typeof w === 'string')) throw new DefinitionError(`${where}: waitFor must be an array of step names`);
+  checkNoElement(args, where);
+  const waitFor = checkWaitFor(raw.config['waitFor'], where);
   return {
     name: raw.name,
     kind: 'step',
@@ -220,7 +177,7 @@ function compileStep(raw: RawStep, order: number, reactor: string, resolveArgs: 
     undo: handlers['undo'] as CompiledStep['undo'],
     retry: compileRetryOptions(retries, where),
     reads: resultDependencies(args),
-    waitFor: [...waitFor],
+    waitFor,
     tracked: true,
     definitionName: def?.name,
   };

@@ -1,6 +1,7 @@
 import type { ArgsRecord } from './sources.js';
-import type { AnySchema, CompensateHandler, RunHandler, StepDefinition, UndoHandler } from './step.js';
+import type { AnySchema, CompensateHandler, RunHandler, StepContext, StepDefinition, UndoHandler } from './step.js';
 import type { RetryPolicy } from './retry.js';
+import type { CompletedElement, MapResults } from './map-results.js';
 
 /** Where a background reactor hands the run to a worker. */
 export type BackgroundCut<TStep extends string = string> =
@@ -25,7 +26,12 @@ export interface RawStep {
   readonly compose?: AnyReactorDefinition;
   /** An interrupt step (its options are the config). */
   readonly interrupt?: true;
+  /** A map step: the element reactor as passed (checked at `build()`); its options are the config. */
+  readonly map?: { readonly element: unknown };
 }
+
+/** Turns an `args`-style callback of the sources into a source record (`undefined` when absent). */
+export type ResolveArgs = (factory: unknown) => ArgsRecord | undefined;
 
 /** How long an interrupt may stay paused, and how that is enforced. */
 export interface InterruptTimeout {
@@ -45,14 +51,62 @@ export interface CompiledInterrupt {
   readonly timeout: InterruptTimeout | undefined;
 }
 
+/** What a paged source's `page` and `count` receive besides the window. */
+export interface PageContext<TArgs = unknown, TInput = unknown> {
+  /** The paged source's own `args`, resolved once in the execution holding the map (undefined without `args`). */
+  readonly args: TArgs;
+  /** All inputs of the reactor holding the map. */
+  readonly inputs: Readonly<TInput>;
+  /** Fires when the run is interrupted; a long query should stop early. */
+  readonly signal: AbortSignal;
+}
+
+/** Fetches at most `limit` items from `offset`; fewer than `limit` ends the collection. */
+export type PageFn = (offset: number, limit: number, ctx: PageContext<any, any>) => readonly unknown[] | Promise<readonly unknown[]>;
+/** Counts the items of a paged source. */
+export type CountFn = (ctx: PageContext<any, any>) => number | Promise<number>;
+/** Turns a map's results into its step's value. */
+export type CollectFn = (results: MapResults<any>, ctx: StepContext<any>) => unknown;
+/** Undoes every completed element of a map at once, instead of their own undos. */
+export type UndoAllFn = (completed: AsyncIterable<CompletedElement<any>>, ctx: StepContext<any>) => unknown;
+
+/** Where a map's items come from. */
+export type CompiledMapSource =
+  /** One source (`input(...)`, `result(...)`, ...) resolving to an array, as `args.items`. */
+  | { readonly kind: 'source'; readonly args: ArgsRecord }
+  /** A paged query: `page` per window of `batchSize` items, `count` once if given. */
+  | { readonly kind: 'paged'; readonly page: PageFn; readonly count: CountFn | undefined; readonly args: ArgsRecord | undefined };
+
+/** A validated map step: what runs per element and how. */
+export interface CompiledMap {
+  /** The reactor each element runs (also the step's `child`). */
+  readonly element: AnyReactorDefinition;
+  readonly source: CompiledMapSource;
+  /** The element reactor's input per item; may hold `element()` sources. Undefined: the item itself. */
+  readonly elementArgs: ArgsRecord | undefined;
+  /** Elements run as jobs in workers (true) or one after another in the map's call (false). */
+  readonly fanOut: boolean;
+  /** Elements (or rollback actors) started per throw, and items per page. */
+  readonly batchSize: number;
+  /** The first element failure fails the map and rolls back its completed elements. */
+  readonly atomic: boolean;
+  readonly collect: CollectFn | undefined;
+  readonly undoAll: UndoAllFn | undefined;
+}
+
 /** A validated step. */
 export interface CompiledStep {
   readonly name: string;
-  /** `step`: a body; `compose`: a child reactor run inline, with its own undo stack; `interrupt`: a pause until continued. */
-  readonly kind: 'step' | 'compose' | 'interrupt';
+  /**
+   * `step`: a body; `compose`: a child reactor run inline, with its own undo stack; `interrupt`: a
+   * pause until continued; `map`: the element reactor run once per item of a collection.
+   */
+  readonly kind: 'step' | 'compose' | 'interrupt' | 'map';
   /** The settings of an interrupt step. */
   readonly interrupt?: CompiledInterrupt;
-  /** The child reactor of a compose step. */
+  /** The settings of a map step. */
+  readonly map?: CompiledMap;
+  /** The child reactor of a compose step, the element reactor of a map step. */
   readonly child: AnyReactorDefinition | undefined;
   /** Position in definition order. */
   readonly order: number;
@@ -121,3 +175,6 @@ export type OutputOf<R> = R extends ReactorDefinition<string, any, any, infer O,
 export type ResultsOf<R> = R extends ReactorDefinition<string, any, infer T, any, RunMode> ? T : never;
 /** The run mode of a reactor definition. */
 export type ModeOf<R> = R extends ReactorDefinition<string, any, any, any, infer M> ? M : never;
+
+/** `TMode` with the flags `TFlags` added: `inline` is dropped once a run can end otherwise. */
+export type WithModes<TMode extends RunMode, TFlags extends RunMode> = [TFlags] extends [never] ? TMode : Exclude<TMode, 'inline'> | TFlags;

@@ -31,7 +31,8 @@ export function interruptGroup(plan: readonly CompiledStep[], index: number): st
 /**
  * The plan as nested arrays of strings, integers, booleans and null: no object keys, so the
  * JSON text depends only on the values and their positions. Each step is
- * `[name, kind, reads, waitFor, maxAttempts, tracked, interrupt, child]`, in plan order.
+ * `[name, kind, reads, waitFor, maxAttempts, tracked, interrupt, child]`, in plan order; `child`
+ * is a compose step's child's or a map step's element reactor's fingerprint.
  */
 function encodePlan(parts: PlanParts): unknown[] {
   return [
@@ -65,11 +66,13 @@ export function fingerprintPlan(parts: PlanParts): string {
  * It covers the reactor name; the steps in plan order with, for each, its name, kind, result
  * dependencies and `waitFor` (in declared order), retry `maxAttempts`, whether it is pushed on
  * the undo stack, for an interrupt the group it pauses with and whether it has a timeout, and
- * for a compose step its child's plan fingerprint; the hand-off point's plan index; and the
- * `returns` step. It leaves out everything a stored state does not depend on: step bodies
- * (`run`, `compensate`, `undo`), argument wiring other than which results are read, transforms,
- * schemas, retry backoff and delays, interrupt timeout lengths and strategies, interrupt payload
- * attempts, and the reactor's `version` (stored beside the fingerprint).
+ * for a compose step its child's plan fingerprint (for a map step its element reactor's); the
+ * hand-off point's plan index; and the `returns` step. It leaves out everything a stored state
+ * does not depend on: step bodies (`run`, `compensate`, `undo`, a map's `collect` and
+ * `undoAll`), argument wiring other than which results are read, transforms, schemas, retry
+ * backoff and delays, interrupt timeout lengths and strategies, interrupt payload attempts, a
+ * map's `fanOut`, `batchSize` and `atomic` (stored with each map when it starts), and the
+ * reactor's `version` (stored beside the fingerprint).
  *
  * The value is `p1-` and 16 hex digits of a SHA-256 over a canonical encoding: the same in every
  * process and Node version. A built definition carries it as `definition.fingerprint`.

@@ -1,10 +1,23 @@
 import type { AnyReactorDefinition } from './compiled.js';
 
+/** How a map step runs its element reactor, as plain data. */
+export interface MapGraphNode {
+  /** The element reactor's own graph. */
+  readonly element: ReactorGraph;
+  /** `source`: one source resolving to an array; `paged`: a `paged({ page, count? })` query. */
+  readonly source: 'source' | 'paged';
+  readonly fanOut: boolean;
+  readonly batchSize: number;
+  readonly atomic: boolean;
+  readonly hasCollect: boolean;
+  readonly hasUndoAll: boolean;
+}
+
 /** One step of a reactor's graph, as plain data. */
 export interface StepGraphNode {
   readonly name: string;
-  readonly type: 'step' | 'compose' | 'interrupt';
-  /** The child reactor of a compose step, or null. */
+  readonly type: 'step' | 'compose' | 'interrupt' | 'map';
+  /** The child reactor of a compose step, the element reactor of a map step, or null. */
   readonly child: string | null;
   /** Steps whose results it reads. */
   readonly reads: readonly string[];
@@ -19,6 +32,8 @@ export interface StepGraphNode {
   readonly retry: { readonly maxAttempts: number; readonly backoff: string; readonly baseDelayMs: number };
   /** The reusable step definition it uses, or null. */
   readonly definition: string | null;
+  /** How a map step runs its elements; only on map steps. */
+  readonly map?: MapGraphNode;
 }
 
 /** A reactor's step graph as plain, JSON-serialisable data (for the dashboard). */
@@ -31,7 +46,7 @@ export interface ReactorGraph {
   readonly plan: readonly string[];
 }
 
-/** Export a definition's step graph as plain data. */
+/** Export a definition's step graph as plain data; a map step carries its element reactor's graph. */
 export function toGraph(definition: AnyReactorDefinition): ReactorGraph {
   return {
     name: definition.name,
@@ -50,6 +65,19 @@ export function toGraph(definition: AnyReactorDefinition): ReactorGraph {
       hasOutputContract: s.output !== undefined,
       retry: { ...s.retry },
       definition: s.definitionName ?? null,
+      ...(s.map === undefined
+        ? {}
+        : {
+            map: {
+              element: toGraph(s.map.element),
+              source: s.map.source.kind,
+              fanOut: s.map.fanOut,
+              batchSize: s.map.batchSize,
+              atomic: s.map.atomic,
+              hasCollect: s.map.collect !== undefined,
+              hasUndoAll: s.map.undoAll !== undefined,
+            },
+          }),
     })),
   };
 }

@@ -4,7 +4,9 @@ import type { AnySchema, SchemaInput, SchemaOutput, StepDefinition, StepHandlers
 import type { StepValue } from './outcomes.js';
 import type { RetryOptions } from './retry.js';
 import { compileDefinition } from './compile.js';
-import type { AnyReactorDefinition, BackgroundCut, CompiledStep, ModeOf, OutputOf, RawStep, ReactorDefinition, RunMode } from './compiled.js';
+import type { AnyReactorDefinition, BackgroundCut, CompiledStep, ModeOf, OutputOf, RawStep, ReactorDefinition, RunMode, WithModes } from './compiled.js';
+import { elementHelpers } from './map.js';
+import type { ElementReactorCheck, MapMode, MapOptions, MapValue } from './map.js';
 import { DefinitionError } from '../errors/index.js';
 
 interface BuilderState {
@@ -98,6 +100,9 @@ type Simplify<T> = { [K in keyof T]: T[K] } & {};
 
 type WithStep<TResults, N extends string, V> = Simplify<TResults & Record<N, V>>;
 
+/** The run mode of a reactor composing `C`: a child that may pause or be dispatched makes the parent so too. */
+export type ComposeMode<TMode extends RunMode, C> = WithModes<TMode, Extract<ModeOf<C>, 'pause' | 'background'>>;
+
 /**
  * Typed builder of a reactor definition. Each `step` adds a name and a result type.
  * `TInput` is what steps read (the input schema's output), `TRunInput` what callers
@@ -152,8 +157,38 @@ export class ReactorBuilder<TName extends string, TInput, TResults, TReturns ext
     name: NewStepName<N, TResults>,
     child: C,
     use?: ComposeUse<TInput, TResults, A>,
-  ): ReactorBuilder<TName, TInput, WithStep<TResults, N, OutputOf<C>>, TReturns, TRunInput, 'pause' extends ModeOf<C> ? Exclude<TMode, 'inline'> | 'pause' : TMode> {
+  ): ReactorBuilder<TName, TInput, WithStep<TResults, N, OutputOf<C>>, TReturns, TRunInput, ComposeMode<TMode, C>> {
     const raw: RawStep = { name, definition: undefined, config: (use ?? {}) as Record<string, unknown>, compose: child };
+    return new ReactorBuilder({ ...this.#state, steps: [...this.#state.steps, raw] });
+  }
+
+  /**
+   * Run `element` (a built reactor) once per item of a collection, each element an execution with
+   * its own undo stack: one after another in this call, or as jobs in workers with
+   * `fanOut: true` (`run()` may then return `dispatched`). The step's result is `collect`'s value,
+   * or the `MapResults` of every element. A later failure (or, with `atomic`, an element's
+   * failure) rolls back every completed element.
+   * @example
+   * .map('charges', chargeOne, {
+   *   source: ({ input }) => input('orders'),
+   *   args: ({ element, input }) => ({ orderId: element('id'), currency: input('currency') }),
+   *   fanOut: true,
+   *   batchSize: 100,
+   * })
+   */
+  map<
+    const N extends string,
+    E extends AnyReactorDefinition,
+    T,
+    A extends ArgsRecord = never,
+    R = never,
+    const F extends boolean = false,
+  >(
+    name: NewStepName<N, TResults>,
+    element: E & ElementReactorCheck<E>,
+    options: MapOptions<TInput, TResults, E, T, A, R, F>,
+  ): ReactorBuilder<TName, TInput, WithStep<TResults, N, MapValue<E, R>>, TReturns, TRunInput, MapMode<TMode, F, E>> {
+    const raw: RawStep = { name, definition: undefined, config: (options ?? {}) as unknown as Record<string, unknown>, map: { element } };
     return new ReactorBuilder({ ...this.#state, steps: [...this.#state.steps, raw] });
   }
 
@@ -200,10 +235,13 @@ function isStepDefinition(value: object): value is StepDefinition {
   return (value as { kind?: unknown }).kind === 'step-definition';
 }
 
+/** Every source, `element()` included: definitions that use it outside a map's args are refused at `build()` by name. */
+const definitionHelpers = { ...sourceHelpers, ...elementHelpers };
+
 function resolveArgsFactory(factory: unknown): ArgsRecord | undefined {
   if (factory === undefined) return undefined;
   if (typeof factory !== 'function') return factory as ArgsRecord;
-  return (factory as (h: SourceHelpers<unknown, unknown>) => ArgsRecord)(sourceHelpers);
+  return (factory as (h: typeof definitionHelpers) => ArgsRecord)(definitionHelpers);
 }
 
 /** Options of {@link defineReactor}. */

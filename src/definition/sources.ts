@@ -29,7 +29,9 @@ export type PathValue<T, P extends string> = P extends `${infer K}.${infer Rest}
 export type SourceSpec =
   | { readonly kind: 'input'; readonly name: string; readonly path: readonly string[]; readonly transforms: readonly Transform[] }
   | { readonly kind: 'result'; readonly name: string; readonly path: readonly string[]; readonly transforms: readonly Transform[] }
-  | { readonly kind: 'value'; readonly value: unknown; readonly transforms: readonly Transform[] };
+  | { readonly kind: 'value'; readonly value: unknown; readonly transforms: readonly Transform[] }
+  /** The item a map element runs on (`element(path?)`), only in a map's `args`. */
+  | { readonly kind: 'element'; readonly path: readonly string[]; readonly transforms: readonly Transform[] };
 
 /** A transform applied to a resolved argument value. */
 export type Transform = (value: any) => unknown;
@@ -83,7 +85,8 @@ export interface SourceHelpers<TInput, TResults> {
   value<V>(value: V): ArgumentSource<V>;
 }
 
-function splitPath(path: string | undefined): readonly string[] {
+/** Split a dotted path (`'a.b'`) into its segments; none for an absent or empty path. */
+export function splitPath(path: string | undefined): readonly string[] {
   return path === undefined || path === '' ? [] : path.split('.');
 }
 
@@ -104,4 +107,13 @@ export function resultDependencies(args: ArgsRecord | undefined): string[] {
     if (source.spec.kind === 'result' && !names.includes(source.spec.name)) names.push(source.spec.name);
   }
   return names;
+}
+
+/** The key of the first `element()` source in a source record, if any. */
+export function elementSourceKey(args: ArgsRecord | undefined): string | undefined {
+  if (args === undefined) return undefined;
+  return Object.keys(args).find((key) => {
+    const source: unknown = args[key];
+    return source instanceof ArgumentSource && source.spec.kind === 'element';
+  });
 }

@@ -11,8 +11,8 @@ export interface HookBase {
 /** Events of a step's body and rollback handlers. */
 export interface StepHook extends HookBase {
   readonly step: string;
-  /** `compose` for a compose step (its child's own steps report their own events). */
-  readonly kind: 'step' | 'compose' | 'interrupt';
+  /** `compose` for a compose step, `map` for a map step (a child's or element's own steps report their own events). */
+  readonly kind: 'step' | 'compose' | 'interrupt' | 'map';
   readonly attempt: number;
   readonly args: unknown;
 }

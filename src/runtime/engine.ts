@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { AnyReactorDefinition } from '../definition/compiled.js';
 import { DefinitionError, DeserializationError, ExecutionNotFoundError, PlanMismatchError, UnknownReactorError, XreactorError } from '../errors/index.js';
 import { describePlanMismatch } from '../definition/fingerprint.js';
+import { refuseMapSteps } from '../definition/compile-map.js';
 import { reactorMachine } from './reactor-machine.js';
 import { jobId } from '../queue/job-ids.js';
 import type { Middleware } from '../observability/middleware.js';
@@ -155,6 +156,7 @@ export function createEngine(options: EngineOptions): Engine {
     register(definition) {
       let host = hosts.get(definition);
       if (host === undefined) {
+        refuseMapSteps(definition);
         const machine = reactorMachine(definition);
         host = new ExecutionHost(definition, machine, {
           store,

@@ -27,6 +27,7 @@ export interface Attempt {
 
 function describeSource(spec: SourceSpec): string {
   if (spec.kind === 'value') return 'value(...)';
+  if (spec.kind === 'element') return `element(${spec.path.length > 0 ? `"${spec.path.join('.')}"` : ''})`;
   const path = spec.path.length > 0 ? `, "${spec.path.join('.')}"` : '';
   return `${spec.kind}("${spec.name}"${path})`;
 }
@@ -41,6 +42,7 @@ function resolveSource(step: CompiledStep, key: string, spec: SourceSpec, inputs
   let value: unknown;
   if (spec.kind === 'value') value = spec.value;
   else if (spec.kind === 'input') value = (inputs as Record<string, unknown> | undefined)?.[spec.name];
+  else if (spec.kind === 'element') throw fail('cannot be resolved: there is no item outside a map element');
   else {
     if (!results.has(spec.name)) throw fail(`cannot be resolved: step "${spec.name}" has no recorded result`);
     value = results.get(spec.name);

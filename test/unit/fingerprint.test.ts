@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { defineReactor, defineStep, describePlanMismatch, planFingerprint } from '../../src/index.js';
+import { defineReactor, defineStep, describePlanMismatch, paged, planFingerprint } from '../../src/index.js';
 import type { AnyReactorDefinition, BackgroundCut, SourceHelpers } from '../../src/index.js';
 
 type Sources = SourceHelpers<any, any>;
@@ -174,6 +174,65 @@ describe('planFingerprint', () => {
     expect(a.plan.map((s) => s.name)).toStrictEqual(['x', 'y', 'z']);
     expect(b.plan.map((s) => s.name)).toStrictEqual(['x', 'y', 'z']);
     expect(b.fingerprint).toBe(a.fingerprint);
+  });
+});
+
+describe('planFingerprint of a map step', () => {
+  const element = (extraStep = false) => {
+    const builder = defineReactor({ name: 'charge-one', input: z.object({ orderId: z.string() }) }).step('charge', { run: noop });
+    return extraStep ? builder.step('receipt', { waitFor: ['charge'], run: noop }).build() : builder.build();
+  };
+  const input = z.object({ orders: z.array(z.object({ orderId: z.string() })), currency: z.string() });
+  /** A reactor with one map step; `options` vary what the fingerprint may or may not cover. */
+  const billing = (options: Record<string, unknown> = {}, child = element()) =>
+    (defineReactor as (options: object) => any)({ name: 'billing', input })
+      .step('load', { run: noop })
+      .step('open', { run: noop })
+      .map('charges', child, { source: ({ result }: Sources) => result('load'), ...options })
+      .build() as AnyReactorDefinition;
+
+  it('encodes the map kind and the element reactor’s fingerprint in the child slot', () => {
+    const sha = (text: string) => `p1-${createHash('sha256').update(text, 'utf8').digest('hex').slice(0, 16)}`;
+    const child = element();
+    expect(billing({ waitFor: ['open'] }, child).fingerprint).toBe(
+      sha(
+        '["xreactor.plan/1","billing",null,null,[' +
+          '["load","step",[],[],1,true,null,null],' +
+          '["open","step",[],[],1,true,null,null],' +
+          `["charges","map",["load"],["open"],1,true,null,"${child.fingerprint}"]]]`,
+      ),
+    );
+  });
+
+  it('leaves out fanOut, batchSize and atomic (stored with each map), collect, undoAll and the element wiring', () => {
+    const plain = billing().fingerprint;
+    expect(billing({ fanOut: true }).fingerprint).toBe(plain);
+    expect(billing({ batchSize: 7 }).fingerprint).toBe(plain);
+    expect(billing({ atomic: false }).fingerprint).toBe(plain);
+    expect(billing({ collect: noop, undoAll: noop }).fingerprint).toBe(plain);
+    expect(billing({ args: ({ element: el }: Sources & { element: (path?: string) => any }) => ({ orderId: el('orderId') }) }).fingerprint).toBe(plain);
+    expect(billing({ source: ({ result }: Sources) => result('load').transform((x: unknown) => x) }).fingerprint).toBe(plain);
+  });
+
+  it.each<[string, () => AnyReactorDefinition]>([
+    ['a changed element reactor plan', () => billing({}, element(true))],
+    ['a source reading another step', () => billing({ source: ({ result }: Sources) => result('open') })],
+    ['args reading a result', () => billing({ args: ({ result }: Sources) => ({ orderId: result('open') }) })],
+    ['a paged source reading no result', () => billing({ source: paged({ page: () => [] }) })],
+    ['an added waitFor', () => billing({ waitFor: ['open'] })],
+  ])('differs for %s', (_, variant) => {
+    expect(variant().fingerprint).not.toBe(billing().fingerprint);
+  });
+
+  it('differs for a changed kind (compose to map of the same child, name and dependencies)', () => {
+    const child = element();
+    const asCompose = defineReactor({ name: 'r' }).step('load', { run: noop }).compose('charges', child, { args: ({ result }) => ({ orderId: result('load') }) }).build();
+    const asMap = (defineReactor as (options: object) => any)({ name: 'r' })
+      .step('load', { run: noop })
+      .map('charges', child, { source: ({ result }: Sources) => result('load') })
+      .build() as AnyReactorDefinition;
+    expect(asMap.plan.map((s) => [s.name, s.reads])).toStrictEqual(asCompose.plan.map((s) => [s.name, s.reads]));
+    expect(asMap.fingerprint).not.toBe(asCompose.fingerprint);
   });
 });
 
