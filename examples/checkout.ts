@@ -5,7 +5,7 @@
  *   npm run example
  */
 import { z } from 'zod';
-import { createRuntime, defineReactor, defineStep, fail } from '../src/index.js';
+import { createRuntime, defineReactor, defineStep, fail } from 'xreactor';
 
 const stock = new Map<string, number>([['sku-1', 5]]);
 const charges = new Map<string, number>();

@@ -13,7 +13,7 @@
  *   const inspect = createWebSocketInspector({ url: 'ws://localhost:8080' }).inspect;
  */
 import type { InspectionEvent } from 'xstate';
-import { createRuntime, defineReactor } from '../src/index.js';
+import { createRuntime, defineReactor } from 'xreactor';
 
 const payment = defineReactor({ name: 'payment' })
   .step('charge', { run: () => ({ id: 'ch_1' }), undo: () => undefined })

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Packs xreactor as `npm pack` would publish it, installs the tarball into a scratch app outside
+# the repository, and runs from there what a new user runs first:
+#   1. the embedded example (ESM, no Redis);
+#   2. the same from a CommonJS app (require);
+#   3. a Redis round trip: a caller process with connectRedis() and a worker started through
+#      the package's own `xreactor worker` bin; the caller must exit by itself.
+# Needs a built tree (npm run build) and redis-server on PATH. Usage: scripts/pack-smoke.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+work=$(mktemp -d)
+worker_pid=''
+redis_pid=''
+cleanup() {
+  [[ -n "$worker_pid" ]] && kill -9 "$worker_pid" 2>/dev/null || true
+  [[ -n "$redis_pid" ]] && kill -9 "$redis_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "pack-smoke: FAILED: $*" >&2; exit 1; }
+
+[[ -f dist/src/index.js ]] || fail "dist/ is missing: run npm run build first"
+tarball=$(npm pack --silent --pack-destination "$work")
+echo "pack-smoke: packed $tarball"
+
+app="$work/app"
+mkdir -p "$app"
+cd "$app"
+cat > package.json <<'JSON'
+{ "name": "scratch-app", "version": "1.0.0", "private": true, "type": "module" }
+JSON
+# The dependencies come from npm's cache when npm ci already fetched them.
+npm install --no-audit --no-fund --prefer-offline --silent "$work/$tarball" zod >/dev/null
+echo "pack-smoke: installed into $app"
+
+cat > embedded.mjs <<'JS'
+import { z } from 'zod';
+import { createRuntime, defineReactor, fail } from 'xreactor';
+const checkout = defineReactor({ name: 'checkout', input: z.object({ card: z.string() }) })
+  .step('reserve', { run: () => 'r-1', undo: () => undefined })
+  .step('charge', { args: ({ input }) => ({ card: input('card') }), run: ({ card }) => (card === 'bad' ? fail(new Error('declined')) : 'ch-1') })
+  .returns('charge')
+  .build();
+const runtime = createRuntime();
+const ok = await runtime.run(checkout, { card: 'good' });
+const declined = await runtime.run(checkout, { card: 'bad' });
+console.log(JSON.stringify({ ok: ok.status, value: ok.value, declined: declined.status }));
+await runtime.close();
+JS
+out=$(node embedded.mjs) || fail "the embedded example did not run: $out"
+[[ "$out" == '{"ok":"completed","value":"ch-1","declined":"failed"}' ]] || fail "the embedded example printed $out"
+echo "pack-smoke: ESM embedded example ok"
+
+cat > embedded.cjs <<'JS'
+const { createRuntime, defineReactor } = require('xreactor');
+const hello = defineReactor({ name: 'hello' }).step('a', { run: () => 'hi' }).returns('a').build();
+const runtime = createRuntime();
+runtime.run(hello, undefined).then(async (result) => {
+  console.log(result.status, result.value);
+  await runtime.close();
+});
+JS
+out=$(node embedded.cjs 2>&1) || fail "a CommonJS app could not use the package: $out"
+[[ "$out" == 'completed hi' ]] || fail "the CommonJS example printed $out"
+echo "pack-smoke: CommonJS require ok"
+
+port=$(node -e "const s=require('node:net').createServer().listen(0,()=>{console.log(s.address().port);s.close()})")
+redis-server --port "$port" --save '' --appendonly no >/dev/null &
+redis_pid=$!
+for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+export XREACTOR_REDIS_URL="redis://127.0.0.1:$port"
+
+cat > reactors.mjs <<'JS'
+import { defineReactor } from 'xreactor';
+export const shipping = defineReactor({ name: 'shipping' })
+  .step('label', { run: () => ({ label: 'L-1', pid: process.pid }) })
+  .background({ all: true })
+  .returns('label')
+  .build();
+JS
+cat > caller.mjs <<'JS'
+import { createRuntime } from 'xreactor';
+import { connectRedis } from 'xreactor/redis';
+import { shipping } from './reactors.mjs';
+const runtime = createRuntime({ backend: connectRedis(), reactors: [shipping] });
+const dispatched = await runtime.run(shipping, undefined);
+const result = await runtime.awaitResult(dispatched.executionId, { timeoutMs: 20000 });
+console.log(JSON.stringify({ dispatched: dispatched.status, status: result.status, inWorker: result.value.pid !== process.pid }));
+await runtime.close();
+JS
+./node_modules/.bin/xreactor worker --help | grep -q 'usage: xreactor worker' || fail "xreactor worker --help did not print its usage"
+./node_modules/.bin/xreactor worker --concurrency 2 ./reactors.mjs > worker.log 2>&1 &
+worker_pid=$!
+for _ in $(seq 100); do grep -q 'xreactor.worker.started' worker.log && break; sleep 0.1; done
+grep -q 'xreactor.worker.started' worker.log || fail "the worker did not start: $(cat worker.log)"
+out=$(timeout 30 node caller.mjs) || fail "the caller did not finish and exit by itself within 30 s (rc $?): $out; worker: $(tail -5 worker.log)"
+[[ "$out" == '{"dispatched":"dispatched","status":"completed","inWorker":true}' ]] || fail "the Redis round trip printed $out"
+echo "pack-smoke: Redis round trip through the packaged worker ok; the caller exited by itself"
+kill -TERM "$worker_pid"
+for _ in $(seq 100); do kill -0 "$worker_pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$worker_pid" 2>/dev/null && fail "the worker did not stop within 10 s of SIGTERM"
+worker_pid=''
+echo "pack-smoke: the worker stopped on SIGTERM"
+echo "pack-smoke: all ok"
