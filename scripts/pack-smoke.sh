@@ -68,6 +68,7 @@ echo "pack-smoke: CommonJS require ok"
 port=$(node -e "const s=require('node:net').createServer().listen(0,()=>{console.log(s.address().port);s.close()})")
 redis-server --port "$port" --save '' --appendonly no >/dev/null &
 redis_pid=$!
+disown "$redis_pid"
 for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
 export XREACTOR_REDIS_URL="redis://127.0.0.1:$port"
 
@@ -90,16 +91,50 @@ console.log(JSON.stringify({ dispatched: dispatched.status, status: result.statu
 await runtime.close();
 JS
 ./node_modules/.bin/xreactor worker --help | grep -q 'usage: xreactor worker' || fail "xreactor worker --help did not print its usage"
-./node_modules/.bin/xreactor worker --concurrency 2 ./reactors.mjs > worker.log 2>&1 &
+
+# A TypeScript reactor module: without tsx in the app the worker says what to install; with it,
+# it loads the module. Middleware from --middleware runs beside the built-in step log.
+cat > reactors.ts <<'TS'
+import { defineReactor } from 'xreactor';
+const label = (): { label: string; pid: number } => ({ label: 'L-1', pid: process.pid });
+export const shipping = defineReactor({ name: 'shipping' }).step('label', { run: label }).background({ all: true }).returns('label').build();
+TS
+cat > hooks.mjs <<'JS'
+import { appendFileSync } from 'node:fs';
+export default { stepComplete: (e) => appendFileSync('hooks.log', `${e.reactor}.${e.step} ${e.outcome}\n`) };
+JS
+if out=$(./node_modules/.bin/xreactor worker ./reactors.ts 2>&1); then fail "a TypeScript module loaded without tsx: $out"; fi
+[[ "$out" == *"is TypeScript"*"npm install --save-dev tsx"* ]] || fail "without tsx, the worker said: $out"
+echo "pack-smoke: a TypeScript module without tsx is refused with what to install"
+npm install --no-audit --no-fund --prefer-offline --silent tsx >/dev/null
+
+./node_modules/.bin/xreactor worker --concurrency 2 --middleware ./hooks.mjs ./reactors.ts > worker.log 2>&1 &
 worker_pid=$!
 for _ in $(seq 100); do grep -q 'xreactor.worker.started' worker.log && break; sleep 0.1; done
 grep -q 'xreactor.worker.started' worker.log || fail "the worker did not start: $(cat worker.log)"
 out=$(timeout 30 node caller.mjs) || fail "the caller did not finish and exit by itself within 30 s (rc $?): $out; worker: $(tail -5 worker.log)"
 [[ "$out" == '{"dispatched":"dispatched","status":"completed","inWorker":true}' ]] || fail "the Redis round trip printed $out"
 echo "pack-smoke: Redis round trip through the packaged worker ok; the caller exited by itself"
+grep -q '"event":"xreactor.step".*"step":"label".*"outcome":"succeeded".*"durationMs"' worker.log || fail "no step log line in the worker's log: $(tail -5 worker.log)"
+[[ "$(cat hooks.log 2>/dev/null)" == "shipping.label succeeded" ]] || fail "the --middleware hook did not run: $(cat hooks.log 2>/dev/null)"
+echo "pack-smoke: TypeScript reactors through tsx, the step log line and --middleware ok"
 kill -TERM "$worker_pid"
 for _ in $(seq 100); do kill -0 "$worker_pid" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$worker_pid" 2>/dev/null && fail "the worker did not stop within 10 s of SIGTERM"
 worker_pid=''
 echo "pack-smoke: the worker stopped on SIGTERM"
+
+# Started through npx and through an npm script, SIGTERM to npm still stops the worker.
+node -e "const p=require('./package.json');p.scripts={worker:'xreactor worker ./reactors.mjs'};require('fs').writeFileSync('package.json',JSON.stringify(p))"
+for how in "npx xreactor worker ./reactors.mjs" "npm run --silent worker"; do
+  $how > via.log 2>&1 &
+  launcher=$!
+  for _ in $(seq 100); do grep -q 'xreactor.worker.started' via.log && break; sleep 0.1; done
+  grep -q 'xreactor.worker.started' via.log || fail "the worker did not start through '$how': $(cat via.log)"
+  kill -TERM "$launcher"
+  for _ in $(seq 100); do grep -q 'xreactor.worker.stopped' via.log && break; sleep 0.1; done
+  grep -q 'xreactor.worker.stopped' via.log || { pkill -9 -f 'xreactor worker ./reactors.mjs' || true; fail "SIGTERM to '$how' did not reach the worker: $(tail -3 via.log)"; }
+  wait "$launcher" 2>/dev/null || true
+  echo "pack-smoke: SIGTERM reaches the worker started through '$how'"
+done
 echo "pack-smoke: all ok"

@@ -107,6 +107,8 @@ export type {
 export type { Queue, JobSpec, JobHandler, Consumer, ConsumeOptions, ActorAddress, JobKind } from './queue/queue.js';
 
 export type { Middleware, HookBase, StepHook, HookName } from './observability/middleware.js';
+export { stepLog } from './observability/step-log.js';
+export type { StepLogOptions } from './observability/step-log.js';
 export { createActorInspector } from './observability/inspector.js';
 export type { ActorInspector, ActorInspectorOptions, InspectedActor, InspectedActorRef, InspectionObserver } from './observability/inspector.js';
 export { EXECUTION_STATE_TAGS, executionTagsOf } from '../machines/execution.js';

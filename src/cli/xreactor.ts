@@ -10,14 +10,18 @@
  * an interrupted step is committed and it runs again elsewhere); a second signal
  * hands them back at once.
  */
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import type { AnyReactorDefinition } from '../definition/compiled.js';
 import { connectRedis, DEFAULT_REDIS_URL, REDIS_URL_ENV } from '../backend/redis-backend.js';
 import { startHealthServer } from './health.js';
+import { loadUserModule, middlewareOf, reactorsOf } from './load-module.js';
+import type { Middleware } from '../observability/middleware.js';
+import { stepLog } from '../observability/step-log.js';
 import { createWorker } from '../runtime/worker.js';
+
+/** How often the worker checks that its parent process is still there. */
+const PARENT_WATCH_MS = 500;
 
 /** How long after the shutdown timeout's forced close the process exits even if closing hangs. */
 const HARD_EXIT_GRACE_MS = 2_000;
@@ -35,23 +39,14 @@ options:
   --lock-duration-ms <ms>       BullMQ job lock; a dead worker's job is redelivered after it (default 30000)
   --stalled-interval-ms <ms>    how often dead workers' jobs are looked for (default 30000)
   --sweep-interval-ms <ms>      how often executions whose process died are re-enqueued (default 30000; 0: never)
+  --middleware <module>         load middleware (hooks) from a module: its default export, or its
+                                export named middleware (an object or an array); repeatable
   --health-port <port>          serve GET /health on this port: 200 when running and connected to Redis, else 503
   --log-level <level>           pino level (default info)
   --help                        this text
 
 environment:
   XREACTOR_REDIS_URL            Redis URL when --redis and --cluster are not given`;
-
-/** Every reactor definition a module exports (named exports, or arrays of them). */
-export function reactorsOf(module: Record<string, unknown>): AnyReactorDefinition[] {
-  const found: AnyReactorDefinition[] = [];
-  const visit = (value: unknown) => {
-    if (Array.isArray(value)) value.forEach(visit);
-    else if (typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'reactor') found.push(value as AnyReactorDefinition);
-  };
-  Object.values(module).forEach(visit);
-  return found;
-}
 
 async function worker(argv: readonly string[]): Promise<void> {
   const { values, positionals } = parseArgs({
@@ -70,6 +65,7 @@ async function worker(argv: readonly string[]): Promise<void> {
       'sweep-interval-ms': { type: 'string', default: '30000' },
       'log-level': { type: 'string', default: 'info' },
       'health-port': { type: 'string' },
+      middleware: { type: 'string', multiple: true },
       help: { type: 'boolean', default: false },
     },
   });
@@ -81,7 +77,7 @@ async function worker(argv: readonly string[]): Promise<void> {
   if (positionals.length === 0) throw new Error(`no reactor modules given\n${USAGE}`);
   const reactors: AnyReactorDefinition[] = [];
   for (const path of positionals) {
-    const found = reactorsOf((await import(pathToFileURL(resolve(path)).href)) as Record<string, unknown>);
+    const found = reactorsOf(await loadUserModule(path, 'reactor module'));
     if (found.length === 0) throw new Error(`module ${path} exports no reactor definition (export the result of defineReactor(...).build())`);
     reactors.push(...found);
   }
@@ -104,7 +100,10 @@ async function worker(argv: readonly string[]): Promise<void> {
   });
   const sweepIntervalMs = Number(values['sweep-interval-ms']);
   if (!Number.isInteger(sweepIntervalMs) || sweepIntervalMs < 0) throw new Error(`--sweep-interval-ms must be an integer >= 0, got ${JSON.stringify(values['sweep-interval-ms'])}`);
+  const middleware: Middleware[] = [stepLog(logger)];
+  for (const path of values.middleware ?? []) middleware.push(...middlewareOf(await loadUserModule(path, 'middleware module'), path));
   const running = createWorker({
+    middleware,
     unknownReactor: { who: 'this worker', fix: `export it from one of the modules this worker loads (${positionals.join(', ')}), or run a worker that has it` },
     backend,
     reactors,
@@ -174,6 +173,20 @@ async function worker(argv: readonly string[]): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // Started through npx or an npm script, the worker's parent is npm, which exits on SIGTERM
+  // without passing it on: the worker is left behind, orphaned. So a worker whose parent went
+  // away stops as it would on SIGTERM (reparented: process.ppid changes).
+  const parent = process.ppid;
+  if (parent > 1) {
+    const watch = setInterval(() => {
+      if (process.ppid !== parent) {
+        clearInterval(watch);
+        logger.warn({ event: 'xreactor.worker.parent_exited', parent }, `parent process ${parent} exited (npm or npx ending on a signal): stopping`);
+        stop('parent exited');
+      }
+    }, PARENT_WATCH_MS);
+    watch.unref();
+  }
 }
 
 async function main(argv: readonly string[]): Promise<void> {

@@ -1,0 +1,63 @@
+/**
+ * A middleware that writes one log line per step outcome: at `info` the execution id, reactor,
+ * step, attempt, outcome and duration; the step's arguments and result only at `debug`, and
+ * only through `redact` (a function that returns what may be logged of them). The worker CLI
+ * installs it; a runtime or worker of your own can too: `middleware: [stepLog(logger)]`.
+ */
+import type { Logger } from 'pino';
+import type { Middleware, StepHook } from './middleware.js';
+
+/** Options of {@link stepLog}. */
+export interface StepLogOptions {
+  /**
+   * What of a step's arguments or result may be logged (at `debug`). Return `undefined` to log
+   * nothing of it.
+   * @defaultValue the value itself
+   */
+  readonly redact?: (value: unknown, about: { readonly reactor: string; readonly step: string; readonly what: 'args' | 'result' }) => unknown;
+}
+
+/** Steps whose start is remembered at once (a step that never ends, its process killed, is forgotten oldest first). */
+const OPEN_STEPS = 10_000;
+
+export function stepLog(logger: Logger, options: StepLogOptions = {}): Middleware {
+  const redact = options.redact ?? ((value: unknown) => value);
+  const started = new Map<string, number>();
+  const keyOf = (e: StepHook) => `${e.executionId}\u0000${e.step}\u0000${e.attempt}`;
+  const line = (e: StepHook, outcome: string, extra: Record<string, unknown>, result?: { readonly value: unknown }) => {
+    const key = keyOf(e);
+    const at = started.get(key);
+    started.delete(key);
+    const fields: Record<string, unknown> = {
+      event: 'xreactor.step',
+      executionId: e.executionId,
+      reactor: e.reactor,
+      ...(e.path.length === 0 ? {} : { path: e.path }),
+      step: e.step,
+      attempt: e.attempt,
+      outcome,
+      ...(at === undefined ? {} : { durationMs: Math.round((performance.now() - at) * 1000) / 1000 }),
+      ...extra,
+    };
+    if (logger.isLevelEnabled('debug')) {
+      fields['args'] = redact(e.args, { reactor: e.reactor, step: e.step, what: 'args' });
+      if (result !== undefined) fields['result'] = redact(result.value, { reactor: e.reactor, step: e.step, what: 'result' });
+    }
+    logger.info(fields, `step ${e.step} ${outcome}`);
+  };
+  return {
+    stepStart(e) {
+      started.set(keyOf(e), performance.now());
+      if (started.size > OPEN_STEPS) started.delete(started.keys().next().value!);
+    },
+    stepComplete(e) {
+      line(e, e.outcome, {}, { value: e.result });
+    },
+    retryAttempt(e) {
+      line(e, 'retrying', { delayMs: e.delayMs, nextAttempt: e.nextAttempt, error: { name: e.error.name, message: e.error.message } });
+    },
+    stepFail(e) {
+      line(e, 'failed', { error: { name: e.error.name, message: e.error.message, ...('code' in e.error ? { code: (e.error as { code: unknown }).code } : {}) } });
+    },
+  };
+}

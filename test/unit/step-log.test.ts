@@ -1,0 +1,60 @@
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { createRuntime, defineReactor, fail, stepLog } from '../../src/index.js';
+import { middlewareOf } from '../../src/cli/load-module.js';
+
+/** A pino logger at `level` whose lines are collected as objects. */
+function capture(level: string) {
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { logger: pino({ level }, sink), lines };
+}
+
+const reactor = defineReactor({ name: 'logged' })
+  .step('a', { run: () => ({ card: '4242', total: 5 }) })
+  .step('b', { args: ({ result }) => ({ a: result('a') }), run: () => fail(new Error('declined')) })
+  .build();
+
+describe('stepLog', () => {
+  it('writes one info line per step outcome with id, reactor, step, outcome and duration, and no values', async () => {
+    const { logger, lines } = capture('info');
+    const runtime = createRuntime({ logger: pino({ level: 'silent' }), middleware: [stepLog(logger)] });
+    const result = await runtime.run(reactor, undefined as never);
+    const steps = lines.filter((l) => l['event'] === 'xreactor.step');
+    expect(steps.map((l) => [l['step'], l['outcome']])).toEqual([['a', 'succeeded'], ['b', 'failed']]);
+    for (const l of steps) {
+      expect(l).toMatchObject({ level: 30, executionId: result.executionId, reactor: 'logged', attempt: 1 });
+      expect(typeof l['durationMs']).toBe('number');
+      expect(l).not.toHaveProperty('args');
+      expect(l).not.toHaveProperty('result');
+    }
+    expect(steps[1]).toMatchObject({ error: { message: 'declined' } });
+  });
+
+  it('adds arguments and results at debug, through redact', async () => {
+    const { logger, lines } = capture('debug');
+    const redact = (value: unknown) => JSON.parse(JSON.stringify(value ?? null, (key, v: unknown) => (key === 'card' ? '****' : v))) as unknown;
+    const runtime = createRuntime({ logger: pino({ level: 'silent' }), middleware: [stepLog(logger, { redact })] });
+    await runtime.run(reactor, undefined as never);
+    const a = lines.find((l) => l['step'] === 'a')!;
+    expect(a['result']).toEqual({ card: '****', total: 5 });
+    const b = lines.find((l) => l['step'] === 'b')!;
+    expect(b['args']).toEqual({ a: { card: '****', total: 5 } });
+  });
+});
+
+describe('the CLI\'s --middleware module', () => {
+  it('takes the default export or the export named middleware, one object or an array', () => {
+    const hooks = { stepStart: () => undefined };
+    expect(middlewareOf({ default: hooks }, 'm.js')).toEqual([hooks]);
+    expect(middlewareOf({ middleware: [hooks, hooks] }, 'm.js')).toEqual([hooks, hooks]);
+    expect(() => middlewareOf({ other: hooks }, 'm.js')).toThrow(/middleware module m\.js must export its middleware as the default export or as "middleware"/);
+    expect(() => middlewareOf({ default: [1] }, 'm.js')).toThrow(/must export/);
+  });
+});
