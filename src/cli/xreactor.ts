@@ -20,6 +20,9 @@ import type { Middleware } from '../observability/middleware.js';
 import { stepLog } from '../observability/step-log.js';
 import { createWorker } from '../runtime/worker.js';
 
+/** How long a starting worker may take to reach Redis before it warns that it is not connected. */
+const CONNECT_GRACE_MS = 2_000;
+
 /** How often the worker checks that its parent process is still there. */
 const PARENT_WATCH_MS = 500;
 
@@ -117,7 +120,10 @@ async function worker(argv: readonly string[]): Promise<void> {
   logger.info({ event: 'xreactor.worker.started', reactors: reactors.map((r) => r.name), concurrency, queue: values.queue, redis: redisAddress, connected: backend.redis.status === 'ready' }, 'worker started');
   // Say whether it can work: a worker that cannot reach Redis takes no jobs, and says so once.
   const connection = backend.redis;
-  if (connection.status !== 'ready') logger.warn({ event: 'xreactor.worker.not_connected', redis: redisAddress, connection: connection.status }, `not connected to Redis at ${redisAddress} yet: no jobs are taken until it is`);
+  // Connecting takes a moment at every start: say so only when it takes longer than that.
+  setTimeout(() => {
+    if (connection.status !== 'ready' && !stopping) logger.warn({ event: 'xreactor.worker.not_connected', redis: redisAddress, connection: connection.status }, `not connected to Redis at ${redisAddress}: no jobs are taken until it is`);
+  }, CONNECT_GRACE_MS).unref();
   // One line per change of state, not one per reconnection attempt.
   let connected = connection.status === 'ready';
   connection.on('ready', () => {

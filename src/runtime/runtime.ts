@@ -57,6 +57,9 @@ export interface RuntimeOptions extends Omit<EngineOptions, 'store' | 'queue'> {
   readonly generateId?: IdGenerator;
 }
 
+/** How often `awaitResult` looks again at a pause that was continued but not yet taken up above. */
+const RESUMING_POLL_MS = 20;
+
 /** Options of a single run. */
 export interface RunOptions {
   /** Interrupts the run: no rollback runs, the execution is stored `aborted` and `run` rejects with ExecutionAbortedError. */
@@ -316,6 +319,20 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     return heldOutcome(after.definition, after.held);
   };
 
+  /**
+   * Whether a stored pause still stands: no signal waits in the inbox of the paused execution nor
+   * of any composed child down to the one whose interrupt it is, and that child is still paused.
+   */
+  const pauseIsCurrent = async (loaded: { readonly snapshot: { readonly value: unknown; readonly context: unknown }; readonly inbox: { readonly entries: readonly unknown[] } }, id?: string): Promise<boolean> => {
+    if (statusOf(loaded.snapshot.value) !== 'paused' || loaded.inbox.entries.length > 0) return false;
+    const context = loaded.snapshot.context as ExecutionContext;
+    const child = context.paused?.child ?? null;
+    if (child === null) return true;
+    const childId = `${id ?? context.executionId}.${child}`;
+    const below = await store.load(childId).catch(() => undefined);
+    return below === undefined ? true : pauseIsCurrent(below, childId);
+  };
+
   const api = {
     /**
      * Check the resume here and deliver it to the interrupt's execution as a signal (the
@@ -409,12 +426,12 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       const recheckMs = Math.min(5_000, Math.max(1_000, Math.floor(timeoutMs / 10)));
       const deadline = clock.now() + timeoutMs;
       /** The outcome when the execution has one (settled, aborted or paused); else its status. */
-      const look = async (onAnswer: () => void): Promise<{ result: RunResult<never> | CancelledResult | PausedResult } | { status: string }> => {
+      const look = async (onAnswer: () => void): Promise<{ result: RunResult<never> | CancelledResult | PausedResult } | { status: string; soon?: true }> => {
         const loaded = await loadOrUnreadable(store, id).catch((error: unknown) => {
           onAnswer();
           throw error;
         });
-        if (loaded === undefined || loaded instanceof DeserializationError || SETTLED.includes(statusOf(loaded.snapshot.value)) || ['aborted', 'paused'].includes(statusOf(loaded.snapshot.value))) {
+        if (loaded === undefined || loaded instanceof DeserializationError || SETTLED.includes(statusOf(loaded.snapshot.value)) || statusOf(loaded.snapshot.value) === 'aborted') {
           onAnswer();
         }
         if (loaded === undefined) throw new ExecutionNotFoundError(id);
@@ -424,8 +441,13 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         if (SETTLED.includes(status) || status === 'aborted') {
           return { result: (await outcome(knownDefinition(context), id, status, context)) as RunResult<never> | CancelledResult };
         }
-        // Read from the snapshot alone: reading an outcome needs no definition of the reactor.
-        if (status === 'paused') return { result: { status: 'paused', executionId: id as ExecutionId, readyInterrupts: readyInterrupts(context) } };
+        if (status === 'paused') {
+          // A pause that is still current (nothing on its way to it, down to the child whose
+          // interrupt it is): read it from the snapshots alone, no definition needed. One already
+          // continued, whose ancestors have not recorded it yet, is no answer: look again soon.
+          if (await pauseIsCurrent(loaded)) return { result: { status: 'paused', executionId: id as ExecutionId, readyInterrupts: readyInterrupts(context) } };
+          return { status: 'resuming', soon: true };
+        }
         return { status };
       };
       for (;;) {
@@ -441,6 +463,12 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         if (deadline - clock.now() <= 0) {
           stopWaiting.abort();
           throw new AwaitTimeoutError(id, timeoutMs, first.status);
+        }
+        if (first.soon === true) {
+          // A continued pause its ancestors are taking up: no notification marks that, so poll.
+          stopWaiting.abort();
+          await clock.sleep(RESUMING_POLL_MS, awaitOptions.signal);
+          continue;
         }
         const notified = await wait.settled;
         awaitOptions.signal?.throwIfAborted();

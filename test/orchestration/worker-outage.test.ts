@@ -85,7 +85,8 @@ describe('a worker process whose Redis goes down', () => {
     try {
       await worker.ready;
       const port = await healthPort(worker);
-      expect(worker.output()).toContain('"xreactor.worker.not_connected"');
+      // Said once the usual moment to connect has passed.
+      await until('the not_connected warning', async () => (worker.output().includes('"xreactor.worker.not_connected"') ? true : undefined), 10_000);
       expect((await health(port)).code).toBe(503);
       const stoppedAt = Date.now();
       worker.child.kill('SIGTERM');
