@@ -103,6 +103,13 @@ export type {
   SignalReceipt,
   UnreadableRecord,
   UnreadableMark,
+  MapWrites,
+  MapStats,
+  MapGate,
+  MapPageEntry,
+  ElementOutcome,
+  RollbackOutcome,
+  SignalCondition,
 } from './store/store.js';
 export type { Queue, JobSpec, JobHandler, Consumer, ConsumeOptions, ActorAddress, JobKind } from './queue/queue.js';
 
@@ -112,7 +119,7 @@ export type { StepLogOptions } from './observability/step-log.js';
 export { createActorInspector } from './observability/inspector.js';
 export type { ActorInspector, ActorInspectorOptions, InspectedActor, InspectedActorRef, InspectionObserver } from './observability/inspector.js';
 export { EXECUTION_STATE_TAGS, executionTagsOf } from '../machines/execution.js';
-export type { ActorTag } from '../machines/registry-types.js';
+export type { ActorStatus, ActorTag } from '../machines/registry-types.js';
 export type { ExecutionStatus, TraceEntry, RollbackFailure } from '../machines/execution-types.js';
 export { EXECUTION_MACHINE_VERSION } from '../machines/execution-types.js';
 export type { ExecutionId } from './internal/ids.js';

@@ -7,7 +7,7 @@ import type { Queue } from '../queue/queue.js';
 import type { Commit, CommitOptions, Inbox, InboxEntry, LoadedExecution, OutboxEffect, PersistedSnapshot, SignalEvent, Store } from '../store/store.js';
 import type { Call } from './call.js';
 import type { HeldLease } from './lease.js';
-import { WAKE_EFFECT, wakeOf } from './wake.js';
+import { isConditionalWake, WAKE_EFFECT, wakeOf } from './wake.js';
 
 /** An actor held by this process: its snapshot, the revision it was read at, its outbox and inbox. */
 export interface HeldActor {
@@ -26,6 +26,12 @@ export interface HeldActor {
   outboxPending?: boolean;
   /** This process's lease on the actor, when it holds one. */
   lease: HeldLease | undefined;
+  /**
+   * The receipt of the last commit this process made of the actor: the dedupe keys of its
+   * conditional signals that landed (`CommitOptions.landedSignals`); undefined when unknown (the
+   * outbox was loaded, or the commit asked for none), and then a conditional wake is performed.
+   */
+  landed?: ReadonlySet<string> | undefined;
 }
 
 /** A transition of one actor, computed by its kind and committed by the kernel. */
@@ -239,7 +245,9 @@ export class ActorHost<H extends HeldActor> {
   async #perform(held: H, effect: OutboxEffect, call: Call): Promise<SignalEvent | undefined> {
     if (effect.type === WAKE_EFFECT) {
       // An actor this call is advancing meets the signal when its turn comes back; others are woken when this one is idle.
-      const { actor, kind } = wakeOf(effect);
+      const { actor, kind, ifLanded } = wakeOf(effect);
+      // A conditional signal's wake: only when its signal landed (or when that is not known).
+      if (ifLanded !== undefined && held.landed !== undefined && !held.landed.has(ifLanded)) return undefined;
       if (!call.active.has(actor)) call.woken.set(actor, kind);
       return undefined;
     }
@@ -262,6 +270,7 @@ export class ActorHost<H extends HeldActor> {
           this.#kind.adopt(held, loaded);
           held.outboxPending = false;
           held.declined.clear();
+          held.landed = undefined;
         }
         held.inbox = loaded.inbox;
       }
@@ -344,7 +353,10 @@ export class ActorHost<H extends HeldActor> {
     const commit: Commit = { ...transition.commit, inboxSeen: held.inbox.seq, ...(entry === undefined ? {} : { consumed: [entry.seq] }) };
     const list = () => store.markActiveMany(transition.listed, true);
     if (transition.listed.length > 0) await list();
-    const committing = store.commit(held.id, held.revision, commit, transition.options);
+    // The receipt of the conditional signals whose wakes depend on it.
+    const receipt = transition.effects.some(isConditionalWake) ? [] : undefined;
+    const options = receipt === undefined ? transition.options : { ...transition.options, landedSignals: receipt };
+    const committing = store.commit(held.id, held.revision, commit, options);
     transition.sent?.(held.revision + 1);
     try {
       held.revision = await committing;
@@ -361,6 +373,7 @@ export class ActorHost<H extends HeldActor> {
     const previous = held.snapshot;
     held.snapshot = transition.next;
     held.outbox = transition.effects;
+    held.landed = receipt === undefined ? undefined : new Set(receipt);
     held.outboxPending = false;
     held.declined.clear();
     if (entry !== undefined) held.inbox = { entries: held.inbox.entries.filter((e) => e.seq !== entry.seq), seq: held.inbox.seq };

@@ -4,6 +4,7 @@
  */
 import { XreactorError } from '../errors/index.js';
 import { rootOf } from './keys.js';
+import { checkMapRules } from './map-writes.js';
 import { signalCrossRootError } from './store.js';
 import type { Commit } from './store.js';
 
@@ -12,15 +13,18 @@ const isSeq = (n: number, min: number) => Number.isSafeInteger(n) && n >= min;
 /**
  * Checks that every signal recipient, awaited actor and spawned actor of `commit` (and of the
  * commits of its spawned actors, at any depth) shares the root of `id`, that a spawned actor's
- * `kind` is its snapshot's, and that `inboxSeen` and `consumed` are inbox seqs.
+ * `kind` is its snapshot's, that the map writes and conditional signals follow their rules
+ * (`checkMapRules` in `map-writes.ts`), and that `inboxSeen` and `consumed` are inbox seqs.
  * @throws XreactorError `signal_cross_root` ({@link signalCrossRootError}) for the first actor of
  * another root, `spawn_kind_mismatch` for a spawned actor whose `kind` its snapshot does not
- * have, `inbox_seq_invalid` for a seq that is not a whole number (inboxSeen >= 0, consumed >= 1).
+ * have, `map_write_invalid` / `signal_condition_invalid` for a map write or conditional signal
+ * that breaks its rules, `inbox_seq_invalid` for a seq that is not a whole number (inboxSeen >= 0, consumed >= 1).
  */
 export function checkCommitRules(id: string, commit: Commit): void {
-  if (commit.inboxSeen === undefined && commit.consumed === undefined && commit.signals === undefined && commit.awaits === undefined && commit.spawn === undefined) return;
+  if (commit.inboxSeen === undefined && commit.consumed === undefined && commit.signals === undefined && commit.awaits === undefined && commit.spawn === undefined && commit.writes.map === undefined) return;
   const root = rootOf(id);
   const walk = (from: string, c: Commit) => {
+    checkMapRules(from, c);
     for (const signal of c.signals ?? []) if (rootOf(signal.to) !== root) throw signalCrossRootError(from, signal.to, 'signal');
     for (const awaited of c.awaits ?? []) if (rootOf(awaited) !== root) throw signalCrossRootError(from, awaited, 'await');
     for (const spawned of c.spawn ?? []) {

@@ -55,6 +55,45 @@ export const KEY_KINDS = {
   children: 'children',
 } as const;
 
+/**
+ * The kind segment of each key a map operation has beside its actor keys
+ * (`<prefix>:{<root>}:<kind>:<map>`, and `...:<map>:<bucket>` for the bucketed outcome hashes).
+ * Written by the map's own commits and by the commits of its elements and rollback actors, so
+ * the scripts build them from the root's base: `lua/includes/actorKeys.lua` mirrors this table
+ * (`MAP_KIND`; a unit test compares them).
+ */
+export const MAP_KEY_KINDS = {
+  stats: 'mapstat',
+  source: 'mapsrc',
+  outcomes: 'mapout',
+  started: 'mapstarted',
+  aborted: 'mapaborted',
+  rollbackOutcomes: 'rbout',
+  rollbackFailures: 'rbfail',
+} as const;
+
+/** The keys of one map operation beside its actor keys (see `docs/redis-keys.md`, map keys). */
+export interface MapKeys {
+  /** The map actor's id. */
+  readonly id: string;
+  /** As {@link ExecutionKeys.base}. */
+  readonly base: string;
+  /** HASH: parameters and counters (`total`, `batch`, `atomic`, `mode`, `target`, `started`, `settled`, per outcome, `stop`, `lastReportAt`, `buckets`, `rb.*`). */
+  readonly stats: string;
+  /** LIST: the encoded items of an array source. */
+  readonly source: string;
+  /** LIST: element indexes in start order (the rollback's work list, read by position from the tail). */
+  readonly started: string;
+  /** LIST: indexes of aborted elements. */
+  readonly aborted: string;
+  /** LIST: encoded rollback failures. */
+  readonly rollbackFailures: string;
+  /** HASH of bucket `bucket`: element index → one-letter outcome. */
+  outcomes(bucket: number): string;
+  /** HASH of bucket `bucket`: started-list position → one-letter rollback outcome. */
+  rollbackOutcomes(bucket: number): string;
+}
+
 /** Every key (and the pub/sub channel) of one execution (one actor). */
 export interface ExecutionKeys {
   /** The actor's id. */
@@ -96,6 +135,11 @@ export interface KeyBuilder {
    * @throws XreactorError when `id` or `root` is empty.
    */
   executionKeys(id: string, root?: string): ExecutionKeys;
+  /**
+   * The map keys of map operation `map`, tagged with its root as {@link executionKeys} tags its actor keys.
+   * @throws XreactorError when `map` or `root` is empty.
+   */
+  mapKeys(map: string, root?: string): MapKeys;
   /** ZSET (global slot): executions that may need recovery, scored by the time first marked. */
   readonly active: string;
   /** STRING: a first-writer-wins claim or a counter (`claim` / `increment`), under the caller's key. */
@@ -122,16 +166,34 @@ export function createKeyBuilder(prefix: string = DEFAULT_KEY_PREFIX): KeyBuilde
         'braces would capture the hash tag and put every execution in one cluster slot; choose a prefix like "xr" or "app:xr"',
     );
   }
+  const baseOf = (id: string, root: string): string => {
+    if (id === '' || root === '') {
+      // An empty hash tag `{}` hashes the whole key: the keys of one execution would land in different slots.
+      throw new XreactorError('execution_id_invalid', `execution id ${JSON.stringify(id)} with root ${JSON.stringify(root)} is empty; ids must be non-empty strings`);
+    }
+    return `${prefix}:{${root}}:`;
+  };
   return {
     prefix,
     active: `${prefix}:active`,
     claim: (key) => `${prefix}:claim:${key}`,
+    mapKeys(map, root = rootOf(map)) {
+      const base = baseOf(map, root);
+      const K = MAP_KEY_KINDS;
+      return {
+        id: map,
+        base,
+        stats: `${base}${K.stats}:${map}`,
+        source: `${base}${K.source}:${map}`,
+        started: `${base}${K.started}:${map}`,
+        aborted: `${base}${K.aborted}:${map}`,
+        rollbackFailures: `${base}${K.rollbackFailures}:${map}`,
+        outcomes: (bucket) => `${base}${K.outcomes}:${map}:${bucket}`,
+        rollbackOutcomes: (bucket) => `${base}${K.rollbackOutcomes}:${map}:${bucket}`,
+      };
+    },
     executionKeys(id, root = rootOf(id)) {
-      if (id === '' || root === '') {
-        // An empty hash tag `{}` hashes the whole key: the keys of one execution would land in different slots.
-        throw new XreactorError('execution_id_invalid', `execution id ${JSON.stringify(id)} with root ${JSON.stringify(root)} is empty; ids must be non-empty strings`);
-      }
-      const base = `${prefix}:{${root}}:`;
+      const base = baseOf(id, root);
       const K = KEY_KINDS;
       return {
         id,

@@ -10,6 +10,8 @@ import { encodeInboxEntry, inboxOf } from './inbox-codec.js';
 import { decodeUnreadable, encodeUnreadable } from './unreadable-codec.js';
 import { executionBusyError, executionExistsError, MAX_CASCADE_DEPTH, undoGapError } from './store.js';
 import type { Commit, CommitWrites, CreateExecution, CreateOptions, LeasedLoad, LoadedExecution, OutboxEffect, Signal, SpawnActor, Store, UndoEntry } from './store.js';
+import { createMemoryMaps, prepareMapWrites } from './memory-maps.js';
+import type { MapFlags, PreparedMapWrites } from './memory-maps.js';
 
 interface Row {
   revision: number;
@@ -52,6 +54,7 @@ interface Prepared {
   readonly trace: readonly Uint8Array[];
   readonly signals: readonly (readonly [Signal, Uint8Array])[];
   readonly spawn: readonly { readonly actor: SpawnActor; readonly input: Uint8Array; readonly prepared: Prepared }[];
+  readonly map: PreparedMapWrites | undefined;
 }
 
 const own = (value: unknown): Uint8Array => Buffer.from(encode(value));
@@ -69,6 +72,7 @@ function prepare(commit: Commit): Prepared {
     trace: w.trace.map((entry) => own(entry)),
     signals: commit.signals === undefined ? NONE : commit.signals.map((signal) => [signal, Buffer.from(encodeInboxEntry(signal))] as const),
     spawn: commit.spawn === undefined ? NONE : commit.spawn.map((actor) => ({ actor, input: own(actor.input), prepared: prepare(actor.commit) })),
+    map: prepareMapWrites(w.map),
   };
 }
 
@@ -272,11 +276,39 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       spawnAll(actor.id, prepared);
     }
   };
-  /** Delivers a prepared commit's signals, then those of its spawned actors, depth first. */
-  const deliverAll = (p: Prepared): void => {
+  const maps = createMemoryMaps(
+    {
+      status: (id) => rows.get(id)?.status,
+      results: (id) => rows.get(id)?.results,
+      snapshot: (id) => rows.get(id)?.snapshot,
+    },
+    machines,
+  );
+  /**
+   * Applies the map writes of a prepared commit of `id`, then those of its spawned actors, depth
+   * first (after every row of the step is written, as mapWrites.lua does); returns what each
+   * commit's conditional signals read (undefined: the step has no map writes).
+   */
+  const applyMaps = (id: string, p: Prepared, flags?: Map<Prepared, MapFlags>): Map<Prepared, MapFlags> | undefined => {
+    let found = flags;
+    if (p.map !== undefined) (found ??= new Map()).set(p, maps.apply(id, p.map));
+    for (const spawned of p.spawn) found = applyMaps(spawned.actor.id, spawned.prepared, found);
+    return found;
+  };
+  /**
+   * Delivers a prepared commit's signals, then those of its spawned actors, depth first; a
+   * conditional one only when its condition holds, its key then noted in `landed` if it landed.
+   */
+  const deliverAll = (p: Prepared, flags: ReadonlyMap<Prepared, MapFlags> | undefined, landed: string[] | undefined): void => {
     if (p.signals.length === 0 && p.spawn.length === 0) return;
-    for (const [signal, entry] of p.signals) for (const [, r] of reach(signal.to, signal.cascade === true)) land(r, signal.dedupeKey, entry);
-    for (const spawned of p.spawn) deliverAll(spawned.prepared);
+    for (const [signal, entry] of p.signals) {
+      if (signal.condition === undefined) {
+        for (const [, r] of reach(signal.to, signal.cascade === true)) land(r, signal.dedupeKey, entry);
+      } else if (maps.holds(signal, flags?.get(p))) {
+        for (const [, r] of reach(signal.to, false)) if (land(r, signal.dedupeKey, entry)) landed?.push(signal.dedupeKey);
+      }
+    }
+    for (const spawned of p.spawn) deliverAll(spawned.prepared, flags, landed);
   };
 
   return {
@@ -292,7 +324,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       apply(r, prepared);
       rows.set(execution.id, r);
       spawnAll(execution.id, prepared);
-      deliverAll(prepared);
+      deliverAll(prepared, applyMaps(execution.id, prepared), undefined);
       if (lease !== undefined) takeLease(execution.id, lease.owner, lease.ttlMs);
       if (options?.announce === true) publishSettled(execution.id);
       return r.revision;
@@ -327,7 +359,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       apply(r, prepared);
       if (commit.consumed !== undefined) for (const seq of commit.consumed) r.inbox.delete(seq);
       spawnAll(id, prepared);
-      deliverAll(prepared);
+      deliverAll(prepared, applyMaps(id, prepared), options?.landedSignals);
       if (lease !== undefined) takeLease(id, lease.owner, lease.ttlMs);
       if (options?.releaseLease !== undefined) releaseLease(id, options.releaseLease);
       if (options?.announce === true) publishSettled(id);
@@ -380,6 +412,24 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     },
     async markActiveMany(ids, isActive) {
       for (const id of ids) markActive(id, isActive);
+    },
+    async readMapGate(map) {
+      return maps.gate(map);
+    },
+    async readMapStats(map) {
+      return maps.stats(map);
+    },
+    async readMapSource(map, from, count) {
+      return maps.source(map, from, count);
+    },
+    async readMapStarted(map, total, fromPosition, count) {
+      return maps.started(map, total, fromPosition, count);
+    },
+    async readMapPage(map, from, count, returns) {
+      return maps.page(map, from, count, returns);
+    },
+    async readRollbackFailures(map) {
+      return maps.rollbackFailures(map);
     },
     async markUnreadable(id, error) {
       const r = rows.get(id);

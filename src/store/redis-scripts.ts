@@ -19,6 +19,7 @@ import { executionBusyError, executionExistsError, undoGapError } from './store.
 import type { Commit, CreateExecution, LeaseRequest, Signal, SpawnActor } from './store.js';
 import type { UnreadableMark, UnreadableRecord } from './store.js';
 import { encodeUnreadable } from './unreadable-codec.js';
+import { hasMapWrites, mapSectionArgv, READ_MAP_PAGE_FILE } from './redis-map-args.js';
 
 // Moved to snapshot-codec.ts; re-exported for existing importers.
 export { encodeSnapshot, SNAPSHOT_KIND } from './snapshot-codec.js';
@@ -43,6 +44,7 @@ export const SCRIPTS = {
   releaseLease: { file: 'releaseLease-1.lua', numberOfKeys: 1 },
   markActive: { file: 'markActive-1.lua', numberOfKeys: 1 },
   markUnreadable: { file: 'markUnreadable-1.lua', numberOfKeys: 1 },
+  readMapPage: { file: READ_MAP_PAGE_FILE, numberOfKeys: 1 },
 } as const satisfies Record<string, { file: string; numberOfKeys: number | 'per5' }>;
 
 /** Name of an atomic operation with a script. */
@@ -130,17 +132,23 @@ function commitTail(commit: Commit): (string | Buffer)[] {
 }
 
 /**
- * Whether a commit has kernel work (consumed entries, awaits, signals or spawned actors): without
- * it, and without a re-stamp, the commit has no kernel section (the per-step fast path).
+ * Whether a commit has kernel work (consumed entries, awaits, signals, spawned actors or map
+ * writes): without it, and without a re-stamp, the commit has no kernel section (the per-step
+ * fast path, which a group commit may batch).
  */
 export function hasKernelWork(commit: Commit): boolean {
-  return (commit.consumed?.length ?? 0) > 0 || commit.awaits !== undefined || (commit.signals?.length ?? 0) > 0 || (commit.spawn?.length ?? 0) > 0;
+  return (commit.consumed?.length ?? 0) > 0 || commit.awaits !== undefined || (commit.signals?.length ?? 0) > 0 || (commit.spawn?.length ?? 0) > 0 || commit.writes.map !== undefined;
 }
 
-/** The signals of a kernel tail: recipient, dedupe key, cascade flag, entry bytes. */
+/** The mode of a signal in a kernel tail: '1' cascading, '0' the recipient only, or its condition's name. */
+function signalMode(signal: Signal): string {
+  return signal.condition ?? (signal.cascade === true ? '1' : '0');
+}
+
+/** The signals of a kernel tail: recipient, dedupe key, mode, entry bytes. */
 function signalArgv(signals: readonly Signal[]): (string | Buffer)[] {
   const argv: (string | Buffer)[] = [String(signals.length)];
-  for (const signal of signals) argv.push(signal.to, signal.dedupeKey, signal.cascade === true ? '1' : '0', toBuffer(encodeInboxEntry(signal)));
+  for (const signal of signals) argv.push(signal.to, signal.dedupeKey, signalMode(signal), toBuffer(encodeInboxEntry(signal)));
   return argv;
 }
 
@@ -207,6 +215,7 @@ export function createArgs(keys: ExecutionKeys, execution: CreateExecution, cont
       ...commitTail(execution.commit),
       keys.id,
       ...kernelTail(execution.commit, false),
+      ...mapSectionArgv(keys.id, execution.commit),
     ],
   };
 }
@@ -256,7 +265,7 @@ export function commitArgs(keys: ExecutionKeys, expectedRevision: number, commit
       String(commit.inboxSeen ?? 0),
       kernel ? keys.base : '',
       ...commitTail(commit),
-      ...(kernel ? [keys.id, ...kernelTail(commit, true)] : []),
+      ...(kernel ? [keys.id, ...kernelTail(commit, true), ...(hasMapWrites(commit) ? mapSectionArgv(keys.id, commit) : [])] : []),
     ],
   };
 }
@@ -360,7 +369,8 @@ function replyCode(reply: unknown, script: string): [code: number, first: number
 }
 
 /**
- * Reads the reply of `commitExecution-5.lua`: the new revision.
+ * Reads the reply of `commitExecution-5.lua`: the new revision (the keys of the conditional
+ * signals that landed, which follow it, are {@link readLandedSignals}'s).
  * @throws StaleRevisionError when another writer advanced the execution (or its snapshot is not
  * the `ifSnapshot` bytes); InboxPendingError when a signal landed that the commit has not seen;
  * ExecutionNotFoundError when it does not exist; XreactorError `undo_position_invalid` for an undo
@@ -377,6 +387,14 @@ export function readCommitReply(id: string, expectedRevision: number, reply: unk
   const refused = spawnRefusal(id, code, reply as unknown[]);
   if (refused !== undefined) throw refused;
   throw new XreactorError('script_reply_invalid', `${SCRIPTS.commitExecution.file} replied with unknown code ${code}`);
+}
+
+/**
+ * The dedupe keys of the conditional signals that landed, from the success reply of
+ * `commitExecution-5.lua` or `createExecution-5.lua` (`{0, revision, key...}`).
+ */
+export function readLandedSignals(reply: unknown): string[] {
+  return Array.isArray(reply) ? reply.slice(2).map((key: unknown) => String(key)) : [];
 }
 
 /**

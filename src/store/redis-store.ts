@@ -22,6 +22,7 @@ import {
   readAcquireAndLoadReply,
   readCommitReply,
   readCreateReply,
+  readLandedSignals,
   readInboxArgs,
   readInboxReply,
   readLoadReply,
@@ -36,7 +37,10 @@ import { decodeUnreadable } from './unreadable-codec.js';
 import { createSettledHub } from './redis-settled.js';
 import { decodeSnapshot, DEFAULT_MACHINES } from './snapshot-codec.js';
 import type { MachineVersions } from './snapshot-codec.js';
-import type { Commit, LeasedLoad, LoadedExecution, OutboxEffect, Store, UndoEntry } from './store.js';
+import type { Commit, LeasedLoad, LoadedExecution, MapPageEntry, OutboxEffect, Store, UndoEntry } from './store.js';
+import type { RollbackFailure } from '../../machines/execution-types.js';
+import { ELEMENT_OUTCOME_OF, readStats, startedWindow } from './map-writes.js';
+import { readMapPageArgs, readMapPageReply } from './redis-map-args.js';
 
 /** Retention of an execution's keys after its last write: 24 hours, as `context_ttl` in ruby_reactor. */
 export const DEFAULT_CONTEXT_TTL_MS = 86_400_000;
@@ -289,7 +293,12 @@ export function createRedisStore(options: RedisStoreOptions): Store {
         takeLease: options?.takeLease,
         ifSnapshot: options?.ifSnapshot,
       });
-      const revision = await withListedSpawns(commit, async () => readCommitReply(id, expectedRevision, await sendCommit(call)));
+      const revision = await withListedSpawns(commit, async () => {
+        const reply = await sendCommit(call);
+        const committed = readCommitReply(id, expectedRevision, reply);
+        options?.landedSignals?.push(...readLandedSignals(reply));
+        return committed;
+      });
       if (restamp) stamps.note(id, at);
       for (const spawned of spawnedIds(commit)) stamps.note(spawned, at);
       return revision;
@@ -360,6 +369,47 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       else await redis.zrem(keys.active, id);
     },
     markActiveMany,
+    async readMapGate(map) {
+      const [status, stop] = await Promise.all([read(map, redis.hget(keys.executionKeys(map).execution, F.status)), read(map, redis.hget(keys.mapKeys(map).stats, 'stop'))]);
+      return { status: status ?? undefined, stop: stop ?? undefined };
+    },
+    async readMapStats(map) {
+      return readStats(map, await read(map, redis.hgetall(keys.mapKeys(map).stats)));
+    },
+    async readMapSource(map, from, count) {
+      const first = Math.max(0, Math.floor(from));
+      if (!(count >= 1)) return [];
+      const items = await read(map, redis.lrangeBuffer(keys.mapKeys(map).source, first, first + Math.floor(count) - 1));
+      return items.map((bytes) => decode(bytes));
+    },
+    async readMapStarted(map, total, fromPosition, count) {
+      const window = startedWindow(total, fromPosition, count);
+      if (window === undefined) return [];
+      const indexes = await read(map, redis.lrange(keys.mapKeys(map).started, window.first, window.last));
+      return indexes.map(Number).reverse();
+    },
+    async readMapPage(map, from, count, returns) {
+      if (!(count >= 1)) return [];
+      const mk = keys.mapKeys(map);
+      const page = readMapPageReply(await read(map, run('readMapPage', readMapPageArgs(mk, from, count, returns), true)), returns === null);
+      if (!page.exists) return [];
+      const first = Math.max(0, Math.floor(from));
+      return page.entries.map((entry, i): MapPageEntry => {
+        const index = first + i;
+        const outcome = entry.letter === null ? (page.target !== null && index >= page.target ? 'skipped' : undefined) : ELEMENT_OUTCOME_OF.get(entry.letter);
+        if (outcome === 'completed') {
+          const { result } = entry;
+          if (result === null) return { index, outcome };
+          return { index, outcome, result: Buffer.isBuffer(result) ? decode(result) : new Map(result.map(([step, bytes]) => [step, decode(bytes)])) };
+        }
+        if ((outcome === 'failed' || outcome === 'halted') && entry.snapshot !== null) return { index, outcome, snapshot: decodeSnapshot(entry.snapshot, config.machines) };
+        return { index, outcome };
+      });
+    },
+    async readRollbackFailures(map) {
+      const failures = await read(map, redis.lrangeBuffer(keys.mapKeys(map).rollbackFailures, 0, -1));
+      return failures.map((bytes) => decode(bytes) as RollbackFailure);
+    },
     async markUnreadable(id, error) {
       const mark = readMarkUnreadableReply(await run('markUnreadable', markUnreadableArgs(keys.executionKeys(id), error)));
       // The active index is a global key (another cluster slot): removed after the mark, so an

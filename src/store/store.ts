@@ -1,4 +1,4 @@
-import type { TraceEntry } from '../../machines/execution-types.js';
+import type { RollbackFailure, TraceEntry } from '../../machines/execution-types.js';
 import type { ActorStatus } from '../../machines/registry-types.js';
 import { XreactorError } from '../errors/index.js';
 
@@ -50,6 +50,14 @@ export interface Signal {
    * the recipient (an actor deeper than that is not reached).
    */
   readonly cascade?: boolean;
+  /**
+   * Land only if the condition holds after the commit's writes ({@link SignalCondition}); a
+   * signal whose condition does not hold lands nowhere and leaves its dedupe key unseen. Only in
+   * a commit (not `Store.signal`), never with `cascade`; `reportNew` and `rollbackReportNew` only
+   * in a commit with that report. The keys of those that landed are what
+   * `CommitOptions.landedSignals` lists.
+   */
+  readonly condition?: SignalCondition;
 }
 
 /** An unconsumed signal in an actor's inbox. */
@@ -96,7 +104,66 @@ export interface CommitWrites {
   readonly truncateUndoTo: number | undefined;
   /** Trace entries appended. */
   readonly trace: readonly TraceEntry[];
+  /**
+   * Map writes ({@link MapWrites}), applied in the same atomic step after the commit's own writes
+   * and its spawned actors, before its signals (whose conditions read them).
+   */
+  readonly map?: MapWrites;
 }
+
+/** How an element of a map ended, as its report records it. */
+export type ElementOutcome = 'completed' | 'failed' | 'halted' | 'aborted' | 'skipped' | 'cancelled';
+
+/** How the rollback of one started element ended, as its rollback report records it. */
+export type RollbackOutcome = 'undone' | 'failed' | 'not_needed' | 'element_in_flight' | 'context_unavailable';
+
+/**
+ * The writes of a map operation and of the actors working for it, applied in the same atomic
+ * step as the commit that carries them (see `docs/redis-keys.md`, map keys). `init`, `source`,
+ * `target`, `rollbackTarget` and `dropSource` are the map's own (the commit's actor is the map);
+ * `started`, `report` and `rollbackReport` name the map they write to (an element's, a rollback
+ * actor's), which must be of the committing actor's root. A write naming a map whose stats do not
+ * exist (never initialised, or expired) is ignored: nothing is created.
+ */
+export interface MapWrites {
+  /** Create the map's stats (its parameters, zero counters); leftovers of an expired map under the id are cleared. */
+  readonly init?: { readonly total: number | null; readonly batchSize: number; readonly atomic: boolean; readonly mode: 'inline' | 'fanOut' };
+  /** Append the items of an array source (read back a window at a time with `readMapSource`). */
+  readonly source?: readonly unknown[];
+  /** Element `index` started: appended to the map's started list (the rollback's work list), counted. */
+  readonly started?: { readonly map: string; readonly index: number };
+  /**
+   * Element `index` settled forward with `outcome`. First writer wins: only the first report of
+   * an index is recorded and counted (`settled`, the outcome's counter, `lastReportAt` = `at`);
+   * with `stops` it closes the map's gate (`stop` = `<outcome>:<index>`, the first one kept;
+   * outcome `failed`, `halted` or `aborted`); an `aborted` one is appended to the aborted list.
+   * Whether it was the first is what a `reportNew` signal of the same commit lands on.
+   */
+  readonly report?: { readonly map: string; readonly index: number; readonly outcome: ElementOutcome; readonly stops: boolean; readonly at: number };
+  /** How many positions were dispatched (no further one will be): `mapSettled` signals land once `settled` reaches it. */
+  readonly target?: { readonly target: number };
+  /** How many started elements the rollback covers: `rolledBack` signals land once `rb.settled` reaches it. */
+  readonly rollbackTarget?: { readonly target: number };
+  /**
+   * The rollback of the element at started-list `position` ended with `outcome`. First writer
+   * wins, as for `report` (`rb.settled` and the outcome's counter); `failures` are appended to the
+   * map's rollback failures. Whether it was the first is what a `rollbackReportNew` signal of the
+   * same commit lands on.
+   */
+  readonly rollbackReport?: { readonly map: string; readonly position: number; readonly outcome: RollbackOutcome; readonly failures: readonly RollbackFailure[] };
+  /** Delete the array source (the map concluded). */
+  readonly dropSource?: true;
+}
+
+/**
+ * When a conditional signal ({@link Signal.condition}) lands, decided where the writes land, after
+ * every write of the step:
+ * - `reportNew`: this commit's `report` was the first of its index;
+ * - `mapSettled`: the recipient map has a `target` and `settled` equals it;
+ * - `rollbackReportNew`: this commit's `rollbackReport` was the first of its position;
+ * - `rolledBack`: the recipient map has a `rollbackTarget` and `rb.settled` equals it.
+ */
+export type SignalCondition = 'reportNew' | 'mapSettled' | 'rollbackReportNew' | 'rolledBack';
 
 /** A commit: the next snapshot, its writes, and the effects it asked for (the outbox). */
 export interface Commit {
@@ -189,6 +256,59 @@ export interface SpawnActor extends CreateExecution {
   readonly retainWithParent?: boolean;
 }
 
+/** A map's gate ({@link Store.readMapGate}). */
+export interface MapGate {
+  /** The map actor's stored status; undefined when it does not exist. */
+  readonly status: string | undefined;
+  /** `<outcome>:<index>` of the first report that stopped it (`failed:2`); undefined while none has. */
+  readonly stop: string | undefined;
+}
+
+/** A map's stats ({@link Store.readMapStats}). */
+export interface MapStats {
+  readonly total: number | null;
+  readonly batchSize: number;
+  readonly atomic: boolean;
+  readonly mode: 'inline' | 'fanOut';
+  /** Positions dispatched, once no further one will be; null until then. */
+  readonly target: number | null;
+  /** Elements started (the started list's length). */
+  readonly started: number;
+  /** Elements reported (counted once each), and by outcome. */
+  readonly settled: number;
+  readonly completed: number;
+  readonly failed: number;
+  readonly halted: number;
+  readonly aborted: number;
+  readonly skipped: number;
+  readonly cancelled: number;
+  /** The first report that stopped the map. */
+  readonly stop: { readonly kind: 'failed' | 'halted' | 'aborted'; readonly index: number } | null;
+  /** The `at` of the last report counted; null before the first. */
+  readonly lastReportAt: number | null;
+  readonly rollback: {
+    /** Started elements the rollback covers; null before it started. */
+    readonly target: number | null;
+    readonly settled: number;
+    readonly undone: number;
+    readonly failed: number;
+    readonly notNeeded: number;
+    readonly inFlight: number;
+    readonly unavailable: number;
+  };
+}
+
+/** One element of a map page ({@link Store.readMapPage}). */
+export interface MapPageEntry {
+  readonly index: number;
+  /** Its outcome; undefined while it has not reported; `skipped` at or past the map's target. */
+  readonly outcome: ElementOutcome | undefined;
+  /** A completed element's result: the `returns` step's, or a Map of every result by step (undefined when the element is gone). */
+  readonly result?: unknown;
+  /** A failed or halted element's stored snapshot (undefined when the element is gone). */
+  readonly snapshot?: PersistedSnapshot;
+}
+
 /** What `Store.signal` did. */
 export interface SignalReceipt {
   /** The actors whose inbox the signal landed in, in delivery order (the recipient first; empty: a duplicate everywhere, or no such actor). */
@@ -243,6 +363,13 @@ export interface CommitOptions {
    * With `releaseLease` naming the same owner, the lease is taken, then released.
    */
   readonly takeLease?: LeaseRequest;
+  /**
+   * Filled with the dedupe keys of the commit's conditional signals ({@link Signal.condition})
+   * that landed, at any depth of its spawned actors, in delivery order (a key that did not land,
+   * its condition false or its key seen already, is not listed). The commit's own receipt: a
+   * wake that depends on a landing (`ifLanded`) is performed only when its key is here.
+   */
+  readonly landedSignals?: string[];
   /**
    * Apply only if the stored snapshot is byte-for-byte these bytes (the envelope bytes
    * `encodeSnapshot` in `snapshot-codec.ts` produces, which every adapter stores); otherwise
@@ -308,12 +435,12 @@ export function executionExistsError(id: string): XreactorError {
 }
 
 /**
- * The error a commit (or create) throws, before writing anything, when a signal, an awaited actor
- * or a spawned actor is of another root than the committing actor (code `signal_cross_root`):
+ * The error a commit (or create) throws, before writing anything, when a signal, an awaited actor,
+ * a spawned actor or a map written to is of another root than the committing actor (code `signal_cross_root`):
  * only actors of one root share a hash slot, so only they can be written atomically together.
  * A signal to another root is performed after the commit, as a job calling `Store.signal`.
  */
-export function signalCrossRootError(from: string, to: string, what: 'signal' | 'await' | 'spawn'): XreactorError {
+export function signalCrossRootError(from: string, to: string, what: 'signal' | 'await' | 'spawn' | 'report to'): XreactorError {
   return new XreactorError(
     'signal_cross_root',
     `actor ${from} cannot ${what} actor ${to} in its commit: ${to} belongs to another root, so nothing was written. ` +
@@ -415,6 +542,30 @@ export interface Store {
    * does nothing.
    */
   markActiveMany(ids: readonly string[], active: boolean): Promise<void>;
+
+  /** A map's gate, read by an element before it starts: the map actor's stored status, and the stop its reports recorded (`<outcome>:<index>`), if any. */
+  readMapGate(map: string): Promise<MapGate>;
+  /** A map's stats (parameters and counters), or undefined when it has none (never initialised, or expired). */
+  readMapStats(map: string): Promise<MapStats | undefined>;
+  /** Items `[from, from + count)` of a map's array source (fewer at its end; none once dropped). */
+  readMapSource(map: string, from: number, count: number): Promise<unknown[]>;
+  /**
+   * Element indexes of a map's started list by position from the tail, anchored at `total` (the
+   * list's length when the rollback started: position p is entry `total - 1 - p`, whatever was
+   * appended since): positions `[fromPosition, fromPosition + count)` within `[0, total)`, in
+   * position order (newest-started first).
+   */
+  readMapStarted(map: string, total: number, fromPosition: number, count: number): Promise<number[]>;
+  /**
+   * Elements `[from, from + count)` of a map by index, with their outcomes; each completed
+   * element's result (that of step `returns`, or with `returns` null every result by step), each
+   * failed or halted element's stored snapshot (its error or halt reason). Positions at or past the
+   * map's `target` are `skipped` (never dispatched); a position not reported yet has no outcome.
+   * In one atomic read.
+   */
+  readMapPage(map: string, from: number, count: number, returns: string | null): Promise<MapPageEntry[]>;
+  /** Every rollback failure a map's rollback reports recorded, in the order they were reported. */
+  readRollbackFailures(map: string): Promise<RollbackFailure[]>;
   /**
    * Record that the actor's stored data cannot be read by any build (truncated, foreign, of the
    * wrong shape: a DeserializationError that is not retryable), so that it is failed in the store.

@@ -101,6 +101,83 @@ export function describeRedisRetentionContract(name: string, open: (contextTtlMs
       await stampedNow(['det', 'det.m']);
     });
 
+    /** Every key under `prefix`, on every node (a Cluster's masters), with the node it is on. */
+    const allKeys = async (redis: Redis | Cluster, prefix: string): Promise<{ readonly node: number; readonly key: string }[]> => {
+      const nodes = (redis as Cluster).isCluster === true ? (redis as Cluster).nodes('master') : [redis as Redis];
+      const perNode = await Promise.all(nodes.map((node) => node.keys(`${prefix}:*`)));
+      return perNode.flatMap((keys, node) => keys.map((key) => ({ node, key })));
+    };
+
+    /** The map `m.map` of root `m`, spawned by it with its stats and a source. */
+    const spawnMap = async (store: Store) => {
+      await store.create({ id: 'm', reactor: 'r', input: {}, commit: empty() });
+      const map = { init: { total: null, batchSize: 2, atomic: true, mode: 'fanOut' as const }, source: ['a', 'b'] };
+      await store.commit('m', 1, { ...empty(), spawn: [{ id: 'm.map', reactor: 'r', input: {}, commit: { ...empty(), writes: { ...empty().writes, map } } }] });
+    };
+    /** Elements and rollback actors of `m.map` write every kind of map key, buckets 0 and 1 included. */
+    const busyMapWrites = async (store: Store) => {
+      const failure = { step: 'e', kind: 'undo' as const, reason: 'raised' as const, error: { name: 'Error', message: 'no' } };
+      for (const [index, outcome] of [[0, 'completed'], [1500, 'aborted']] as const) {
+        const id = `m.map.${index}`;
+        const started = { ...full(), writes: { ...full().writes, map: { started: { map: 'm.map', index } } } };
+        await store.commit('m.map', (await store.load('m.map'))!.revision, { ...empty(), spawn: [{ id, reactor: 'e', input: {}, commit: started, retainWithParent: false, listed: false }] });
+        await store.commit(id, 1, { ...empty(), status: outcome, writes: { ...empty().writes, map: { report: { map: 'm.map', index, outcome, stops: outcome === 'aborted', at: 1 } } } });
+      }
+      for (const position of [0, 1100]) {
+        const id = `m.map.rb-${position}`;
+        await store.create({ id, reactor: 'rb', input: {}, commit: empty() });
+        await store.commit(id, 1, { ...empty(), writes: { ...empty().writes, map: { rollbackReport: { map: 'm.map', position, outcome: 'failed', failures: [failure] } } } });
+      }
+    };
+    /** Every map key `m.map` has after {@link busyMapWrites}. */
+    const mapKeysOf = (prefix: string) => {
+      const mk = createKeyBuilder(prefix).mapKeys('m.map');
+      return [mk.stats, mk.source, mk.started, mk.aborted, mk.rollbackFailures, mk.outcomes(0), mk.outcomes(1), mk.rollbackOutcomes(0), mk.rollbackOutcomes(1)];
+    };
+
+    it('every key of a map, its elements and rollback actors is under the root\'s hash tag, in one slot', async () => {
+      const { redis, store, prefix } = await fresh(createTestClock(1_000_000));
+      await spawnMap(store);
+      await busyMapWrites(store);
+      // Every key but the global active index (which lists the spawned map).
+      const keys = (await allKeys(redis, prefix)).filter((k) => k.key !== createKeyBuilder(prefix).active);
+      expect(keys.map((k) => k.key)).toEqual(expect.arrayContaining(mapKeysOf(prefix)));
+      for (const { key } of keys) expect(key.startsWith(`${prefix}:{m}:`), key).toBe(true);
+      expect(new Set(keys.map((k) => k.node)).size).toBe(1);
+    });
+
+    it('map keys get the map\'s retention when created, and are re-stamped, buckets included, with the map and with its owner, never by an element', async () => {
+      const clock = createTestClock(1_000_000);
+      const { redis, store, prefix } = await fresh(clock);
+      const mapKeys = mapKeysOf(prefix);
+      const [stats, source] = mapKeys as [string, string];
+      await spawnMap(store);
+      for (const key of [stats, source]) {
+        const ttl = await redis.pttl(key);
+        expect(ttl, key).toBeGreaterThan(50_000);
+        expect(ttl, key).toBeLessThanOrEqual(TTL_MS);
+      }
+      // Keys created later by other actors get what the map has left, not a fresh retention.
+      await redis.pexpire(stats, 20_000);
+      await busyMapWrites(store);
+      for (const key of mapKeys.slice(2)) {
+        const ttl = await redis.pttl(key);
+        expect(ttl, key).toBeGreaterThan(0);
+        expect(ttl, key).toBeLessThanOrEqual(20_000);
+      }
+      // An element's re-stamp does not reach the map (it is detached).
+      clock.advance(retentionRefreshMs(TTL_MS));
+      await store.commit('m.map.0', 2, empty());
+      expect(await redis.pttl(stats)).toBeLessThanOrEqual(20_000);
+      // The map's re-stamp reaches every map key; the owner's too.
+      await store.commit('m.map', (await store.load('m.map'))!.revision, empty());
+      for (const key of mapKeys) expect(await redis.pttl(key), key).toBeGreaterThan(50_000);
+      for (const key of mapKeys) await redis.pexpire(key, 20_000);
+      clock.advance(retentionRefreshMs(TTL_MS));
+      await store.commit('m', 2, empty());
+      for (const key of mapKeys) expect(await redis.pttl(key), key).toBeGreaterThan(50_000);
+    });
+
     it('a detached spawn gets the retention on every key it creates, and the parent keeps no children set for it', async () => {
       const clock = createTestClock(1_000_000);
       const { redis, store, prefix } = await fresh(clock);

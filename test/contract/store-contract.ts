@@ -8,6 +8,7 @@ import type { Commit, CommitWrites, Store } from '../../src/index.js';
 import { encodeSnapshot } from '../../src/store/snapshot-codec.js';
 import type { OutboxEffect } from '../../src/store/store.js';
 import { describeActorKernelContract } from './actor-kernel-contract.js';
+import { describeMapStoreContract } from './map-store-contract.js';
 import { describeUnreadableContract } from './unreadable-contract.js';
 
 /** A store under test and how to dispose of it. */
@@ -654,6 +655,10 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
 
     describe('actor kernel', () => {
       describeActorKernelContract(fresh);
+    });
+
+    describe('maps', () => {
+      describeMapStoreContract(fresh);
     });
 
     describe('unreadable data', () => {

@@ -17,7 +17,7 @@ import { createEngine } from '../../src/runtime/engine.js';
 import { wakeOf, wakeParams } from '../../src/runtime/wake.js';
 import { planCommit } from '../../src/runtime/commit-plan.js';
 import { createJobHandler } from '../../src/runtime/worker.js';
-import type { LoadedExecution, OutboxEffect, PersistedSnapshot, SignalEvent } from '../../src/store/store.js';
+import type { LoadedExecution, MapWrites, OutboxEffect, PersistedSnapshot, SignalEvent } from '../../src/store/store.js';
 import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
 import type { TestClock } from '../../src/testing/index.js';
 
@@ -28,6 +28,8 @@ interface ProbeContext {
   readonly notify: string | null;
   /** When a sweep may deliver `probe.go` itself (null: never). */
   readonly dueAt: number | null;
+  /** Report to `notify` as an element of it (a map) and signal it only once all its elements reported (`mapSettled`). */
+  readonly asElement?: boolean;
   readonly by: string | null;
 }
 type ProbeEvent = { readonly type: 'probe.go'; readonly from: string };
@@ -71,13 +73,15 @@ class ProbeHost implements ActorBehaviour<HeldProbe>, KindHost<HeldProbe> {
     if (next.value === held.snapshot.value) return undefined;
     const context = { ...held.snapshot.context, by: String(event['from']) };
     const notify = context.notify;
-    const effects: OutboxEffect[] = [{ type: 'probe.finished', params: null }, ...(notify === null ? [] : [{ type: 'xreactor.effect.wake', params: wakeParams(notify, 'probe') }])];
+    const key = `${held.id}.go`;
+    const asElement = notify !== null && context.asElement === true;
+    const effects: OutboxEffect[] = [{ type: 'probe.finished', params: null }, ...(notify === null ? [] : [{ type: 'xreactor.effect.wake', params: wakeParams(notify, 'probe', asElement ? key : undefined) }])];
     const commit: Commit = {
       snapshot: persisted(String(next.value), context),
       status: 'completed',
-      writes: { results: [], pushUndo: [], truncateUndoTo: undefined, trace: [] },
+      writes: { results: [], pushUndo: [], truncateUndoTo: undefined, trace: [], ...(asElement ? { map: { report: { map: notify, index: Number(held.id.slice(held.id.lastIndexOf('.') + 1)), outcome: 'completed', stops: false, at: 1 } } } : {}) },
       outbox: effects,
-      ...(notify === null ? {} : { signals: [{ to: notify, event: { type: 'probe.go', from: held.id }, dedupeKey: `${held.id}.go` }] }),
+      ...(notify === null ? {} : { signals: [{ to: notify, event: { type: 'probe.go', from: held.id }, dedupeKey: key, ...(asElement ? { condition: 'mapSettled' as const } : {}) }] }),
     };
     return { next: { value: String(next.value), context }, commit, options: undefined, effects, listed: notify === null ? [] : [notify], landed: () => undefined };
   }
@@ -120,9 +124,9 @@ function world(clock: TestClock = createTestClock()) {
   return { clock, store, queue, engine, probes, consumer };
 }
 
-async function createProbe(store: Store, id: string, context: Partial<ProbeContext> = {}): Promise<void> {
+async function createProbe(store: Store, id: string, context: Partial<ProbeContext> = {}, map?: MapWrites): Promise<void> {
   const full: ProbeContext = { notify: null, dueAt: null, by: null, ...context };
-  await store.create({ id, reactor: 'probe', input: {}, commit: { snapshot: persisted('waiting', full), status: 'running', writes: { results: [], pushUndo: [], truncateUndoTo: undefined, trace: [] }, outbox: [] } });
+  await store.create({ id, reactor: 'probe', input: {}, commit: { snapshot: persisted('waiting', full), status: 'running', writes: { results: [], pushUndo: [], truncateUndoTo: undefined, trace: [], ...(map === undefined ? {} : { map }) }, outbox: [] } });
 }
 
 const valueOf = async (store: Store, id: string) => (await store.load(id))?.snapshot.value;
@@ -165,6 +169,40 @@ describe('actor kinds: a third kind on the kernel', () => {
     await store.releaseLease('p2.b', 'another-process');
     await queue.drain();
     expect(await store.load('p2.b')).toMatchObject({ snapshot: { value: 'done', context: { by: 'p2' } }, inbox: { entries: [] } });
+    await consumer.close();
+  });
+
+  it('the wake of a conditional signal is performed only when the commit\'s receipt lists its key', async () => {
+    const { store, queue, consumer } = world();
+    // p3.b is a "map" of two elements p3.b.0 and p3.b.1: it is signalled (and woken) only by the last report.
+    await createProbe(store, 'p3.b', {}, { init: { total: 2, batchSize: 2, atomic: true, mode: 'fanOut' }, target: { target: 2 } });
+    await createProbe(store, 'p3.b.0', { notify: 'p3.b', asElement: true });
+    await createProbe(store, 'p3.b.1', { notify: 'p3.b', asElement: true });
+    // Were the first element's wake performed, the map's busy lease would make it a wake job.
+    expect(await store.acquireLease('p3.b', 'another-process', 10_000)).toBe(true);
+    await queue.enqueue([{ id: 'go-0', kind: 'advance', actor: { kind: 'probe', id: 'p3.b.0' }, event: { type: 'probe.go', from: 'test' } }]);
+    expect(await queue.drain()).toBe(1);
+    expect(await store.readInbox('p3.b')).toEqual({ entries: [], seq: 0 });
+    expect(queue.pending()).toEqual([]);
+    await store.releaseLease('p3.b', 'another-process');
+    await queue.enqueue([{ id: 'go-1', kind: 'advance', actor: { kind: 'probe', id: 'p3.b.1' }, event: { type: 'probe.go', from: 'test' } }]);
+    expect(await queue.drain()).toBe(1);
+    expect(await store.load('p3.b')).toMatchObject({ snapshot: { value: 'done', context: { by: 'p3.b.1' } }, inbox: { entries: [] } });
+    expect(await store.readMapStats('p3.b')).toMatchObject({ settled: 2, completed: 2 });
+    await consumer.close();
+  });
+
+  it('a conditional wake in an outbox performed again after a crash (no receipt) is performed anyway', async () => {
+    const { store, queue, consumer } = world();
+    await createProbe(store, 'p4.b', {}, { init: { total: 2, batchSize: 2, atomic: true, mode: 'fanOut' }, target: { target: 2 } });
+    await createProbe(store, 'p4.b.0', { notify: 'p4.b', asElement: true });
+    // The element's settling commit landed (its signal did not: one of two reported), then its process died.
+    const outbox = [{ type: 'probe.finished', params: null }, { type: 'xreactor.effect.wake', params: wakeParams('p4.b', 'probe', 'p4.b.0.go') }];
+    await store.commit('p4.b.0', 1, { snapshot: persisted('done', { notify: 'p4.b', dueAt: null, by: 'test', asElement: true }), status: 'completed', writes: { results: [], pushUndo: [], truncateUndoTo: undefined, trace: [] }, outbox });
+    expect(await store.acquireLease('p4.b', 'another-process', 10_000)).toBe(true);
+    await queue.enqueue([{ id: 'recover-0', kind: 'advance', actor: { kind: 'probe', id: 'p4.b.0' } }]);
+    expect(await queue.runNext()).toBe(true);
+    expect(queue.pending().map((job) => job.actor)).toEqual([{ kind: 'probe', id: 'p4.b' }]);
     await consumer.close();
   });
 

@@ -2,12 +2,17 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { DefinitionError, ExecutionNotFoundError, InboxPendingError, StaleRevisionError, XreactorError } from '../../src/index.js';
 import type { Commit } from '../../src/index.js';
-import type { SpawnActor } from '../../src/store/store.js';
-import { createKeyBuilder, KEY_KINDS, rootOf } from '../../src/store/keys.js';
+import type { MapWrites, Signal, SpawnActor } from '../../src/store/store.js';
+import { createKeyBuilder, KEY_KINDS, MAP_KEY_KINDS, rootOf } from '../../src/store/keys.js';
+import { ELEMENT_OUTCOME_LETTERS, MAP_BUCKET_SIZE, ROLLBACK_OUTCOMES } from '../../src/store/map-writes.js';
+import { mapOps, mapSectionArgv, readMapPageArgs, readMapPageReply } from '../../src/store/redis-map-args.js';
 import {
   acquireAndLoadArgs,
   acquireLeaseArgs,
   commitArgs,
+  commitBatchArgs,
+  isBatchable,
+  readLandedSignals,
   createArgs,
   hasKernelWork,
   loadArgs,
@@ -470,5 +475,127 @@ describe('lua scripts', () => {
     const source = loadLuaScript(SCRIPTS.commitExecution.file);
     expect(source).not.toMatch(/^--- @include/m);
     expect(source).toMatch(/local function applyCommit/);
+  });
+});
+
+describe('map writes and reads args', () => {
+  const COMMIT_AT = 14;
+  const COMMIT_LENGTH = 7 + 2 * 2 + 2 * 1 + 1;
+  const mapKeys = createKeyBuilder('app').mapKeys('e1.m');
+  const failure = { step: 'e2', kind: 'undo' as const, reason: 'raised' as const, error: { name: 'Error', message: 'no' } };
+
+  it('builds the map keys under the root\'s hash tag, the kind before the map id and the bucket last', () => {
+    const { outcomes, rollbackOutcomes, ...lists } = mapKeys;
+    expect(lists).toEqual({
+      id: 'e1.m',
+      base: 'app:{e1}:',
+      stats: 'app:{e1}:mapstat:e1.m',
+      source: 'app:{e1}:mapsrc:e1.m',
+      started: 'app:{e1}:mapstarted:e1.m',
+      aborted: 'app:{e1}:mapaborted:e1.m',
+      rollbackFailures: 'app:{e1}:rbfail:e1.m',
+    });
+    expect([outcomes(0), outcomes(9), rollbackOutcomes(2)]).toEqual(['app:{e1}:mapout:e1.m:0', 'app:{e1}:mapout:e1.m:9', 'app:{e1}:rbout:e1.m:2']);
+    for (const [kind, segment] of Object.entries(MAP_KEY_KINDS)) {
+      const key = kind === 'outcomes' || kind === 'rollbackOutcomes' ? mapKeys[kind](0) : mapKeys[kind as Exclude<keyof typeof MAP_KEY_KINDS, 'outcomes' | 'rollbackOutcomes'>];
+      expect(key.startsWith(`${mapKeys.base}${segment}:e1.m`)).toBe(true);
+    }
+    expect(() => createKeyBuilder().mapKeys('')).toThrow(XreactorError);
+  });
+
+  it('lays out the map section after the kernel tail: the committing actor, then its spawned actors, depth first, each op in order', () => {
+    const writes: MapWrites = {
+      init: { total: null, batchSize: 50, atomic: true, mode: 'fanOut' },
+      source: ['a', { b: 1 }],
+      target: { target: 7 },
+      rollbackTarget: { target: 3 },
+      dropSource: true,
+    };
+    const element = { id: 'e1.m.0', reactor: 'e', input: null, commit: { ...commit, writes: { ...commit.writes, map: { started: { map: 'e1.m', index: 0 } } } }, retainWithParent: false, listed: false };
+    const call = commitArgs(keys, 3, { ...commit, writes: { ...commit.writes, map: writes }, spawn: [element] }, 1000, { restamp: false });
+    const tail = call.argv.slice(COMMIT_AT + COMMIT_LENGTH);
+    // The id, no consumed, awaits unchanged, no signals, one spawned actor (flags 2: detached) with its commit and tail.
+    expect(tail.slice(0, 5)).toEqual(['e1', '0', '-1', '0', '1']);
+    expect(tail[8]).toBe('2');
+    const section = tail.slice(11 + COMMIT_LENGTH + 4);
+    expect(section.slice(0, 3)).toEqual(['2', 'e1', '5']);
+    expect(section.slice(3, 8)).toEqual(['init', '', '50', '1', 'fanOut']);
+    expect(section.slice(8, 10)).toEqual(['source', '2']);
+    expect(section.slice(10, 12).map((b) => decode(bytes(b)))).toEqual(['a', { b: 1 }]);
+    expect(section.slice(12)).toEqual(['target', '7', 'rbtarget', '3', 'dropsource', 'e1.m.0', '1', 'started', 'e1.m', '0']);
+    expect(mapSectionArgv('e1', commit)).toEqual([]);
+  });
+
+  it('passes reports, rollback reports and their failures', () => {
+    expect(mapOps({ report: { map: 'e1.m', index: 12, outcome: 'failed', stops: true, at: 5.5 } })).toEqual(['1', 'report', 'e1.m', '12', 'failed', '1', '5.5']);
+    const rb = mapOps({ rollbackReport: { map: 'e1.m', position: 3, outcome: 'context_unavailable', failures: [failure, failure] } });
+    expect(rb.slice(0, 6)).toEqual(['1', 'rbreport', 'e1.m', '3', 'context_unavailable', '2']);
+    expect(rb.slice(6).map((b) => decode(bytes(b)))).toEqual([failure, failure]);
+    expect(mapOps({ started: { map: 'e1.m', index: 4 }, init: { total: 9, batchSize: 1, atomic: false, mode: 'inline' } })).toEqual(['2', 'init', '9', '1', '0', 'inline', 'started', 'e1.m', '4']);
+  });
+
+  it('a commit with map writes or conditional signals takes the kernel section, so a group commit never batches it', () => {
+    const withMap: Commit = { ...commit, writes: { ...commit.writes, map: { report: { map: 'e1.m', index: 0, outcome: 'completed', stops: false, at: 1 } } } };
+    expect(hasKernelWork(withMap)).toBe(true);
+    const call = commitArgs(keys, 3, withMap, 1000, { restamp: false });
+    expect(call.argv[13]).toBe(keys.base);
+    expect(isBatchable(call)).toBe(false);
+    expect(() => commitBatchArgs([call])).toThrow(XreactorError);
+    expect(isBatchable(commitArgs(keys, 3, commit, 1000, { restamp: false }))).toBe(true);
+  });
+
+  it('passes a conditional signal\'s condition as its mode (in place of the cascade flag)', () => {
+    const signals: Signal[] = [
+      { to: 'e1.m', event: { type: 't' }, dedupeKey: 'throw.0', condition: 'reportNew' },
+      { to: 'e1.m', event: { type: 't' }, dedupeKey: 'settled', condition: 'mapSettled' },
+      { to: 'e1.m', event: { type: 't' }, dedupeKey: 'plain' },
+    ];
+    const tail = commitArgs(keys, 3, { ...commit, signals }, 1000, { restamp: false }).argv.slice(COMMIT_AT + COMMIT_LENGTH);
+    expect(tail.slice(3, 6)).toEqual(['3', 'e1.m', 'throw.0']);
+    expect([tail[6], tail[10], tail[14]]).toEqual(['reportNew', 'mapSettled', '0']);
+  });
+
+  it('reads the landed keys of a commit or create reply', () => {
+    expect(readLandedSignals([0, 4])).toEqual([]);
+    expect(readLandedSignals([0, 4, 'throw.1', Buffer.from('settled')])).toEqual(['throw.1', 'settled']);
+    expect(readCommitReply('e1', 3, [0, 4, 'throw.1'])).toBe(4);
+  });
+
+  it('lays out readMapPage-1.lua and reads its reply', () => {
+    expect(readMapPageArgs(mapKeys, 5, 3, 'total')).toEqual({ keys: [mapKeys.stats], argv: ['app:{e1}:', 'e1.m', '5', '3', '1', 'total'] });
+    expect(readMapPageArgs(mapKeys, -2, 1.5, null).argv).toEqual(['app:{e1}:', 'e1.m', '0', '1', '0', '']);
+    const reply = [Buffer.from('1'), Buffer.from('4'), [Buffer.from('c'), Buffer.from('R'), null], [Buffer.from('f'), null, Buffer.from('S')], [null, null, null]];
+    expect(readMapPageReply(reply, false)).toEqual({
+      exists: true,
+      target: 4,
+      entries: [
+        { letter: 'c', result: Buffer.from('R'), snapshot: null },
+        { letter: 'f', result: null, snapshot: Buffer.from('S') },
+        { letter: null, result: null, snapshot: null },
+      ],
+    });
+    expect(readMapPageReply([Buffer.from('1'), null, [Buffer.from('c'), [Buffer.from('e1'), Buffer.from('A')], null]], true).entries[0]?.result).toEqual([['e1', Buffer.from('A')]]);
+    expect(readMapPageReply(['0', null], false)).toEqual({ exists: false, target: null, entries: [] });
+    expect(() => readMapPageReply('nope', false)).toThrow(/not a map page/);
+    expect(() => readMapPageReply(['1', null, ['c']], false)).toThrow(XreactorError);
+  });
+
+  it('the Lua includes mirror the map key kinds, the outcome tables and the bucket size', () => {
+    const keysSource = readFileSync(new URL('../../src/store/lua/includes/actorKeys.lua', import.meta.url), 'utf8');
+    const table = /local MAP_KIND = \{([^}]*)\}/.exec(keysSource)?.[1] ?? '';
+    expect(Object.fromEntries([...table.matchAll(/(\w+) = '([^']+)'/g)].map((m) => [m[1], m[2]]))).toEqual(MAP_KEY_KINDS);
+    const writes = readFileSync(new URL('../../src/store/lua/includes/mapWrites.lua', import.meta.url), 'utf8');
+    const letters = /local ELEMENT_LETTER = \{([^}]*)\}/.exec(writes)?.[1] ?? '';
+    expect(Object.fromEntries([...letters.matchAll(/(\w+) = '([^']+)'/g)].map((m) => [m[1], m[2]]))).toEqual(ELEMENT_OUTCOME_LETTERS);
+    const rollback = /local ROLLBACK_OUTCOME = \{([\s\S]*?)\n\}/.exec(writes)?.[1] ?? '';
+    const rows = [...rollback.matchAll(/(\w+) = \{ letter = '([^']+)', counter = '([^']+)' \}/g)].map((m) => [m[1], { letter: m[2], counter: m[3] }]);
+    expect(Object.fromEntries(rows)).toEqual(ROLLBACK_OUTCOMES);
+    expect(writes).toContain(`local MAP_BUCKET_SIZE = ${MAP_BUCKET_SIZE}`);
+  });
+
+  it('docs/redis-keys.md lists a row for every key kind and map key kind', () => {
+    const doc = readFileSync(new URL('../../docs/redis-keys.md', import.meta.url), 'utf8');
+    const rows = new Set([...doc.matchAll(/^\| `<prefix>:\{<root>\}:(\w+):/gm)].map((m) => m[1]));
+    expect([...rows].sort()).toEqual([...Object.values(KEY_KINDS), ...Object.values(MAP_KEY_KINDS)].sort());
   });
 });

@@ -8,9 +8,10 @@
   positions, the lease to take, then each spawned actor (exists, lease, undo positions; depth
   first). On success it writes the commit, deletes the consumed inbox entries, replaces the
   awaits list, re-stamps (when asked) the actor's keys and those of its ancestors and
-  descendants, creates the spawned actors, delivers the signals (the commit's, then each spawned
-  actor's), and may take the execution's lease, release it, and publish its settled
-  notification (in that order).
+  descendants, creates the spawned actors, applies the map writes of the step, delivers the
+  signals (the commit's, then each spawned actor's; a conditional one only when its condition
+  holds), and may take the execution's lease, release it, and publish its settled notification
+  (in that order).
 
   KEYS[1]  execution hash   {rev, status, reactor, snapshot, outbox, input, iseq, parent}
   KEYS[2]  results hash     step -> encoded result
@@ -40,10 +41,12 @@
   ARGV[14] root base '<prefix>:{<root>}:' of the kernel section; '' = none (the per-step fast
            path: nothing follows the commit). Never '' when ARGV[3] is '1'
   ARGV[15..] the commit (layout in includes/applyCommit.lua, base 15), then, with a root base,
-           the actor id and the kernel tail (layout in includes/actorKernel.lua)
+           the actor id and the kernel tail (layout in includes/actorKernel.lua), then the map
+           section when the step has map writes (layout in includes/mapWrites.lua)
 
   Returns
-    {0, revision}           committed; the new revision
+    {0, revision, key...}   committed; the new revision, then the dedupe keys of the conditional
+                            signals that landed (none on the per-step fast path)
     {1, actualRevision}     stale: the stored revision differs from ARGV[1], or the stored
                             snapshot from ARGV[12]; nothing written
     {2, 0}                  no such execution (unknown id, or its retention expired)
@@ -60,7 +63,7 @@
 local refused, commit, stored, undoLength = checkCommit(KEYS, 0)
 if refused then return refused end
 
-local restamp, base, revision = ARGV[3] == '1', ARGV[14], nil
+local restamp, base, revision, landed = ARGV[3] == '1', ARGV[14], nil, nil
 if base == '' then
   -- The per-step fast path: no kernel section (and no re-stamp). The kernel code of the other
   -- branch is not run, so not even its functions are created.
@@ -68,16 +71,22 @@ if base == '' then
 else
 --- @include "actorKeys"
 --- @include "deliverSignal"
+--- @include "mapWrites"
 --- @include "actorKernel"
   local tail = commitEnd(commit)
   local id = ARGV[tail]
-  local kernel = readKernel(tail + 1)
+  local kernel, after = readKernel(tail + 1)
+  local maps = readMapSection(after)
   local spawnRefused = checkSpawns(base, kernel, { [id] = true })
   if spawnRefused then return spawnRefused end
   revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, ARGV[2], restamp, stored + 1, undoLength)
   applyKernel(base, id, kernel, ARGV[2], restamp)
-  deliverKernel(base, kernel, ARGV[2])
+  landed = {}
+  deliverKernel(base, id, kernel, ARGV[2], applyMapWrites(base, maps, ARGV[2]), landed)
 end
 
 finishCommit(KEYS, 0)
-return {0, revision}
+if not landed or #landed == 0 then return {0, revision} end
+local reply = {0, revision}
+for _, key in ipairs(landed) do reply[#reply + 1] = key end
+return reply

@@ -26,10 +26,12 @@
   ARGV[8]  the execution id (the message published)
   ARGV[9]  root base '<prefix>:{<root>}:' of the kernel section (always present)
   ARGV[10..] the first commit (layout in includes/applyCommit.lua, base 10), then the id and the
-           kernel tail (layout in includes/actorKernel.lua; no consumed entries)
+           kernel tail (layout in includes/actorKernel.lua; no consumed entries), then the map
+           section when the step has map writes (layout in includes/mapWrites.lua)
 
   Returns
-    {0, 1}                  created at revision 1
+    {0, 1, key...}          created at revision 1, then the dedupe keys of the conditional
+                            signals that landed
     {1, revision}           the id exists (at that revision); nothing written
     {3, position, length}   an undo push would leave a gap (position > stack length); nothing written
     {4, 0}                  another owner holds the lease; nothing written
@@ -40,6 +42,7 @@
 --- @include "actorKeys"
 --- @include "deliverSignal"
 --- @include "applyCommit"
+--- @include "mapWrites"
 --- @include "actorKernel"
 
 local existing = redis.call('HGET', KEYS[1], 'rev')
@@ -54,7 +57,8 @@ end
 local commit = readCommit(10)
 local base, tail = ARGV[9], commitEnd(commit)
 local id = ARGV[tail]
-local kernel = readKernel(tail + 1)
+local kernel, after = readKernel(tail + 1)
+local maps = readMapSection(after)
 local badPosition, length = checkUndo(commit, 0)
 if badPosition then return {3, badPosition, length} end
 local refused = checkSpawns(base, kernel, { [id] = true })
@@ -64,7 +68,10 @@ redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], keyOf(base, 'inbox', id), keyOf(bas
 redis.call('HSET', KEYS[1], 'reactor', ARGV[2], 'input', ARGV[3])
 local revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, ARGV[1], true, 1, 0)
 applyKernel(base, id, kernel, ARGV[1], false)
-deliverKernel(base, kernel, ARGV[1])
+local landed = {}
+deliverKernel(base, id, kernel, ARGV[1], applyMapWrites(base, maps, ARGV[1]), landed)
 if takeLease then redis.call('SET', KEYS[5], ARGV[5], 'PX', ARGV[6]) end
 if ARGV[7] ~= '' then redis.call('PUBLISH', ARGV[7], ARGV[8]) end
-return {0, revision}
+local reply = {0, revision}
+for _, key in ipairs(landed) do reply[#reply + 1] = key end
+return reply

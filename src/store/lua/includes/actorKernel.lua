@@ -1,8 +1,8 @@
 --[[
   Included by createExecution-5.lua and commitExecution-5.lua (`--- @include "actorKernel"`,
-  after "actorKeys", "deliverSignal" and "applyCommit"): the kernel section of a commit (inbox,
-  awaits, signals, spawned actors), read, checked and applied. Mirrors the memory store
-  (src/store/memory-store.ts) step for step.
+  after "actorKeys", "deliverSignal", "applyCommit" and "mapWrites"): the kernel section of a
+  commit (inbox, awaits, signals, spawned actors), read, checked and applied. Mirrors the memory
+  store (src/store/memory-store.ts) step for step.
 
   Kernel section: the root base '<prefix>:{<root>}:' comes before the commit (ARGV[14] of
   commitExecution-5.lua, ARGV[9] of createExecution-5.lua; '' = no kernel section: a commit with
@@ -12,13 +12,17 @@
     +1  the kernel tail (readKernel):
         nConsumed, then that many inbox seqs to delete
         nAwaits, then that many ids (the new awaits list); -1 = awaits unchanged (no ids follow)
-        nSignals, then per signal: recipient id, dedupe key, cascade ('1'/'0'), entry bytes
+        nSignals, then per signal: recipient id, dedupe key, mode ('1': cascade, '0': the
+                recipient only, or the name of its condition: reportNew, mapSettled,
+                rollbackReportNew, rolledBack; a conditional signal never cascades), entry bytes
         nSpawn, then per spawned actor: id, reactor, encoded input, flags (the sum of 1: take
                 its lease, 2: detached, retainWithParent false: not in the parent's children
                 set, its re-stamp does not climb to the parent; so '0' and '1' are an attached
                 actor without and with its lease), lease owner ('' without), lease TTL ms (''
                 without), its first commit (the layout of includes/applyCommit.lua), then its
                 own kernel tail (nConsumed 0)
+  After the tail, the map section of the step, when a commit of it has map writes (layout in
+  includes/mapWrites.lua).
 ]]
 
 -- Reads a kernel tail from ARGV[i] (layout above). Returns it and the index after it.
@@ -37,7 +41,8 @@ local function readKernel(i)
   n = tonumber(ARGV[i])
   for j = 1, n do
     local at = i + 1 + 4 * (j - 1)
-    k.signals[j] = { to = ARGV[at], key = ARGV[at + 1], cascade = ARGV[at + 2] == '1', entry = ARGV[at + 3] }
+    local mode = ARGV[at + 2]
+    k.signals[j] = { to = ARGV[at], key = ARGV[at + 1], cascade = mode == '1', condition = mode ~= '1' and mode ~= '0' and mode or nil, entry = ARGV[at + 3] }
   end
   i = i + 4 * n + 1
   n = tonumber(ARGV[i])
@@ -149,13 +154,24 @@ applyKernel = function(base, id, k, ttlMs, restamp)
   end
   if restamp then
     for _, kind in ipairs({ 'inbox', 'dedupe', 'awaits', 'children' }) do redis.call('PEXPIRE', keyOf(base, kind, id), ttlMs) end
+    stampMap(base, id, ttlMs)
     restampTree(base, id, ttlMs)
   end
   for _, s in ipairs(k.spawn) do createSpawned(base, id, s, ttlMs) end
 end
 
--- Delivers the signals of kernel tail `k`, then those of its spawned actors, depth first.
-local function deliverKernel(base, k, ttlMs)
-  deliverSignals(base, k.signals, ttlMs)
-  for _, s in ipairs(k.spawn) do deliverKernel(base, s.kernel, ttlMs) end
+-- Delivers the signals of kernel tail `k` of actor `id`, then those of its spawned actors, depth
+-- first: a conditional one only when its condition holds (`flags`: by actor id, from
+-- applyMapWrites), its dedupe key then appended to `landed` if it landed.
+local function deliverKernel(base, id, k, ttlMs, flags, landed)
+  for _, s in ipairs(k.signals) do
+    if not s.condition then
+      for _, actor in ipairs(reachSignal(base, s.to, s.cascade)) do landSignal(base, actor.id, s.key, s.entry, ttlMs) end
+    elseif conditionHolds(base, s, flags[id]) then
+      for _, actor in ipairs(reachSignal(base, s.to, false)) do
+        if landSignal(base, actor.id, s.key, s.entry, ttlMs) then landed[#landed + 1] = s.key end
+      end
+    end
+  end
+  for _, s in ipairs(k.spawn) do deliverKernel(base, s.id, s.kernel, ttlMs, flags, landed) end
 end

@@ -46,10 +46,3 @@ local function landSignal(base, id, dedupeKey, entry, ttl)
   stampIfNew(dedupe, ttl)
   return true
 end
-
--- Delivers `signals` (a list of { to, key, cascade, entry }) in order.
-local function deliverSignals(base, signals, ttl)
-  for _, s in ipairs(signals) do
-    for _, actor in ipairs(reachSignal(base, s.to, s.cascade)) do landSignal(base, actor.id, s.key, s.entry, ttl) end
-  end
-end
