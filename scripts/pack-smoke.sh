@@ -102,13 +102,14 @@ TS
 cat > hooks.mjs <<'JS'
 import { appendFileSync } from 'node:fs';
 export default { stepComplete: (e) => appendFileSync('hooks.log', `${e.reactor}.${e.step} ${e.outcome}\n`) };
+export const redact = () => '[redacted]';
 JS
 if out=$(./node_modules/.bin/xreactor worker ./reactors.ts 2>&1); then fail "a TypeScript module loaded without tsx: $out"; fi
 [[ "$out" == *"is TypeScript"*"npm install --save-dev tsx"* ]] || fail "without tsx, the worker said: $out"
 echo "pack-smoke: a TypeScript module without tsx is refused with what to install"
 npm install --no-audit --no-fund --prefer-offline --silent tsx >/dev/null
 
-./node_modules/.bin/xreactor worker --concurrency 2 --middleware ./hooks.mjs ./reactors.ts > worker.log 2>&1 &
+./node_modules/.bin/xreactor worker --concurrency 2 --log-level debug --middleware ./hooks.mjs ./reactors.ts > worker.log 2>&1 &
 worker_pid=$!
 for _ in $(seq 100); do grep -q 'xreactor.worker.started' worker.log && break; sleep 0.1; done
 grep -q 'xreactor.worker.started' worker.log || fail "the worker did not start: $(cat worker.log)"
@@ -117,6 +118,8 @@ out=$(timeout 30 node caller.mjs) || fail "the caller did not finish and exit by
 echo "pack-smoke: Redis round trip through the packaged worker ok; the caller exited by itself"
 grep -q '"event":"xreactor.step".*"step":"label".*"outcome":"succeeded".*"durationMs"' worker.log || fail "no step log line in the worker's log: $(tail -5 worker.log)"
 [[ "$(cat hooks.log 2>/dev/null)" == "shipping.label succeeded" ]] || fail "the --middleware hook did not run: $(cat hooks.log 2>/dev/null)"
+grep -q '"event":"xreactor.step".*"result":"\[redacted\]"' worker.log || fail "the middleware module's redact did not filter the debug step log: $(grep xreactor.step worker.log | tail -2)"
+! grep -q '"label":"L-1"' worker.log || fail "the step log wrote a result its redact should have hidden"
 echo "pack-smoke: TypeScript reactors through tsx, the step log line and --middleware ok"
 kill -TERM "$worker_pid"
 for _ in $(seq 100); do kill -0 "$worker_pid" 2>/dev/null || break; sleep 0.1; done

@@ -72,6 +72,8 @@ export async function loadUserModule(path: string, what: string, cwd = process.c
 export function middlewareOf(module: Record<string, unknown>, path: string): Middleware[] {
   const exported = module['default'] ?? module['middleware'];
   const list = Array.isArray(exported) ? (exported as unknown[]) : exported === undefined ? [] : [exported];
+  // A module that only exports `redact` adds no hooks.
+  if (exported === undefined && typeof module['redact'] === 'function') return [];
   if (list.length === 0 || list.some((m) => typeof m !== 'object' || m === null)) {
     throw new Error(`middleware module ${path} must export its middleware as the default export or as "middleware": an object of hooks (stepStart, stepComplete, ...) or an array of them`);
   }

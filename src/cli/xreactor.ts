@@ -18,6 +18,7 @@ import { startHealthServer } from './health.js';
 import { loadUserModule, middlewareOf, reactorsOf } from './load-module.js';
 import type { Middleware } from '../observability/middleware.js';
 import { stepLog } from '../observability/step-log.js';
+import type { StepLogOptions } from '../observability/step-log.js';
 import { createWorker } from '../runtime/worker.js';
 
 /** How long a starting worker may take to reach Redis before it warns that it is not connected. */
@@ -43,7 +44,8 @@ options:
   --stalled-interval-ms <ms>    how often dead workers' jobs are looked for (default 30000)
   --sweep-interval-ms <ms>      how often executions whose process died are re-enqueued (default 30000; 0: never)
   --middleware <module>         load middleware (hooks) from a module: its default export, or its
-                                export named middleware (an object or an array); repeatable
+                                export named middleware (an object or an array); repeatable. An
+                                export named redact filters what the step log writes at debug
   --health-port <port>          serve GET /health on this port: 200 when running and connected to Redis, else 503
   --log-level <level>           pino level (default info)
   --help                        this text
@@ -103,8 +105,19 @@ async function worker(argv: readonly string[]): Promise<void> {
   });
   const sweepIntervalMs = Number(values['sweep-interval-ms']);
   if (!Number.isInteger(sweepIntervalMs) || sweepIntervalMs < 0) throw new Error(`--sweep-interval-ms must be an integer >= 0, got ${JSON.stringify(values['sweep-interval-ms'])}`);
-  const middleware: Middleware[] = [stepLog(logger)];
-  for (const path of values.middleware ?? []) middleware.push(...middlewareOf(await loadUserModule(path, 'middleware module'), path));
+  // A --middleware module may also export `redact`: what of a step's arguments and result the
+  // step log may write at debug level.
+  const userMiddleware: Middleware[] = [];
+  let redact: StepLogOptions['redact'];
+  for (const path of values.middleware ?? []) {
+    const module = await loadUserModule(path, 'middleware module');
+    userMiddleware.push(...middlewareOf(module, path));
+    if (module['redact'] !== undefined) {
+      if (typeof module['redact'] !== 'function') throw new Error(`middleware module ${path} exports redact, but not as a function (value, { reactor, step, what }) => what may be logged`);
+      redact = module['redact'] as StepLogOptions['redact'];
+    }
+  }
+  const middleware: Middleware[] = [stepLog(logger, redact === undefined ? {} : { redact }), ...userMiddleware];
   const running = createWorker({
     middleware,
     unknownReactor: { who: 'this worker', fix: `export it from one of the modules this worker loads (${positionals.join(', ')}), or run a worker that has it` },

@@ -55,4 +55,20 @@ describe('a caller process exits by itself once it has closed what it opened', (
     expect(code, output).toBe(0);
     expect(afterOutcomeMs).toBeLessThan(5_000);
   }, 40_000);
+
+  it('with Redis down: run() fails within its timeout naming the server, and the caller still exits by itself after close()', async () => {
+    await env.server.down();
+    try {
+      const started = Date.now();
+      const { code, output } = await runCaller({ CALLER_MODE: 'outage', CALLER_TIMEOUT_MS: '500' });
+      expect(code, output).toBe(3);
+      expect(Date.now() - started).toBeLessThan(15_000);
+      const reported = JSON.parse(output.split('\n').find((l) => l.startsWith('{'))!) as { code: string; message: string };
+      expect(reported.code).toBe('redis_unavailable');
+      expect(reported.message).toContain(`Redis at 127.0.0.1:${env.server.port} did not answer store.create within 500 ms`);
+      expect(reported.message).toContain('execution outage-1 may exist');
+    } finally {
+      await env.server.up();
+    }
+  }, 40_000);
 });

@@ -56,5 +56,6 @@ describe('the CLI\'s --middleware module', () => {
     expect(middlewareOf({ middleware: [hooks, hooks] }, 'm.js')).toEqual([hooks, hooks]);
     expect(() => middlewareOf({ other: hooks }, 'm.js')).toThrow(/middleware module m\.js must export its middleware as the default export or as "middleware"/);
     expect(() => middlewareOf({ default: [1] }, 'm.js')).toThrow(/must export/);
+    expect(middlewareOf({ redact: () => undefined }, 'only-redact.js')).toEqual([]);
   });
 });
