@@ -99,7 +99,7 @@ export function connectRedis(options: RedisBackendOptions = {}): RedisBackend {
   // One report per outage, not one per reconnection attempt (ioredis retries every ~2 s, and
   // BullMQ re-emits the connection's errors): a message equal to the previous one is dropped
   // until the connection is ready again.
-  const report = options.onError ?? ((e: Error) => process.stderr.write(`xreactor: Redis at ${address}: ${e.message}\n`));
+  const report = options.onError ?? ((e: Error, job?: JobSpec) => process.stderr.write(job === undefined ? `xreactor: Redis at ${address}: ${e.message}\n` : `xreactor: job ${job.id} failed: ${e.message}\n`));
   let lastError = '';
   const onError = (error: Error, job?: JobSpec) => {
     if (job === undefined && error.message === lastError) return;

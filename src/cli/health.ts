@@ -13,12 +13,13 @@ export type Health = { readonly status: 'ready' } | { readonly status: 'not_conn
 /** Starts the endpoint on `port` (all interfaces); resolves once it listens. */
 export function startHealthServer(port: number, health: () => Health): Promise<Server> {
   const server = createServer((request, response) => {
-    if (request.method !== 'GET' || !['/', '/health'].includes((request.url ?? '/').split('?')[0]!)) {
+    if (!['GET', 'HEAD'].includes(request.method ?? '') || !['/', '/health'].includes((request.url ?? '/').split('?')[0]!)) {
       response.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found: GET /health"}');
       return;
     }
     const now = health();
-    response.writeHead(now.status === 'ready' ? 200 : 503, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(JSON.stringify(now));
+    response.writeHead(now.status === 'ready' ? 200 : 503, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+    response.end(request.method === 'HEAD' ? undefined : JSON.stringify(now));
   });
   // A probe never keeps the process alive on its own.
   server.unref();

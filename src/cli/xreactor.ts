@@ -15,6 +15,7 @@ import pino from 'pino';
 import type { AnyReactorDefinition } from '../definition/compiled.js';
 import { connectRedis, DEFAULT_REDIS_URL, REDIS_URL_ENV } from '../backend/redis-backend.js';
 import { startHealthServer } from './health.js';
+import type { Health } from './health.js';
 import { loadUserModule, middlewareOf, reactorsOf } from './load-module.js';
 import type { Middleware } from '../observability/middleware.js';
 import { stepLog } from '../observability/step-log.js';
@@ -39,6 +40,8 @@ options:
   --queue <name>                BullMQ queue name (default xreactor)
   --prefix <prefix>             key prefix of the store (default xr)
   --lease-ttl-ms <ms>           liveness lease ttl (default 30000)
+  --context-ttl-ms <ms>         retention of an execution's keys after its last write (default 86400000: 24 h;
+                                give every worker and caller the same value)
   --shutdown-timeout-ms <ms>    graceful shutdown limit (default 30000)
   --lock-duration-ms <ms>       BullMQ job lock; a dead worker's job is redelivered after it (default 30000)
   --stalled-interval-ms <ms>    how often dead workers' jobs are looked for (default 30000)
@@ -70,6 +73,7 @@ async function worker(argv: readonly string[]): Promise<void> {
       'sweep-interval-ms': { type: 'string', default: '30000' },
       'log-level': { type: 'string', default: 'info' },
       'health-port': { type: 'string' },
+      'context-ttl-ms': { type: 'string' },
       middleware: { type: 'string', multiple: true },
       help: { type: 'boolean', default: false },
     },
@@ -91,20 +95,20 @@ async function worker(argv: readonly string[]): Promise<void> {
     if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${JSON.stringify(raw)}`);
     return n;
   };
+  // Every flag is checked, and every module loaded, before anything connects: a mistake ends
+  // the process at once instead of leaving a connection open.
   const concurrency = number('concurrency', values.concurrency);
   const shutdownTimeoutMs = number('shutdown-timeout-ms', values['shutdown-timeout-ms']);
-  const backend = connectRedis({
-    ...(values.cluster ? { cluster: values.cluster.split(',') } : { url: values.redis ?? process.env[REDIS_URL_ENV] ?? DEFAULT_REDIS_URL }),
-    prefix: values.prefix,
-    queueName: values.queue,
-    worker: {
-      lockDurationMs: number('lock-duration-ms', values['lock-duration-ms']),
-      stalledIntervalMs: number('stalled-interval-ms', values['stalled-interval-ms']),
-    },
-    onError: (error, job) => logger.warn({ event: 'xreactor.queue.error', err: error, jobId: job?.id }, error.message),
-  });
+  const leaseTtlMs = number('lease-ttl-ms', values['lease-ttl-ms']);
+  const lockDurationMs = number('lock-duration-ms', values['lock-duration-ms']);
+  const stalledIntervalMs = number('stalled-interval-ms', values['stalled-interval-ms']);
+  const contextTtlMs = values['context-ttl-ms'] === undefined ? undefined : number('context-ttl-ms', values['context-ttl-ms']);
   const sweepIntervalMs = Number(values['sweep-interval-ms']);
   if (!Number.isInteger(sweepIntervalMs) || sweepIntervalMs < 0) throw new Error(`--sweep-interval-ms must be an integer >= 0, got ${JSON.stringify(values['sweep-interval-ms'])}`);
+  const healthPort = values['health-port'] === undefined ? undefined : Number(values['health-port']);
+  if (healthPort !== undefined && !(Number.isInteger(healthPort) && healthPort >= 0 && healthPort <= 65_535)) {
+    throw new Error(`--health-port must be a port number (0-65535), got ${JSON.stringify(values['health-port'])}`);
+  }
   // A --middleware module may also export `redact`: what of a step's arguments and result the
   // step log may write at debug level.
   const userMiddleware: Middleware[] = [];
@@ -117,6 +121,17 @@ async function worker(argv: readonly string[]): Promise<void> {
       redact = module['redact'] as StepLogOptions['redact'];
     }
   }
+  // The health endpoint listens before the worker takes jobs: a port in use ends the process here.
+  let report: () => Health = () => ({ status: 'not_connected', redis: '', connection: 'starting' });
+  const health = healthPort === undefined ? undefined : await startHealthServer(healthPort, () => report());
+  const backend = connectRedis({
+    ...(values.cluster ? { cluster: values.cluster.split(',') } : { url: values.redis ?? process.env[REDIS_URL_ENV] ?? DEFAULT_REDIS_URL }),
+    prefix: values.prefix,
+    queueName: values.queue,
+    ...(contextTtlMs === undefined ? {} : { contextTtlMs }),
+    worker: { lockDurationMs, stalledIntervalMs },
+    onError: (error, job) => logger.warn({ event: 'xreactor.queue.error', err: error, jobId: job?.id }, error.message),
+  });
   const middleware: Middleware[] = [stepLog(logger, redact === undefined ? {} : { redact }), ...userMiddleware];
   const running = createWorker({
     middleware,
@@ -126,7 +141,7 @@ async function worker(argv: readonly string[]): Promise<void> {
     concurrency,
     logger,
     sweepIntervalMs,
-    leaseTtlMs: number('lease-ttl-ms', values['lease-ttl-ms']),
+    leaseTtlMs,
   });
   const redisAddress = backend.address;
   let stopping = false;
@@ -149,14 +164,10 @@ async function worker(argv: readonly string[]): Promise<void> {
     if (!stopping) logger.warn({ event: 'xreactor.worker.not_connected', redis: redisAddress, connection: connection.status }, `lost the connection to Redis at ${redisAddress}: reconnecting; no jobs are taken meanwhile`);
   });
 
-  if (values['health-port'] !== undefined) {
-    const port = Number(values['health-port']);
-    if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new Error(`--health-port must be a port number (0-65535), got ${JSON.stringify(values['health-port'])}`);
-    const server = await startHealthServer(port, () =>
-      stopping ? { status: 'stopping' } : connection.status === 'ready' ? { status: 'ready' } : { status: 'not_connected', redis: redisAddress, connection: connection.status },
-    );
-    const address = server.address();
-    logger.info({ event: 'xreactor.worker.health', port: typeof address === 'object' && address !== null ? address.port : port }, 'health endpoint listening (GET /health)');
+  report = () => (stopping ? { status: 'stopping' } : connection.status === 'ready' ? { status: 'ready' } : { status: 'not_connected', redis: redisAddress, connection: connection.status });
+  if (health !== undefined) {
+    const address = health.address();
+    logger.info({ event: 'xreactor.worker.health', port: typeof address === 'object' && address !== null ? address.port : healthPort }, 'health endpoint listening (GET /health)');
   }
 
   const stop = (signal: string) => {

@@ -190,7 +190,7 @@ function compileTimeout(timeoutMs: number | undefined): number {
  *
  * @example
  * ```ts
- * const redis = new Redis(process.env.REDIS_URL!);
+ * const redis = new Redis(process.env.XREACTOR_REDIS_URL!);
  * const store = createRedisStore({ redis, prefix: 'shop' });
  * ```
  */

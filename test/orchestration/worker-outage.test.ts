@@ -97,4 +97,29 @@ describe('a worker process whose Redis goes down', () => {
       await server.up();
     }
   }, 60_000);
+
+  it('a bad flag or a health port in use ends the process at once, before anything connects', async () => {
+    const { createServer } = await import('node:net');
+    const busy = createServer().listen(0);
+    await new Promise((resolve) => busy.once('listening', resolve));
+    const port = (busy.address() as { port: number }).port;
+    try {
+      for (const [args, says] of [
+        [['--lease-ttl-ms', 'soon'], /--lease-ttl-ms must be a positive integer, got "soon"/],
+        [['--health-port', String(port)], /EADDRINUSE/],
+      ] as const) {
+        const worker = startWorkerProcess({ redisUrl: server.url, modules: MODULES, args: [...args], env: { XREACTOR_TEST_REDIS_URL: server.url } });
+        const started = Date.now();
+        const kill = setTimeout(() => worker.child.kill('SIGKILL'), 15_000);
+        const code = await worker.exited;
+        clearTimeout(kill);
+        expect(code, worker.output()).toBe(1);
+        expect(Date.now() - started).toBeLessThan(10_000);
+        expect(worker.output()).toMatch(says);
+        expect(worker.output()).not.toContain('xreactor.worker.started');
+      }
+    } finally {
+      busy.close();
+    }
+  }, 60_000);
 });
