@@ -10,7 +10,8 @@
  * transitions are pure; every state carries its declared tags.
  */
 import { describe, expect, it } from 'vitest';
-import type { AnyStateNode, AnyTransitionDefinition } from 'xstate';
+import { declaredTransitions } from './support/transitions.js';
+import type { AnyTransitionDefinition } from 'xstate';
 import { getMicrosteps, initialTransition, transition } from 'xstate';
 import type { TestPath } from 'xstate/graph';
 import { createTestModel, getStateNodes } from 'xstate/graph';
@@ -86,30 +87,6 @@ const CONFIGS: readonly RollbackModelConfig[] = [
 
 // ---------------------------------------------------------------------------------------------
 
-const shortId = (node: AnyStateNode) => node.id.replace(/^element-rollback\.?/, '') || '(root)';
-function guardName(t: AnyTransitionDefinition): string {
-  const guard: unknown = t.guard;
-  if (guard === undefined) return 'else';
-  if (typeof guard === 'string') return guard;
-  if (typeof guard === 'object' && guard !== null && 'type' in guard) return String(guard.type);
-  return 'inline';
-}
-function declaredTransitions(machine: ElementRollbackMachine): Map<AnyTransitionDefinition, string> {
-  const labels = new Map<AnyTransitionDefinition, string>();
-  for (const node of [machine.root, ...getStateNodes(machine.root)]) {
-    expect(node.after, `${node.id} declares delayed transitions`).toEqual([]);
-    expect(node.invoke, `${node.id} invokes actors`).toEqual([]);
-    expect(node.always, `${node.id} declares eventless transitions`).toBeUndefined();
-    for (const [eventType, alternatives] of node.transitions) {
-      for (const t of alternatives) {
-        const guard = alternatives.length > 1 ? `[${guardName(t)}]` : '';
-        labels.set(t, `${shortId(node)} --${eventType}${guard}--> ${t.target === undefined ? '(self, targetless)' : t.target.map(shortId).join(',')}`);
-      }
-    }
-  }
-  expect(new Set(labels.values()).size).toBe(labels.size);
-  return labels;
-}
 
 const error = (message: string) => ({ name: 'Error', message });
 const normalize = (actions: readonly { type: string; params?: unknown }[]): Action[] => actions.map((a) => ({ type: a.type, params: a.params }) as Action);

@@ -12,6 +12,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { declaredTransitions } from './support/transitions.js';
 import type { AnyStateNode, AnyTransitionDefinition } from 'xstate';
 import { getMicrosteps, initialTransition, transition } from 'xstate';
 import type { TestPath } from 'xstate/graph';
@@ -172,34 +173,6 @@ const CONFIGS: readonly MapModelConfig[] = [
 // ---------------------------------------------------------------------------------------------
 // The declared transitions, read from the machine definition.
 
-const shortId = (node: AnyStateNode) => node.id.replace(/^map\.?/, '') || '(root)';
-
-function guardName(t: AnyTransitionDefinition): string {
-  const guard: unknown = t.guard;
-  if (guard === undefined) return 'else';
-  if (typeof guard === 'string') return guard;
-  if (typeof guard === 'object' && guard !== null && 'type' in guard) return String(guard.type);
-  return 'inline';
-}
-
-/** Every transition of every state node, labelled `source --event[guard]--> target`. */
-function declaredTransitions(machine: MapMachine): Map<AnyTransitionDefinition, string> {
-  const labels = new Map<AnyTransitionDefinition, string>();
-  for (const node of [machine.root, ...getStateNodes(machine.root)]) {
-    expect(node.after, `${node.id} declares delayed transitions`).toEqual([]);
-    expect(node.invoke, `${node.id} invokes actors`).toEqual([]);
-    expect(node.always, `${node.id} declares eventless transitions`).toBeUndefined();
-    for (const [eventType, alternatives] of node.transitions) {
-      for (const t of alternatives) {
-        const guard = alternatives.length > 1 ? `[${guardName(t)}]` : '';
-        const targets = t.target === undefined ? '(self, targetless)' : t.target.map(shortId).join(',');
-        labels.set(t, `${shortId(node)} --${eventType}${guard}--> ${targets}`);
-      }
-    }
-  }
-  expect(new Set(labels.values()).size, 'transition labels are not unique').toBe(labels.size);
-  return labels;
-}
 
 const pathOf = (value: Snapshot['value']): string => (typeof value === 'string' ? value : Object.entries(value).map(([top, sub]) => `${top}.${String(sub)}`)[0]!);
 const error = (message: string) => ({ name: 'Error', message });
