@@ -1,8 +1,12 @@
 import type { RetryPolicy } from '../src/definition/retry.js';
 import type { ErrorData } from '../src/internal/error-data.js';
+import type { ElementMapLink, MapEvent } from './map-types.js';
 
 /** Version of the execution machine; stored with every snapshot. */
-export const EXECUTION_MACHINE_VERSION = 6;
+export const EXECUTION_MACHINE_VERSION = 7;
+
+/** Execution machine versions this build reads: a version-6 snapshot resumes on version 7 (every state of 6 is one of 7; the fields 7 added are filled in at load). */
+export const EXECUTION_MACHINE_READABLE = [6, 7] as const;
 
 /** What the machine knows of an interrupt step. */
 export interface InterruptView {
@@ -25,6 +29,8 @@ export interface ExecutionPlanView {
     readonly tracked: boolean;
     /** Present for an interrupt step: the run pauses there until it is continued. */
     readonly interrupt?: InterruptView;
+    /** `map` for a map step: its actor is a map operation, and its undo-stack entry carries no arguments and no result. */
+    readonly child?: 'map';
   }[];
   /** Plan index at which a background reactor hands the run to a worker; null: never. */
   readonly handoffIndex: number | null;
@@ -40,9 +46,11 @@ export interface RollbackFailure {
   readonly step: string;
   /** Compose steps leading to the step, when it ran in a composed child (`['payment']`). */
   readonly path?: readonly string[];
-  readonly kind: 'compensate' | 'undo';
+  readonly kind: 'compensate' | 'undo' | 'undo_all';
   readonly reason: RollbackFailureReason;
   readonly error: ErrorData;
+  /** The map step and element index the failure belongs to (a map element's undo). */
+  readonly map?: { readonly step: string; readonly index: number };
 }
 
 /** The step failure that started a rollback. */
@@ -136,6 +144,10 @@ export interface ExecutionContext {
   /** Why an operator cancelled the run. */
   readonly cancelReason: string | null;
   readonly abortReason: string | null;
+  /** An element of a map: its map, index and throw (null for every other execution). Version 7. */
+  readonly map: ElementMapLink | null;
+  /** The actor (an element's rollback actor) that asked for the undo in progress, told when it ends. Version 7. */
+  readonly undoBy: string | null;
   readonly createdAt: number;
   readonly updatedAt: number;
 }
@@ -161,6 +173,8 @@ export interface AwaitRecord {
   /** Waiting for the child to run (`run`), or to be undone (`undo`: of the undo-stack entry at `position`, or of the paused child when null). */
   readonly purpose: 'run' | 'undo';
   readonly position: number | null;
+  /** What is awaited: a composed child, or a map operation (version 7; absent in version 6: an execution). */
+  readonly kind?: 'execution' | 'map';
 }
 
 /** Input that creates an execution actor. */
@@ -170,6 +184,8 @@ export interface ExecutionInput {
   readonly at: number;
   readonly parentId?: string | null;
   readonly path?: readonly string[];
+  /** An element of a map (its parent is the map). */
+  readonly map?: ElementMapLink | null;
 }
 
 /** Events the execution actor accepts. Every event carries the host's clock reading. */
@@ -194,7 +210,18 @@ export type ExecutionEvent =
     }
   | { readonly type: 'xreactor.execution.resume'; readonly at: number }
   | { readonly type: 'xreactor.timer.fired'; readonly at: number; readonly index: number; readonly attempt: number }
-  | { readonly type: 'xreactor.compensate.finished'; readonly at: number; readonly epoch: number; readonly failure: Omit<RollbackFailure, 'step' | 'kind'> | null }
+  | {
+      readonly type: 'xreactor.compensate.finished';
+      readonly at: number;
+      readonly epoch: number;
+      readonly failure: Omit<RollbackFailure, 'step' | 'kind'> | null;
+      /** Rollback failures of a map step's elements, undone as this step's compensation. */
+      readonly nested?: readonly RollbackFailure[];
+    }
+  /** A map step's map operation must be rolled back as the step's compensation: wait for it. */
+  | { readonly type: 'xreactor.compensate.child'; readonly at: number; readonly epoch: number; readonly step: string }
+  /** A map step's source is resolved: its map operation is spawned with this transition (`args`: the map's stored input). */
+  | { readonly type: 'xreactor.map.spawn'; readonly at: number; readonly index: number; readonly attempt: number; readonly args: unknown }
   | {
       readonly type: 'xreactor.undo.finished';
       readonly at: number;
@@ -207,7 +234,7 @@ export type ExecutionEvent =
     }
   | { readonly type: 'xreactor.execution.abort'; readonly at: number; readonly reason: string }
   /** An operator's undo, or a parent's (`from`: the parent undoing its composed child). */
-  | { readonly type: 'xreactor.operator.undo'; readonly at: number; readonly from?: string }
+  | { readonly type: 'xreactor.operator.undo'; readonly at: number; readonly from?: string; readonly reason?: 'compensate' | 'undo' }
   | { readonly type: 'xreactor.operator.cancel'; readonly at: number; readonly reason: string }
   | { readonly type: 'xreactor.interrupt.resume'; readonly at: number; readonly step: string; readonly payload: unknown }
   | { readonly type: 'xreactor.interrupt.fail'; readonly at: number; readonly step: string; readonly error: ErrorData }
@@ -218,7 +245,7 @@ export type ExecutionEvent =
   /** An undo-stack entry of a compose step: its child must be undone; wait for it. */
   | { readonly type: 'xreactor.undo.child'; readonly at: number; readonly epoch: number; readonly position: number; readonly step: string }
   /** Signals from a composed child (through the inbox). */
-  | { readonly type: 'xreactor.child.settled'; readonly at: number; readonly child: string; readonly status: ExecutionStatus }
+  | { readonly type: 'xreactor.child.settled'; readonly at: number; readonly child: string; readonly status: ExecutionStatus; readonly rollbackFailures?: readonly RollbackFailure[] }
   | { readonly type: 'xreactor.child.paused'; readonly at: number; readonly child: string; readonly ready: readonly (string | readonly string[])[] }
   | { readonly type: 'xreactor.child.resumed'; readonly at: number; readonly child: string }
   /** The awaited child is gone (its retention expired): reported by the sweeper. */
@@ -231,9 +258,35 @@ export type ExecutionWrite =
   | { readonly type: 'xreactor.write.popUndo'; readonly params: { readonly position: number } }
   | { readonly type: 'xreactor.write.trace'; readonly params: TraceEntry }
   /** A signal to another actor of this root, landing atomically with the commit (`to` null: no recipient, nothing is sent). */
-  | { readonly type: 'xreactor.write.signal'; readonly params: { readonly to: string | null; readonly event: ExecutionSignalEvent; readonly dedupeKey: string } }
-  /** Create a composed child with this commit (the host builds its first commit). */
-  | { readonly type: 'xreactor.write.spawn'; readonly params: { readonly step: string; readonly child: string; readonly input: unknown } }
+  | {
+      readonly type: 'xreactor.write.signal';
+      readonly params: {
+        readonly to: string | null;
+        readonly event: ExecutionSignalEvent;
+        readonly dedupeKey: string;
+        /** The recipient's kind (absent: an execution). */
+        readonly kind?: string;
+      };
+    }
+  /** An element's signal to its map, landed only when the store finds its condition true after the commit's map writes. */
+  | {
+      readonly type: 'xreactor.write.mapSignal';
+      readonly params: {
+        readonly to: string;
+        readonly event: Extract<MapEvent, { type: 'xreactor.map.throwSettled' | 'xreactor.map.settled' }>;
+        readonly dedupeKey: string;
+        readonly condition: 'reportNew' | 'mapSettled';
+      };
+    }
+  /** Create a composed child (or, `kind: 'map'`, a map operation) with this commit (the host builds its first commit). */
+  | { readonly type: 'xreactor.write.spawn'; readonly params: { readonly step: string; readonly child: string; readonly input: unknown; readonly kind?: 'execution' | 'map' } }
+  /** An element's writes to its map: started (with its creating commit), and its forward report (with its settling commit). */
+  | {
+      readonly type: 'xreactor.write.mapReport';
+      readonly params:
+        | { readonly started: { readonly map: string; readonly index: number } }
+        | { readonly report: { readonly map: string; readonly index: number; readonly outcome: 'completed' | 'failed' | 'halted' | 'aborted' | 'cancelled'; readonly stops: boolean; readonly at: number } };
+    }
   /** The actors this one awaits from this commit on. */
   | { readonly type: 'xreactor.write.awaits'; readonly params: { readonly actors: readonly string[] } };
 

@@ -32,6 +32,7 @@ export const EXECUTION_STATE_TAGS = {
   'running.parked': ['parked', 'recoverable'],
   paused: ['paused'],
   'rolling_back.compensating': ['recoverable'],
+  'rolling_back.compensatingChild': ['awaiting'],
   'rolling_back.undoingEntry': ['recoverable'],
   'rolling_back.undoingChild': ['awaiting'],
   'rolling_back.undoingPausedChild': ['awaiting'],
@@ -84,14 +85,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
   // settle: the epoch tells a later undo's settle apart.
   const terminal = (status: ExecutionStatus) => [
     { type: 'xreactor.effect.finished' as const, params: { status } },
-    {
-      type: 'xreactor.write.signal' as const,
-      params: ({ context }: { context: ExecutionContext }) => ({
-        to: context.parentId,
-        event: { type: 'xreactor.child.settled' as const, at: context.updatedAt, child: context.executionId, status },
-        dedupeKey: `${context.executionId}.settled.${status}.${context.rollbackEpoch}`,
-      }),
-    },
+    { type: 'reportSettle' as const, params: { status } },
   ];
   /** A composed child tells its parent it left its pause by itself (resumed, or failed there). */
   const signalResumed = {
@@ -141,6 +135,37 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       'xreactor.write.spawn': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.spawn'>>(),
       'xreactor.write.awaits': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.awaits'>>(),
       'xreactor.effect.awaitChild': hostPerformed<ParamsOf<ExecutionEffect, 'xreactor.effect.awaitChild'>>(),
+      'xreactor.write.mapSignal': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.mapSignal'>>(),
+      'xreactor.write.mapReport': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.mapReport'>>(),
+      /** Who is told of a settle: the rollback actor undoing an element, an element's map (through its slot), or the parent. */
+      reportSettle: enqueueActions(({ context, enqueue }, params: unknown) => {
+        const { status } = params as { readonly status: ExecutionStatus };
+      const at = context.updatedAt;
+      const settled = { type: 'xreactor.child.settled' as const, at, child: context.executionId, status };
+      if (context.undoBy !== null) {
+        // An element's undo ended: its rollback actor is told, with the element's rollback failures.
+        enqueue({
+          type: 'xreactor.write.signal',
+          params: { to: context.undoBy, kind: 'element-rollback', event: { ...settled, rollbackFailures: context.rollbackFailures }, dedupeKey: `${context.executionId}.settled.${status}.${context.rollbackEpoch}` },
+        });
+        return;
+      }
+      const link = context.map;
+      if (link !== null) {
+        // An element's forward end: its outcome goes into the map's slot; the map is signalled only by the conditions the store decides.
+        const outcome = status === 'completed' || status === 'failed' || status === 'halted' || status === 'aborted' ? status : 'cancelled';
+        const stops = outcome === 'halted' || outcome === 'aborted' || (outcome === 'failed' && link.atomic);
+        enqueue({ type: 'xreactor.write.mapReport' as const, params: { report: { map: link.id, index: link.index, outcome, stops, at } } });
+        if (link.lastOfThrow) {
+          enqueue({ type: 'xreactor.write.mapSignal', params: { to: link.id, event: { type: 'xreactor.map.throwSettled', at, throw: link.throw }, dedupeKey: `throw.${link.throw}`, condition: 'reportNew' } });
+        }
+        enqueue({ type: 'xreactor.write.mapSignal', params: { to: link.id, event: { type: 'xreactor.map.settled', at }, dedupeKey: 'settled', condition: 'mapSettled' } });
+        return;
+      }
+      // A composed child tells its parent (a root has none: `to` is null and nothing is sent), once per
+      // settle: the epoch tells a later undo's settle apart.
+      enqueue({ type: 'xreactor.write.signal' as const, params: { to: context.parentId, event: settled, dedupeKey: `${context.executionId}.settled.${status}.${context.rollbackEpoch}` } });
+      }),
       // An interruption (signal, shutdown) from running or rolling back: no rollback runs.
       recordAbort: enqueueActions(({ context, event, enqueue }) => {
         const e = event as EventOf<'xreactor.execution.abort'>;
@@ -182,11 +207,15 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       }),
       /** Waiting for the compose step's child: record it and what it is awaited for. */
       startAwaiting: enqueueActions(({ context, event, enqueue }) => {
-        const e = event as EventOf<'xreactor.compose.spawn'>;
+        const e = event as EventOf<'xreactor.compose.spawn' | 'xreactor.compose.awaiting' | 'xreactor.map.spawn'>;
         const step = stepAt(e.index).name;
         const child = childId(context, step);
-        enqueue.assign({ awaiting: { step, index: e.index, attempt: e.attempt, child, args: e.args, purpose: 'run', position: null }, updatedAt: e.at });
+        const kind = e.type === 'xreactor.map.spawn' || stepAt(e.index).child === 'map' ? ('map' as const) : ('execution' as const);
+        // A map step's entry carries no arguments (D11): the map's input is its own.
+        const args = kind === 'map' ? undefined : e.args;
+        enqueue.assign({ awaiting: { step, index: e.index, attempt: e.attempt, child, args, purpose: 'run', position: null, ...(kind === 'map' ? { kind } : {}) }, updatedAt: e.at });
         if (e.type === 'xreactor.compose.spawn') enqueue({ type: 'xreactor.write.spawn', params: { step, child, input: e.args } });
+        if (e.type === 'xreactor.map.spawn') enqueue({ type: 'xreactor.write.spawn', params: { step, child, input: e.args, kind: 'map' } });
         enqueue({ type: 'xreactor.write.awaits', params: { actors: [child] } });
         enqueue({ type: 'xreactor.write.trace', params: { type: 'awaiting', step, at: e.at, actors: [child] } });
       }),
@@ -203,6 +232,8 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       recordOperatorUndo: assign(({ context, event }) => ({
         rollbackReason: 'operator' as const,
         rollbackEpoch: context.rollbackEpoch + 1,
+        // An element undone for its map's rollback tells the rollback actor that asked (`from`) when it ends.
+        undoBy: context.map !== null ? ((event as EventOf<'xreactor.operator.undo'>).from ?? null) : context.undoBy,
         updatedAt: event.at,
       })),
     },
@@ -267,6 +298,8 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       pauses: 0,
       cancelReason: null,
       abortReason: null,
+      map: input?.map ?? null,
+      undoBy: null,
       createdAt: input?.at ?? 0,
       updatedAt: input?.at ?? 0,
     }),
@@ -274,7 +307,16 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
     states: {
       pending: {
         on: {
-          'xreactor.input.accepted': { target: 'running', actions: assign({ updatedAt: ({ event }) => event.at }) },
+          'xreactor.input.accepted': {
+            target: 'running',
+            actions: [
+              assign({ updatedAt: ({ event }) => event.at }),
+              // An element that starts is on its map's started list (the rollback's work list), with its creating commit.
+              enqueueActions(({ context, enqueue }) => {
+                if (context.map !== null) enqueue({ type: 'xreactor.write.mapReport', params: { started: { map: context.map.id, index: context.map.index } } });
+              }),
+            ],
+          },
           'xreactor.input.rejected': {
             target: 'failed',
             actions: [
@@ -326,7 +368,8 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
                   enqueueActions(({ context, event, enqueue }) => {
                     const step = stepAt(event.index);
                     if (step.tracked) {
-                      enqueue({ type: 'xreactor.write.pushUndo', params: { position: context.undoDepth, step: step.name, args: event.args, result: event.result } });
+                      const bare = step.child === 'map';
+                      enqueue({ type: 'xreactor.write.pushUndo', params: { position: context.undoDepth, step: step.name, args: bare ? undefined : event.args, result: bare ? undefined : event.result } });
                     }
                   }),
                   { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'run', step: stepAt(event.index).name, attempt: event.attempt, at: event.at }) },
@@ -349,6 +392,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
               },
               'xreactor.compose.spawn': { guard: 'isCurrentOutcome', target: 'awaiting', actions: 'startAwaiting' },
               'xreactor.compose.awaiting': { guard: 'isCurrentOutcome', target: 'awaiting', actions: 'startAwaiting' },
+              'xreactor.map.spawn': { guard: 'isCurrentOutcome', target: 'awaiting', actions: 'startAwaiting' },
               'xreactor.step.halted': {
                 guard: 'isCurrentOutcome',
                 target: '#execution.halted',
@@ -439,6 +483,21 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
               },
             },
             on: {
+              // A map step's compensation: its map rolls its elements back; this waits for it to settle.
+              'xreactor.compensate.child': {
+                guard: 'isCurrentCompensation',
+                target: 'compensatingChild',
+                actions: enqueueActions(({ context, event, enqueue }) => {
+                  const child = childId(context, event.step);
+                  enqueue.assign({ awaiting: { step: event.step, index: context.failure!.index, attempt: 0, child, args: undefined, purpose: 'undo', position: null, kind: 'map' }, updatedAt: event.at });
+                  enqueue({
+                    type: 'xreactor.write.signal',
+                    params: { to: child, kind: 'map', event: { type: 'xreactor.operator.undo', at: event.at, from: context.executionId, reason: 'compensate' }, dedupeKey: `undo.${context.executionId}.${event.epoch}.compensate` },
+                  });
+                  enqueue({ type: 'xreactor.write.awaits', params: { actors: [child] } });
+                  enqueue({ type: 'xreactor.write.trace', params: { type: 'awaiting', step: event.step, at: event.at, actors: [child] } });
+                }),
+              },
               'xreactor.compensate.finished': {
                 guard: 'isCurrentCompensation',
                 target: 'undoing',
@@ -454,14 +513,24 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
                   },
                   assign(({ context, event }) => ({
                     failure: { ...context.failure!, compensationPending: false, compensationFailed: event.failure !== null },
-                    rollbackFailures:
-                      event.failure === null
-                        ? context.rollbackFailures
-                        : [...context.rollbackFailures, { step: context.failure!.step, kind: 'compensate', ...event.failure } satisfies RollbackFailure],
+                    rollbackFailures: [
+                      ...context.rollbackFailures,
+                      ...(event.nested ?? []),
+                      ...(event.failure === null ? [] : [{ step: context.failure!.step, kind: 'compensate', ...event.failure } satisfies RollbackFailure]),
+                    ],
                     updatedAt: event.at,
                   })),
                 ],
               },
+            },
+          },
+          compensatingChild: {
+            tags: tagsAt('rolling_back.compensatingChild'),
+            entry: { type: 'xreactor.effect.awaitChild', params: ({ context }) => ({ child: context.awaiting!.child }) },
+            on: {
+              // Compensate again: the map has settled, so the compensation collects its rollback failures.
+              'xreactor.child.settled': { guard: 'fromChild', target: 'compensating', actions: 'stopAwaiting' },
+              'xreactor.child.lost': { guard: 'fromChild', target: 'compensating', actions: 'stopAwaiting' },
             },
           },
           undoing: {
@@ -477,8 +546,18 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
                 target: 'undoingChild',
                 actions: enqueueActions(({ context, event, enqueue }) => {
                   const child = childId(context, event.step);
-                  enqueue.assign({ awaiting: { step: event.step, index: -1, attempt: 0, child, args: undefined, purpose: 'undo', position: event.position }, updatedAt: event.at });
-                  enqueue({ type: 'xreactor.write.signal', params: { to: child, event: { type: 'xreactor.operator.undo', at: event.at, from: context.executionId }, dedupeKey: `undo.${context.executionId}.${event.epoch}.${event.position}` } });
+                  const kind = plan.steps.find((st) => st.name === event.step)?.child === 'map' ? ('map' as const) : ('execution' as const);
+                  const toMap = kind === 'map';
+                  enqueue.assign({ awaiting: { step: event.step, index: -1, attempt: 0, child, args: undefined, purpose: 'undo', position: event.position, ...(toMap ? { kind } : {}) }, updatedAt: event.at });
+                  enqueue({
+                    type: 'xreactor.write.signal',
+                    params: {
+                      to: child,
+                      ...(toMap ? { kind } : {}),
+                      event: { type: 'xreactor.operator.undo', at: event.at, from: context.executionId, ...(toMap ? { reason: 'undo' as const } : {}) },
+                      dedupeKey: `undo.${context.executionId}.${event.epoch}.${event.position}`,
+                    },
+                  });
                   enqueue({ type: 'xreactor.write.awaits', params: { actors: [child] } });
                   enqueue({ type: 'xreactor.write.trace', params: { type: 'awaiting', step: event.step, at: event.at, actors: [child] } });
                 }),

@@ -5,7 +5,9 @@
  * One file per kind beside this one (`execution.ts`; later map operations, element rollbacks,
  * async units).
  */
-import { createExecutionMachine, EXECUTION_MACHINE_VERSION, executionStatusOf, executionTagsOf } from './execution.js';
+import { createExecutionMachine, EXECUTION_MACHINE_READABLE, EXECUTION_MACHINE_VERSION, executionStatusOf, executionTagsOf } from './execution.js';
+import { createMapMachine, MAP_MACHINE_VERSION, mapStatusOf, mapTagsOf, mapUndoSettled } from './map.js';
+import { createElementRollbackMachine, ELEMENT_ROLLBACK_MACHINE_VERSION, elementRollbackStatusOf, elementRollbackTagsOf } from './element-rollback.js';
 import type { ActorStatus, ActorTag } from './registry-types.js';
 
 /** One kind of actor. */
@@ -40,11 +42,30 @@ export const MACHINE_REGISTRY = {
   execution: {
     kind: 'execution',
     version: EXECUTION_MACHINE_VERSION,
-    readable: [EXECUTION_MACHINE_VERSION],
+    readable: EXECUTION_MACHINE_READABLE,
     machine: createExecutionMachine,
     tagsOf: executionTagsOf,
     statusOf: executionStatusOf,
     undoSettledOf: executionUndoSettledOf,
+  },
+  map: {
+    kind: 'map',
+    version: MAP_MACHINE_VERSION,
+    readable: [MAP_MACHINE_VERSION],
+    machine: createMapMachine,
+    tagsOf: mapTagsOf,
+    statusOf: mapStatusOf,
+    undoSettledOf: mapUndoSettled,
+  },
+  'element-rollback': {
+    kind: 'element-rollback',
+    version: ELEMENT_ROLLBACK_MACHINE_VERSION,
+    readable: [ELEMENT_ROLLBACK_MACHINE_VERSION],
+    machine: createElementRollbackMachine,
+    tagsOf: elementRollbackTagsOf,
+    statusOf: elementRollbackStatusOf,
+    // A rollback actor is never undone: its report is its end.
+    undoSettledOf: (value: unknown) => elementRollbackTagsOf(value).has('settled'),
   },
 } as const satisfies Readonly<Record<string, ActorKindEntry>>;
 

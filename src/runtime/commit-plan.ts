@@ -1,5 +1,5 @@
 import type { ExecutionEffect, ExecutionWrite, TraceEntry } from '../../machines/execution-types.js';
-import type { CommitWrites, Signal, UndoEntry } from '../store/store.js';
+import type { CommitWrites, MapWrites, Signal, UndoEntry } from '../store/store.js';
 import { DEFAULT_WAKE_KIND, wakeParams } from './wake.js';
 
 /** The kind of a signal's recipient, when the machine names it (an execution's parent and children are executions). */
@@ -16,7 +16,7 @@ export interface CommitPlan {
   /** Signals landing in other actors' inboxes with the commit. */
   readonly signals: Signal[];
   /** Composed children created with the commit (built by the host). */
-  readonly spawns: { readonly step: string; readonly child: string; readonly input: unknown }[];
+  readonly spawns: { readonly step: string; readonly child: string; readonly input: unknown; readonly kind?: 'execution' | 'map' }[];
   /** The actors awaited from this commit on (undefined: unchanged). */
   readonly awaits: readonly string[] | undefined;
 }
@@ -28,7 +28,8 @@ export function planCommit(actions: readonly { type: string; params?: unknown }[
   const trace: TraceEntry[] = [];
   const effects: ExecutionEffect[] = [];
   const signals: Signal[] = [];
-  const spawns: { step: string; child: string; input: unknown }[] = [];
+  const spawns: { step: string; child: string; input: unknown; kind?: 'execution' | 'map' }[] = [];
+  let map: MapWrites | undefined;
   const wakes: ExecutionEffect[] = [];
   let awaits: readonly string[] | undefined;
   let truncateUndoTo: number | undefined;
@@ -54,6 +55,13 @@ export function planCommit(actions: readonly { type: string; params?: unknown }[
           wakes.push({ type: 'xreactor.effect.wake', params: wakeParams(action.params.to, recipientKind(action.params)) });
         }
         break;
+      case 'xreactor.write.mapSignal':
+        signals.push({ to: action.params.to, event: action.params.event, dedupeKey: action.params.dedupeKey, condition: action.params.condition });
+        wakes.push({ type: 'xreactor.effect.wake', params: wakeParams(action.params.to, 'map', action.params.dedupeKey) });
+        break;
+      case 'xreactor.write.mapReport':
+        map = { ...map, ...action.params };
+        break;
       case 'xreactor.write.spawn':
         spawns.push(action.params);
         break;
@@ -65,7 +73,7 @@ export function planCommit(actions: readonly { type: string; params?: unknown }[
         if (action.type.startsWith('xreactor.effect.')) effects.push({ type: action.type, params: action.params } as ExecutionEffect);
     }
   }
-  return { writes: { results, pushUndo, truncateUndoTo, trace }, effects: [...effects, ...wakes], signals, spawns, awaits };
+  return { writes: { results, pushUndo, truncateUndoTo, trace, ...(map === undefined ? {} : { map }) }, effects: [...effects, ...wakes], signals, spawns, awaits };
 }
 
 /** Two plans of one creating commit (the creation and the input's verdict), as one. */
@@ -76,6 +84,7 @@ export function mergePlans(first: CommitPlan, second: CommitPlan): CommitPlan {
       pushUndo: [...first.writes.pushUndo, ...second.writes.pushUndo],
       truncateUndoTo: second.writes.truncateUndoTo ?? first.writes.truncateUndoTo,
       trace: [...first.writes.trace, ...second.writes.trace],
+      ...(first.writes.map === undefined && second.writes.map === undefined ? {} : { map: { ...first.writes.map, ...second.writes.map } }),
     },
     effects: [...first.effects, ...second.effects],
     signals: [...first.signals, ...second.signals],

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { ExecutionMachine } from '../../machines/execution.js';
-import { EXECUTION_MACHINE_VERSION } from '../../machines/execution.js';
+import { EXECUTION_MACHINE_READABLE, EXECUTION_MACHINE_VERSION } from '../../machines/execution.js';
 import type { ExecutionContext, ExecutionEffect, ExecutionEvent, ExecutionStatus, PauseRecord } from '../../machines/execution-types.js';
 import type { AnyReactorDefinition, CompiledStep } from '../definition/compiled.js';
 import { DefinitionError, DeserializationError, InputValidationError, InterruptTimeoutError, QueueRequiredError, WorkInterruptedError } from '../errors/index.js';
@@ -98,6 +98,12 @@ function settles(effects: readonly ExecutionEffect[]): boolean {
 /** Whether a stored state is recoverable: with no live lease, the sweeper resumes it. */
 function isRecoverable(value: unknown): boolean {
   return executionTagsOf(value).has('recoverable');
+}
+
+/** A stored context of a readable version as version 7 has it: a version-6 one lacks `map` and `undoBy`. */
+function upgradeContext(stored: unknown): ExecutionContext {
+  const context = stored as ExecutionContext;
+  return context.map === undefined || context.undoBy === undefined ? { ...context, map: context.map ?? null, undoBy: context.undoBy ?? null } : context;
 }
 
 /** The status an execution snapshot is in. */
@@ -219,13 +225,13 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
   async load(id: string, already?: LoadedExecution, input?: { readonly value: unknown }): Promise<HeldExecution | undefined> {
     const loaded = already ?? (await this.#deps.store.load(id));
     if (loaded === undefined) return undefined;
-    if (loaded.snapshot.kind !== 'execution' || loaded.snapshot.machineVersion !== EXECUTION_MACHINE_VERSION) {
+    if (loaded.snapshot.kind !== 'execution' || !(EXECUTION_MACHINE_READABLE as readonly number[]).includes(loaded.snapshot.machineVersion)) {
       throw new DeserializationError(
         `actor ${id} was stored as ${loaded.snapshot.kind} machine version ${loaded.snapshot.machineVersion}; this build runs execution machine version ${EXECUTION_MACHINE_VERSION}`,
         { retryable: true },
       );
     }
-    const snapshot = this.#machine.resolveState({ value: loaded.snapshot.value as never, context: loaded.snapshot.context as ExecutionContext });
+    const snapshot = this.#machine.resolveState({ value: loaded.snapshot.value as never, context: upgradeContext(loaded.snapshot.context) });
     const inputs = input === undefined ? await this.#deps.store.readInput(id) : input.value;
     const held = newHeld(id, snapshot, loaded.revision, inputs, loaded.outbox);
     held.inbox = loaded.inbox;
@@ -251,7 +257,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
   }
 
   adopt(held: HeldExecution, loaded: LoadedExecution): void {
-    held.snapshot = this.#machine.resolveState({ value: loaded.snapshot.value as never, context: loaded.snapshot.context as ExecutionContext });
+    held.snapshot = this.#machine.resolveState({ value: loaded.snapshot.value as never, context: upgradeContext(loaded.snapshot.context) });
     held.revision = loaded.revision;
     held.outbox = loaded.outbox;
   }

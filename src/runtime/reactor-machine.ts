@@ -16,6 +16,7 @@ export function planView(definition: AnyReactorDefinition): ExecutionPlanView {
       name: s.name,
       retry: s.retry,
       tracked: s.tracked,
+      ...(s.kind === 'map' ? { child: 'map' as const } : {}),
       ...(s.kind === 'interrupt' ? { interrupt: { group: interruptGroup(definition.plan, s.index), timeoutMs: s.interrupt?.timeout?.ms ?? null } } : {}),
     })),
   };

@@ -8,7 +8,10 @@ import type { Store, UndoEntry } from '../store/store.js';
 /** A compensate or undo that did not complete, as reported to callers. */
 export interface RollbackFailureReport {
   readonly step: string;
-  readonly kind: 'compensate' | 'undo';
+  /** `undo_all`: a map's undoAll. */
+  readonly kind: 'compensate' | 'undo' | 'undo_all';
+  /** The map step and element index, for an element's undo. */
+  readonly map?: { readonly step: string; readonly index: number };
   /** Compose steps leading to the step when it belongs to a composed child (empty at the root). */
   readonly path: readonly string[];
   readonly reason: RollbackFailure['reason'];
@@ -95,7 +98,7 @@ export interface ExecutionView {
 function reports(failures: readonly RollbackFailure[]): RollbackFailureReport[] {
   return failures.map((f) => {
     const error = deserializeError(f.error);
-    return { step: f.step, path: f.path ?? [], kind: f.kind, reason: f.reason, error, message: error.message };
+    return { step: f.step, path: f.path ?? [], kind: f.kind, reason: f.reason, error, message: error.message, ...(f.map === undefined ? {} : { map: f.map }) };
   });
 }
 

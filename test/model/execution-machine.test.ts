@@ -66,11 +66,20 @@ const interrupt = (name: string, group: readonly string[], timeoutMs: number | n
  * child settled, `step.succeeded`, `step.failed` (started: false, retryable: false) or an abort.
  */
 const compose = (name: string) => step(name, 1);
+/**
+ * A map step as the execution machine sees it (version 7): tracked, never retried, its actor a
+ * map operation (src/runtime/map.ts `runMap`): its outcomes are `map.spawn` / `compose.awaiting`,
+ * then, once the map settled, `step.succeeded`, `step.halted` or `step.failed` (started: the map's
+ * elements are compensated through the map, `compensate.child`), or an abort.
+ */
+const mapStep = (name: string) => ({ ...step(name, 1), child: 'map' as const });
 
 /** What the model knows of a compose step's child (the child's own plan is not the machine's). */
 interface ComposeChild {
   /** The child has interrupts of its own (or composes a child that has): it may pause. */
   readonly pauses: boolean;
+  /** The step is a map step: its actor is a map operation (which never pauses). */
+  readonly map?: boolean;
 }
 
 interface ModelPlan {
@@ -114,6 +123,13 @@ const NO_COMPOSE = [
   'rolling_back.undoingChild --xreactor.child.lost--> rolling_back.undoingEntry',
   ...NO_CHILD_PAUSE,
 ];
+/** Transitions a plan without a map step never takes (execution machine version 7). */
+const NO_MAP = [
+  'running.executing --xreactor.map.spawn--> running.awaiting',
+  'rolling_back.compensating --xreactor.compensate.child--> rolling_back.compensatingChild',
+  'rolling_back.compensatingChild --xreactor.child.settled--> rolling_back.compensating',
+  'rolling_back.compensatingChild --xreactor.child.lost--> rolling_back.compensating',
+];
 /** A plan with neither an interrupt nor a child that pauses never pauses at all. */
 const NEVER_PAUSES = [...NO_INTERRUPT, 'paused --xreactor.operator.cancel--> cancelled'];
 /**
@@ -135,7 +151,7 @@ const PLANS: readonly ModelPlan[] = [
   {
     title: 'no steps',
     plan: { reactor: 'empty', steps: [], handoffIndex: null },
-    unreachable: [
+    unreachable: [...NO_MAP, 
       ...NO_HANDOFF,
       ...NEVER_PAUSES,
       ...NO_COMPOSE,
@@ -161,18 +177,18 @@ const PLANS: readonly ModelPlan[] = [
   {
     title: 'one step, no retry',
     plan: { reactor: 'one', steps: [step('only', 1)], handoffIndex: null },
-    unreachable: [...NO_HANDOFF, ...NO_RETRY, ...NEVER_PAUSES, ...NO_COMPOSE],
+    unreachable: [...NO_MAP, ...NO_HANDOFF, ...NO_RETRY, ...NEVER_PAUSES, ...NO_COMPOSE],
   },
   {
     title: 'two steps, the second retried up to 2 attempts',
     plan: { reactor: 'two', steps: [step('reserve', 1), step('charge', 2)], handoffIndex: null },
-    unreachable: [...NO_HANDOFF, ...NEVER_PAUSES, ...NO_COMPOSE],
+    unreachable: [...NO_MAP, ...NO_HANDOFF, ...NEVER_PAUSES, ...NO_COMPOSE],
   },
   {
     title: 'three steps, an untracked one in the middle, in a composed child',
     plan: { reactor: 'mixed', steps: [step('reserve', 2), step('notify', 1, false), step('charge', 2)], handoffIndex: null },
     input: CHILD_INPUT,
-    unreachable: [...NO_HANDOFF, ...NEVER_PAUSES, ...NO_COMPOSE],
+    unreachable: [...NO_MAP, ...NO_HANDOFF, ...NEVER_PAUSES, ...NO_COMPOSE],
   },
   {
     title: 'two interrupts ready together, between two steps',
@@ -181,32 +197,39 @@ const PLANS: readonly ModelPlan[] = [
       steps: [step('quote', 1), interrupt('manager', ['manager', 'finance'], 1_000), interrupt('finance', ['finance']), step('order', 1)],
       handoffIndex: null,
     },
-    unreachable: [...NO_HANDOFF, ...NO_RETRY, ...NO_COMPOSE],
+    unreachable: [...NO_MAP, ...NO_HANDOFF, ...NO_RETRY, ...NO_COMPOSE],
   },
   {
     title: 'background hand-off after the first of two steps',
     plan: { reactor: 'background', steps: [step('reserve', 1), step('charge', 2)], handoffIndex: 1 },
-    unreachable: [...NEVER_PAUSES, ...NO_COMPOSE],
+    unreachable: [...NO_MAP, ...NEVER_PAUSES, ...NO_COMPOSE],
   },
   {
     title: 'a compose step between two steps, its child never pausing, in a composed child',
     plan: { reactor: 'checkout', steps: [step('reserve', 1), compose('payment'), step('ship', 2)], handoffIndex: null },
     input: CHILD_INPUT,
     compose: { payment: { pauses: false } },
-    unreachable: [...NO_HANDOFF, ...NEVER_PAUSES, ...NO_CHILD_PAUSE],
+    unreachable: [...NO_MAP, ...NO_HANDOFF, ...NEVER_PAUSES, ...NO_CHILD_PAUSE],
   },
   {
     title: 'an interrupt, then a compose step whose child pauses, in a composed child',
     plan: { reactor: 'approved-checkout', steps: [interrupt('approve', ['approve']), compose('payment'), step('ship', 1)], handoffIndex: null },
     input: CHILD_INPUT,
     compose: { payment: { pauses: true } },
-    unreachable: [...NO_HANDOFF, ...NO_RETRY],
+    unreachable: [...NO_MAP, ...NO_HANDOFF, ...NO_RETRY],
   },
   {
     title: 'two compose steps, the second child pausing, in a root',
     plan: { reactor: 'fulfilment', steps: [compose('payment'), compose('shipping')], handoffIndex: null },
     compose: { payment: { pauses: false }, shipping: { pauses: true } },
-    unreachable: [...NO_HANDOFF, ...NO_RETRY, ...NO_INTERRUPT, ...ONLY_COMPOSE],
+    unreachable: [...NO_MAP, ...NO_HANDOFF, ...NO_RETRY, ...NO_INTERRUPT, ...ONLY_COMPOSE],
+  },
+  {
+    title: 'a map step between two steps, in a composed child',
+    plan: { reactor: 'billing', steps: [step('open', 1), mapStep('charges'), step('close', 2)], handoffIndex: null },
+    input: CHILD_INPUT,
+    compose: { charges: { pauses: false, map: true } },
+    unreachable: [...NO_HANDOFF, ...NEVER_PAUSES, ...NO_CHILD_PAUSE, 'running.executing --xreactor.compose.spawn--> running.awaiting'],
   },
 ];
 
@@ -396,7 +419,10 @@ function planModel({ plan, input = INPUT, compose: composeSteps = {} }: Pick<Mod
     const childStep = child === null ? undefined : [...composeAt.values()].find((cs) => childIdOf(id, cs.name) === child);
     const top = stack.at(-1);
     const topName = top === undefined ? 'no-entry' : plan.steps[top]!.name;
-    const failures: [boolean, boolean][] = composeHere === undefined ? flags.flatMap((started) => flags.map((retryable): [boolean, boolean] => [started, retryable])) : [[false, false]];
+    const failures: [boolean, boolean][] =
+      composeHere === undefined ? flags.flatMap((started) => flags.map((retryable): [boolean, boolean] => [started, retryable])) : composeHere.map === true ? [[true, false], [false, false]] : [[false, false]];
+    const failedAt = s.context.failure?.index;
+    const compensatesMap = failedAt !== undefined && composeAt.get(failedAt)?.map === true;
     return [
       { type: 'xreactor.input.accepted', at },
       { type: 'xreactor.input.rejected', at, error: error('input rejected') },
@@ -406,10 +432,16 @@ function planModel({ plan, input = INPUT, compose: composeSteps = {} }: Pick<Mod
             { type: 'xreactor.step.skipped', at, index, attempt, value: `skipped-${index}` } as const,
             { type: 'xreactor.step.halted', at, index, attempt, reason: 'halt requested' } as const,
           ]
-        : [
-            { type: 'xreactor.compose.spawn', at, index, attempt, args: { index } } as const,
-            { type: 'xreactor.compose.awaiting', at, index, attempt, args: { index } } as const,
-          ]),
+        : composeHere.map === true
+          ? [
+              { type: 'xreactor.map.spawn', at, index, attempt, args: { index } } as const,
+              { type: 'xreactor.compose.awaiting', at, index, attempt, args: { index } } as const,
+              { type: 'xreactor.step.halted', at, index, attempt, reason: 'element halted' } as const,
+            ]
+          : [
+              { type: 'xreactor.compose.spawn', at, index, attempt, args: { index } } as const,
+              { type: 'xreactor.compose.awaiting', at, index, attempt, args: { index } } as const,
+            ]),
       ...failures.map(([started, retryable]): ExecutionEvent => ({ type: 'xreactor.step.failed', at, index, attempt, error: error('step failed'), started, retryable, args: { index } })),
       { type: 'xreactor.timer.fired', at, index, attempt },
       { type: 'xreactor.execution.resume', at },
@@ -427,6 +459,7 @@ function planModel({ plan, input = INPUT, compose: composeSteps = {} }: Pick<Mod
             { type: 'xreactor.child.resumed', at, child } as const,
             { type: 'xreactor.child.lost', at, child } as const,
           ]),
+      ...(compensatesMap ? [{ type: 'xreactor.compensate.child', at, epoch, step: plan.steps[failedAt]!.name } as const] : []),
       { type: 'xreactor.compensate.finished', at, epoch, failure: null },
       { type: 'xreactor.compensate.finished', at, epoch, failure: { reason: 'raised', error: error('compensate raised') } },
       ...(top !== undefined && composeAt.has(top) ? [{ type: 'xreactor.undo.child', at, epoch, position: undoDepth - 1, step: topName } as const] : []),
@@ -562,11 +595,16 @@ function expectedSignals(model: PlanModel, before: Snapshot, next: Snapshot, eve
     signals.push({ to: parent, event: { type: 'xreactor.child.resumed', at: event.at, child: id }, dedupeKey: `${id}.resumed.${before.context.pauses}` });
   }
   if (event.type === 'xreactor.undo.child') {
+    const toMap = model.composeAt.get(stack.at(-1)!)?.map === true;
     signals.push({
       to: childIdOf(id, model.plan.steps[stack.at(-1)!]!.name),
-      event: { type: 'xreactor.operator.undo', at: event.at, from: id },
+      ...(toMap ? { kind: 'map' } : {}),
+      event: { type: 'xreactor.operator.undo', at: event.at, from: id, ...(toMap ? { reason: 'undo' as const } : {}) },
       dedupeKey: `undo.${id}.${event.epoch}.${event.position}`,
     });
+  }
+  if (event.type === 'xreactor.compensate.child') {
+    signals.push({ to: childIdOf(id, event.step), kind: 'map', event: { type: 'xreactor.operator.undo', at: event.at, from: id, reason: 'compensate' }, dedupeKey: `undo.${id}.${event.epoch}.compensate` });
   }
   if (event.type === 'xreactor.operator.undo' && pausedOnChild(before)) {
     signals.push({
@@ -805,25 +843,34 @@ function replay(model: PlanModel, machine: ExecutionMachine, labels: Map<AnyTran
       // Composed children. A compose step's outcome that spawns or finds its child awaits it:
       // the spawn (only for `compose.spawn`: the child's input is the step's arguments) and the
       // awaited actors land with the commit, and the trace says what is awaited.
-      if (event.type === 'xreactor.compose.spawn' || event.type === 'xreactor.compose.awaiting') composeArgs = event.args;
+      if (event.type === 'xreactor.compose.spawn' || event.type === 'xreactor.compose.awaiting' || event.type === 'xreactor.map.spawn') {
+        // A map step's awaited record carries no arguments: its entry has none (D11).
+        composeArgs = model.composeAt.get(event.index)?.map === true ? undefined : event.args;
+      }
       const spawns = actions.filter((a) => a.type === 'xreactor.write.spawn');
       const awaitWrites = actions.filter((a) => a.type === 'xreactor.write.awaits');
       const awaitingTraces = actions.filter((a) => a.type === 'xreactor.write.trace' && a.params.type === 'awaiting');
-      if (event.type === 'xreactor.compose.spawn' || event.type === 'xreactor.compose.awaiting') {
+      if (event.type === 'xreactor.compose.spawn' || event.type === 'xreactor.compose.awaiting' || event.type === 'xreactor.map.spawn') {
         const name = plan.steps[event.index]!.name;
         const child = childIdOf(id, name);
         expect(next.value, where).toEqual({ running: 'awaiting' });
-        expect(spawns, `${where}: spawn writes`).toEqual(event.type === 'xreactor.compose.spawn' ? [{ type: 'xreactor.write.spawn', params: { step: name, child, input: event.args } }] : []);
+        const spawnWrites =
+          event.type === 'xreactor.compose.spawn'
+            ? [{ type: 'xreactor.write.spawn', params: { step: name, child, input: event.args } }]
+            : event.type === 'xreactor.map.spawn'
+              ? [{ type: 'xreactor.write.spawn', params: { step: name, child, input: event.args, kind: 'map' } }]
+              : [];
+        expect(spawns, `${where}: spawn writes`).toEqual(spawnWrites);
         expect(awaitWrites, `${where}: awaits writes`).toEqual([{ type: 'xreactor.write.awaits', params: { actors: [child] } }]);
         expect(awaitingTraces, `${where}: awaiting trace`).toEqual([{ type: 'xreactor.write.trace', params: { type: 'awaiting', step: name, at: event.at, actors: [child] } }]);
-      } else if (event.type === 'xreactor.undo.child') {
+      } else if (event.type === 'xreactor.undo.child' || event.type === 'xreactor.compensate.child') {
         const child = childIdOf(id, event.step);
         expect(awaitWrites, `${where}: awaits writes`).toEqual([{ type: 'xreactor.write.awaits', params: { actors: [child] } }]);
         expect(awaitingTraces, `${where}: awaiting trace`).toEqual([{ type: 'xreactor.write.trace', params: { type: 'awaiting', step: event.step, at: event.at, actors: [child] } }]);
         expect(spawns, where).toEqual([]);
       } else {
         expect(spawns, `${where}: a spawn without compose.spawn`).toEqual([]);
-        expect(awaitingTraces, `${where}: an awaiting trace without compose.spawn / compose.awaiting / undo.child`).toEqual([]);
+        expect(awaitingTraces, `${where}: an awaiting trace without compose.spawn / compose.awaiting / map.spawn / undo.child / compensate.child`).toEqual([]);
       }
       // What is awaited: a state tagged `awaiting` (and a run paused on its child, which waits for
       // the child's `child.resumed` / `child.settled`) records exactly its child, in the context
@@ -837,12 +884,17 @@ function replay(model: PlanModel, machine: ExecutionMachine, labels: Map<AnyTran
           // Undoing a compose step's undo-stack entry: the one on top.
           expect(a, where).toMatchObject({ purpose: 'undo', position: c.undoDepth - 1, step: plan.steps[stack.at(-1)!]!.name });
           expect(model.composeAt.has(stack.at(-1)!), `${where}: undo.child of an entry that is not a compose step's`).toBe(true);
+        } else if (valueIs(next, { rolling_back: 'compensatingChild' })) {
+          // Compensating a failed map step: its map rolls its elements back.
+          expect(a, where).toEqual({ step: c.failure!.step, index: c.failure!.index, attempt: 0, child: a!.child, args: undefined, purpose: 'undo', position: null, kind: 'map' });
+          expect(model.composeAt.get(c.failure!.index)?.map, `${where}: compensate.child of a step that is not a map step`).toBe(true);
         } else if (valueIs(next, { rolling_back: 'undoingPausedChild' })) {
           // Undoing the child the run was paused on (its compose step is not on the stack).
           expect(a, where).toMatchObject({ purpose: 'undo', position: null, step: plan.steps[c.cursor]!.name });
         } else {
           // Running the compose step at the cursor, or paused on its child.
-          expect(a, where).toEqual({ step: plan.steps[c.cursor]!.name, index: c.cursor, attempt: c.attempt, child: a!.child, args: composeArgs, purpose: 'run', position: null });
+          const ofMap = model.composeAt.get(c.cursor)?.map === true;
+          expect(a, where).toEqual({ step: plan.steps[c.cursor]!.name, index: c.cursor, attempt: c.attempt, child: a!.child, args: composeArgs, purpose: 'run', position: null, ...(ofMap ? { kind: 'map' } : {}) });
           expect(model.composeAt.has(c.cursor), `${where}: awaiting a child at a step that is not a compose step`).toBe(true);
         }
       } else if (a !== null || awaits.length > 0) {
@@ -1093,8 +1145,10 @@ describe('execution machine model (xstate/graph)', () => {
     // executing compose.spawn / compose.awaiting, `running.awaiting` with step.failed (the child
     // is gone), child.settled and child.paused, paused child.resumed and child.settled, operator
     // undo split on pausedOnChild, undoingEntry undo.child, and `undoingChild` /
-    // `undoingPausedChild` with child.settled and child.lost each.
-    expect(allLabels.length).toBe(45);
+    // `undoingPausedChild` with child.settled and child.lost each. Version 7 (map steps) added 4:
+    // executing map.spawn, compensating compensate.child, and `compensatingChild` with
+    // child.settled and child.lost.
+    expect(allLabels.length).toBe(49);
   });
 });
 

@@ -25,19 +25,21 @@ describe('snapshot codec', () => {
     expect(Buffer.compare(encodeSnapshot(decodeSnapshot(bytes)), bytes)).toBe(0);
   });
 
-  it('reads the machine versions it is given per kind, by default only executions of EXECUTION_MACHINE_VERSION', () => {
-    const v7 = encodeSnapshot({ ...snapshot, machineVersion: 7 });
-    expect(decodeSnapshot(v7, { execution: [6, 7] }).machineVersion).toBe(7);
-    expect(DEFAULT_MACHINES).toEqual({ execution: [EXECUTION_MACHINE_VERSION] });
-    expect(() => decodeSnapshot(v7)).toThrow(DeserializationError);
-    expect(() => decodeSnapshot(v7)).toThrow(new RegExp(`stored execution snapshot has machine version 7; this build knows ${EXECUTION_MACHINE_VERSION}: deploy a build that knows version 7`));
+  it('reads the machine versions it is given per kind, by default the registry\'s (executions of versions 6 and 7, maps and element rollbacks of 1)', () => {
+    const v8 = encodeSnapshot({ ...snapshot, machineVersion: 8 });
+    expect(decodeSnapshot(v8, { execution: [7, 8] }).machineVersion).toBe(8);
+    expect(EXECUTION_MACHINE_VERSION).toBe(7);
+    expect(DEFAULT_MACHINES).toEqual({ execution: [6, EXECUTION_MACHINE_VERSION], map: [1], 'element-rollback': [1] });
+    expect(decodeSnapshot(encodeSnapshot({ ...snapshot, machineVersion: 6 })).machineVersion).toBe(6);
+    expect(() => decodeSnapshot(v8)).toThrow(DeserializationError);
+    expect(() => decodeSnapshot(v8)).toThrow(new RegExp(`stored execution snapshot has machine version 8; this build knows 6, ${EXECUTION_MACHINE_VERSION}: deploy a build that knows version 8`));
     expect(() => decodeSnapshot(encodeSnapshot(snapshot), { execution: [] })).toThrow(/knows no version/);
   });
 
   it('stores the actor kind and returns it; a kind or version this build does not know is retryable, naming it', () => {
-    const map: PersistedSnapshot = { kind: 'map', machineVersion: 2, value: 'collecting', context: { done: 3 } };
+    const map: PersistedSnapshot = { kind: 'unit', machineVersion: 2, value: 'collecting', context: { done: 3 } };
     const bytes = encodeSnapshot(map);
-    expect(decodeSnapshot(bytes, { execution: [1], map: [1, 2] })).toEqual(map);
+    expect(decodeSnapshot(bytes, { execution: [1], unit: [1, 2] })).toEqual(map);
     const unknownKind = (() => {
       try {
         decodeSnapshot(bytes);
@@ -47,8 +49,8 @@ describe('snapshot codec', () => {
     })();
     expect(unknownKind).toBeInstanceOf(DeserializationError);
     expect(unknownKind).toMatchObject({ retryable: true, code: 'deserialization_failed' });
-    expect((unknownKind as Error).message).toMatch(/kind "map", which this build does not know \(it knows "execution"\): a build that knows kind "map" must advance it/);
-    expect(() => decodeSnapshot(bytes, { map: [1] })).toThrow(expect.objectContaining({ retryable: true, message: expect.stringMatching(/stored map snapshot has machine version 2; this build knows 1/) }) as Error);
+    expect((unknownKind as Error).message).toMatch(/kind "unit", which this build does not know \(it knows "execution", "map", "element-rollback"\): a build that knows kind "unit" must advance it/);
+    expect(() => decodeSnapshot(bytes, { unit: [1] })).toThrow(expect.objectContaining({ retryable: true, message: expect.stringMatching(/stored unit snapshot has machine version 2; this build knows 1/) }) as Error);
     // A kind named like an Object.prototype member is not registered by accident.
     expect(() => decodeSnapshot(encodeSnapshot({ ...map, kind: 'constructor' }), {})).toThrow(/kind "constructor", which this build does not know \(it knows no kind\)/);
   });

@@ -51,6 +51,31 @@ describe('reactor versions and plan fingerprints', () => {
     expect(ran).toEqual(['v1:reserve', 'v1:charge']);
   });
 
+  it('an execution stored by execution machine version 6 loads and resumes on version 7 (the fields 7 added are filled in)', async () => {
+    const ran: string[] = [];
+    const v1 = checkout(1, 'charge', ran);
+    const store = createMemoryStore();
+    const runtime = createRuntime({ store, logger, generateId: () => 'v6run', reactors: [v1] });
+    expect(await runtime.run(v1, {})).toMatchObject({ status: 'paused' });
+    // Rewrite it as version 6 wrote it: no `map`, no `undoBy`.
+    const loaded = (await store.load('v6run'))!;
+    expect(loaded.snapshot.machineVersion).toBe(7);
+    const { map: _map, undoBy: _undoBy, ...v6context } = loaded.snapshot.context as Record<string, unknown>;
+    expect(_map).toBeNull();
+    await store.commit('v6run', loaded.revision, {
+      snapshot: { ...loaded.snapshot, machineVersion: 6, context: v6context },
+      status: 'paused',
+      writes: { results: [], pushUndo: [], truncateUndoTo: undefined, trace: [] },
+      outbox: loaded.outbox,
+    });
+    expect((await store.load('v6run'))!.snapshot.machineVersion).toBe(6);
+    expect(await runtime.continue('v6run', { step: 'approve', payload: true })).toMatchObject({ status: 'completed' });
+    expect(ran).toEqual(['v1:reserve', 'v1:charge']);
+    const after = (await store.load('v6run'))!;
+    expect(after.snapshot.machineVersion).toBe(7);
+    expect(after.snapshot.context).toMatchObject({ map: null, undoBy: null });
+  });
+
   it('one version registered twice with different plans is refused when the runtime is built', () => {
     const ran: string[] = [];
     expect(() => createRuntime({ logger, reactors: [checkout(3, 'a', ran), checkout(3, 'b', ran)] })).toThrow(/reactor "vcheckout" version 3 is registered twice with different plans/);

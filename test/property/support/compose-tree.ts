@@ -233,7 +233,7 @@ export const haltReason = (path: string) => `halt ${path}`;
 export interface ExpectedFailure {
   readonly step: string;
   readonly path: readonly string[];
-  readonly kind: 'compensate' | 'undo';
+  readonly kind: 'compensate' | 'undo' | 'undo_all';
   readonly reason: 'raised' | 'returned_failure';
 }
 
