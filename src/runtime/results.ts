@@ -87,10 +87,11 @@ export interface ExecutionView {
   readonly pendingCompensation: { readonly step: string } | undefined;
   /**
    * What a running or rolling-back execution waits for: other actors (`awaiting`: a compose step's
-   * child; it holds no worker), or time (`parked`: a retry backoff with a delayed wake).
+   * child; it holds no worker), time (`parked`: a retry backoff with a delayed wake), or a worker
+   * (handed off, not taken up yet: no worker is running for its queue, or they are all busy).
    * Undefined while it works or once it settled.
    */
-  readonly waiting: { readonly on: 'actors'; readonly step: string; readonly actors: readonly string[] } | { readonly on: 'time'; readonly step: string } | undefined;
+  readonly waiting: { readonly on: 'actors'; readonly step: string; readonly actors: readonly string[] } | { readonly on: 'time'; readonly step: string } | { readonly on: 'worker' } | undefined;
   readonly createdAt: number;
   readonly updatedAt: number;
 }

@@ -155,6 +155,8 @@ function waitingOf(value: unknown, context: { readonly awaiting: ExecutionContex
   const tags = executionTagsOf(value);
   if (tags.has('awaiting') && context.awaiting !== null) return { on: 'actors', step: context.awaiting.step, actors: [context.awaiting.child] };
   if (tags.has('parked')) return { on: 'time', step: plan?.plan[context.cursor]?.name ?? `#${context.cursor}` };
+  // Handed off, and no worker has taken it up yet.
+  if (typeof value === 'object' && value !== null && (value as { running?: unknown }).running === 'handedOff') return { on: 'worker' };
   return undefined;
 }
 

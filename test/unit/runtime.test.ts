@@ -166,6 +166,17 @@ describe('runtime', () => {
     expect(runs).toBe(1);
   });
 
+  it('find(id) of a handed-off run no worker has taken up yet says it waits for a worker', async () => {
+    const queue = createInProcessQueue({ mode: 'manual' });
+    const runtime = createRuntime({ logger: silent, queue, worker: true });
+    const later = defineReactor({ name: 'waits_for_worker' }).step('a', { run: () => 1 }).background({ all: true }).returns('a').build();
+    const { executionId } = await runtime.run(later, undefined as never);
+    expect((await runtime.find(executionId)).waiting).toEqual({ on: 'worker' });
+    await queue.drain();
+    expect(await runtime.find(executionId)).toMatchObject({ status: 'completed', waiting: undefined });
+    await runtime.close();
+  });
+
   it('a retried run of a failed execution returns its failure; of a dispatched one, dispatched', async () => {
     const queue = createInProcessQueue({ mode: 'manual' });
     const runtime = createRuntime({ logger: silent, queue, worker: true });
