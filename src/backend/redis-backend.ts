@@ -9,9 +9,10 @@ import { Cluster, Redis } from 'ioredis';
 import type { ClusterNode } from 'ioredis';
 import { DefinitionError } from '../errors/index.js';
 import { createBullmqQueue } from '../queue/bullmq-queue.js';
-import type { BullmqQueue, BullmqWorkerOptions } from '../queue/bullmq-queue.js';
+import type { BullmqQueue, BullmqQueueOptions, BullmqWorkerOptions } from '../queue/bullmq-queue.js';
 import type { JobSpec } from '../queue/queue.js';
 import { createRedisStore } from '../store/redis-store.js';
+import type { RedisStoreOptions } from '../store/redis-store.js';
 import type { Store } from '../store/store.js';
 
 /** The environment variable read for the Redis URL when neither `url` nor `cluster` is given. */
@@ -54,6 +55,10 @@ export interface RedisBackendOptions {
   readonly worker?: BullmqWorkerOptions;
   /** Told of connection errors and of jobs that cannot be handled. */
   readonly onError?: (error: Error, job?: JobSpec) => void;
+  /** Any other option of the Redis store (`groupCommit`, `machines`, …); the ones above win. */
+  readonly storeOptions?: Omit<RedisStoreOptions, 'redis'>;
+  /** Any other option of the BullMQ queue (`maxAttempts`, `backoffMs`, job retention, …); the ones above win. */
+  readonly queueOptions?: Omit<BullmqQueueOptions, 'connection'>;
 }
 
 /** What {@link connectRedis} opened: a store and a queue on one connection, closed together. */
@@ -95,7 +100,7 @@ export function connectRedis(options: RedisBackendOptions = {}): RedisBackend {
   const redis = nodes === undefined ? new Redis(url, { maxRetriesPerRequest: null }) : new Cluster(nodes, { redisOptions: { maxRetriesPerRequest: null } });
   const address = nodes === undefined ? url : (options.cluster ?? []).map((n) => (typeof n === 'string' ? n : JSON.stringify(n))).join(',');
   const timeout = options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs };
-  const store = createRedisStore({ redis, ...timeout, ...(options.prefix === undefined ? {} : { prefix: options.prefix }), ...(options.contextTtlMs === undefined ? {} : { contextTtlMs: options.contextTtlMs }) });
+  const store = createRedisStore({ ...options.storeOptions, redis, ...timeout, ...(options.prefix === undefined ? {} : { prefix: options.prefix }), ...(options.contextTtlMs === undefined ? {} : { contextTtlMs: options.contextTtlMs }) });
   // One report per outage, not one per reconnection attempt (ioredis retries every ~2 s, and
   // BullMQ re-emits the connection's errors): a message equal to the previous one is dropped
   // until the connection is ready again.
@@ -109,6 +114,7 @@ export function connectRedis(options: RedisBackendOptions = {}): RedisBackend {
   redis.on('error', (error: Error) => onError(error));
   redis.on('ready', () => (lastError = ''));
   const queue = createBullmqQueue({
+    ...options.queueOptions,
     connection: redis,
     ...timeout,
     ...(options.queueName === undefined ? {} : { queueName: options.queueName }),

@@ -66,4 +66,19 @@ describe('on Redis', () => {
       await backend.close();
     }
   });
+
+  it('connectRedis passes storeOptions and queueOptions through, its own options winning', async () => {
+    const backend = connectRedis({ url: server.url, storeOptions: { prefix: 'via-store-options', groupCommit: false }, queueOptions: { queueName: 'via-queue-options' } });
+    const runtime = createRuntime({ logger, backend, reactors: [counted] });
+    try {
+      await runtime.run(counted, undefined as never, { executionId: 'passthrough' });
+      expect(await backend.redis.exists('via-store-options:{passthrough}:exec:passthrough')).toBe(1);
+      expect(backend.queue.name).toBe('via-queue-options');
+      const own = connectRedis({ url: server.url, queueName: 'mine', queueOptions: { queueName: 'theirs' } });
+      expect(own.queue.name).toBe('mine');
+      await own.close();
+    } finally {
+      await runtime.close();
+    }
+  });
 });
