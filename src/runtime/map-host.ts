@@ -20,7 +20,7 @@ import type { ElementRollbackContext, ElementRollbackEvent, ElementRollbackInput
 import { executionStatusOf } from '../../machines/execution.js';
 import type { ActorTag } from '../../machines/registry-types.js';
 import type { AnyReactorDefinition, CompiledStep } from '../definition/compiled.js';
-import { DeserializationError, XreactorError } from '../errors/index.js';
+import { DeserializationError, WorkInterruptedError, XreactorError } from '../errors/index.js';
 import { serializeError } from '../serialization/index.js';
 import type { Commit, LoadedExecution, MapWrites, OutboxEffect, PersistedSnapshot, Signal, SignalEvent, SpawnActor } from '../store/store.js';
 import type { RollbackFailure } from '../../machines/execution-types.js';
@@ -391,7 +391,10 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
     const context = held.snapshot.context as MapContext;
     if (call.signal.aborted) {
       const reason: unknown = call.signal.reason;
-      return { type: 'xreactor.execution.abort', at: clock.now(), reason: reason instanceof Error ? reason.message : typeof reason === 'string' ? reason : 'aborted' };
+      const text = reason instanceof Error ? reason.message : typeof reason === 'string' ? reason : 'aborted';
+      // A worker that is interrupted commits nothing: the job is redelivered.
+      if (call.place === 'worker') throw new WorkInterruptedError(held.id, text);
+      return { type: 'xreactor.execution.abort', at: clock.now(), reason: text };
     }
     const gate = await store.readMapGate(held.id);
     if (gate.stop !== undefined) return { type: 'xreactor.map.stop', at: clock.now(), throw: p.throw, stop: parseStop(gate.stop) };

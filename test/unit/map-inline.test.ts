@@ -126,7 +126,7 @@ describe('inline map', () => {
   });
 
   it('collect throwing fails the map step and undoes every completed element, newest first', async () => {
-    const { runtime } = world();
+    const { runtime, store } = world();
     const log: string[] = [];
     const reactor = defineReactor({ name: 'collect-throws', input })
       .map('m', doubler(log, 'double-throws'), {
@@ -139,6 +139,11 @@ describe('inline map', () => {
     const result = await runtime.run(reactor, { items: [1, 2, 3] });
     expect(result).toMatchObject({ status: 'failed', step: 'm', message: 'cannot collect' });
     expect(log).toEqual(['run:1', 'run:2', 'run:3', 'undo:3', 'undo:2', 'undo:1']);
+    const m = `${result.executionId}.m`;
+    await expectNoInboxLeft(store, [result.executionId, m, `${m}.0`, `${m}.1`, `${m}.2`, `${m}.rb-0`, `${m}.rb-1`, `${m}.rb-2`]);
+    expect((await store.readMapStats(m))?.rollback).toMatchObject({ target: 3, settled: 3, undone: 3 });
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect((await store.listActive(100)).ids).toEqual([]);
   });
 
   it('undoAll replaces the per-element undos: called once with the completed elements in index order', async () => {
