@@ -159,15 +159,25 @@ export function findMapStep(definition: AnyReactorDefinition): readonly string[]
   return undefined;
 }
 
+/** The path of the first fan-out map step in `definition` (or its composed children and map elements). */
+function findFanOutMap(definition: AnyReactorDefinition): readonly string[] | undefined {
+  for (const step of definition.plan) {
+    if (step.kind === 'map' && step.map?.fanOut === true) return [step.name];
+    const inner = step.child === undefined ? undefined : findFanOutMap(step.child);
+    if (inner !== undefined) return [step.name, ...inner];
+  }
+  return undefined;
+}
+
 /**
- * Refuse a definition with a map step (in it or in a composed child) where reactors are
- * registered and run: this build defines and compiles maps but cannot run them yet.
+ * Refuse a definition with a fan-out map step (in it, a composed child or a map element) where
+ * reactors are registered and run: this build runs inline maps only.
  */
-export function refuseMapSteps(definition: AnyReactorDefinition): void {
-  const path = findMapStep(definition);
+export function refuseFanOutMaps(definition: AnyReactorDefinition): void {
+  const path = findFanOutMap(definition);
   if (path === undefined) return;
   throw new DefinitionError(
-    `reactor "${definition.name}" map "${path.join('.')}": map steps are not runnable in this build yet; build() and toGraph() accept them, registering and running a reactor with one is refused`,
+    `reactor "${definition.name}" map "${path.join('.')}": fan-out maps are not runnable in this build yet: omit fanOut to run the map inline`,
     { reactor: definition.name, step: path[0] },
   );
 }

@@ -4,7 +4,8 @@ import type { Logger } from 'pino';
 import type { AnyReactorDefinition } from '../definition/compiled.js';
 import { DefinitionError, DeserializationError, ExecutionNotFoundError, PlanMismatchError, UnknownReactorError, XreactorError } from '../errors/index.js';
 import { describePlanMismatch } from '../definition/fingerprint.js';
-import { refuseMapSteps } from '../definition/compile-map.js';
+import { findMapStep, refuseFanOutMaps } from '../definition/compile-map.js';
+import { ElementRollbackHost, MapHost } from './map-host.js';
 import { reactorMachine } from './reactor-machine.js';
 import { jobId } from '../queue/job-ids.js';
 import type { Middleware } from '../observability/middleware.js';
@@ -146,6 +147,25 @@ export function createEngine(options: EngineOptions): Engine {
   // The kernel's services, the same for every kind's host.
   const kernel = (): KernelDeps => ({ store, queue, clock, logger, lease: (id) => engine.lease(id), loadLeased: (lease) => engine.loadLeased(lease) });
 
+  /**
+   * The hosts of map operations and element rollbacks, registered with the first reactor that has
+   * a map step (an engine without maps keeps only the kinds it was given).
+   */
+  let mapHosts: { readonly map: MapHost; readonly rollbacks: ElementRollbackHost } | undefined;
+  const mapKinds = (): { readonly map: MapHost; readonly rollbacks: ElementRollbackHost } => {
+    if (mapHosts !== undefined) return mapHosts;
+    const deps = (kernelDeps: KernelDeps) => ({
+      ...kernelDeps,
+      definitionOf: (ref: { reactor: string; version: number; fingerprint: string }) => engine.definitionOf(ref),
+      hostFor: (definition: AnyReactorDefinition) => engine.register(definition),
+      rollbacks: () => rollbacks,
+    });
+    const map = engine.registerKind('map', (kernelDeps) => new MapHost(deps(kernelDeps))) as MapHost;
+    const rollbacks = engine.registerKind('element-rollback', (kernelDeps) => new ElementRollbackHost(deps(kernelDeps))) as ElementRollbackHost;
+    mapHosts = { map, rollbacks };
+    return mapHosts;
+  };
+
   const engine: Engine = {
     sweepOnce: () => Promise.resolve(0),
     store,
@@ -156,7 +176,8 @@ export function createEngine(options: EngineOptions): Engine {
     register(definition) {
       let host = hosts.get(definition);
       if (host === undefined) {
-        refuseMapSteps(definition);
+        refuseFanOutMaps(definition);
+        if (findMapStep(definition) !== undefined) mapKinds();
         const machine = reactorMachine(definition);
         host = new ExecutionHost(definition, machine, {
           store,
@@ -168,6 +189,7 @@ export function createEngine(options: EngineOptions): Engine {
           hostFor: (child) => engine.register(child),
           lease: (id) => engine.lease(id),
           loadLeased: (lease) => engine.loadLeased(lease),
+          mapHost: () => mapKinds().map,
         });
         hosts.set(definition, host);
         const versions = reactors.get(definition.name) ?? new Map<number, AnyReactorDefinition>();

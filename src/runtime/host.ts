@@ -30,6 +30,12 @@ import type { ActorInspector } from '../observability/inspector.js';
 import { ActorHost } from './actor-host.js';
 import type { ActorBehaviour, HeldActor, KernelDeps, KindHost, SweepLook, SweepVerdict, Transition } from './actor-host.js';
 import { sweepExecution } from './execution-sweep.js';
+import type { MapHost } from './map-host.js';
+import type { MapSpawnArgs } from './map.js';
+import { compensateMap, runMap, undoMap } from './map.js';
+import { isMapResultsRef, mapResultsOf } from './map-results.js';
+import type { ElementMapLink } from '../../machines/map-types.js';
+import type { ErrorData } from '../internal/error-data.js';
 import type { ActorTag } from '../../machines/registry-types.js';
 
 type Snapshot = ExecutionSnapshot;
@@ -50,6 +56,8 @@ export interface HostDeps {
   readonly lease: (id: string) => HeldLease;
   /** Take an actor's lease and load it with the host of its kind, in one store call (see Engine.loadLeased). */
   readonly loadLeased: KernelDeps['loadLeased'];
+  /** The host of map operations (for a map step's spawn). */
+  readonly mapHost: () => MapHost;
 }
 
 export type { Place } from './call.js';
@@ -76,6 +84,14 @@ export interface HeldExecution extends HeldActor {
 /** An actor held by this process, as loaded or created. */
 function newHeld(id: string, snapshot: Snapshot, revision: number, inputs: unknown, outbox: readonly OutboxEffect[]): HeldExecution {
   return { id, snapshot, revision, inputs, outbox, inbox: { entries: [], seq: 0 }, declined: new Set(), inboxStale: false, results: new Map(), lease: undefined };
+}
+
+/** A child a commit spawns: its held form, creation, lease and how this call starts it. */
+interface SpawnedChild {
+  readonly held: HeldActor;
+  readonly create: SpawnActor;
+  readonly lease: HeldLease | undefined;
+  readonly start: (call: Call) => Promise<void>;
 }
 
 /** Hand-off jobs carry the run's input up to this size (encoded); a larger input is read from the store. */
@@ -166,13 +182,17 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
     id: string,
     rawInput: unknown,
     lineage: { readonly parentId: string | null; readonly path: readonly string[] },
+    element?: { readonly map: ElementMapLink; readonly rejected?: ErrorData },
   ): Promise<{ readonly held: HeldExecution; readonly event: ExecutionEvent; readonly plan: CommitPlan; readonly create: SpawnActor }> {
     const { clock } = this.#deps;
     const reactor = this.#definition.name;
-    const [snapshot, actions] = this.#stepper.initial({ executionId: id, reactor, at: clock.now(), ...lineage });
+    const [snapshot, actions] = this.#stepper.initial({ executionId: id, reactor, at: clock.now(), ...lineage, ...(element === undefined ? {} : { map: element.map }) });
     let event: ExecutionEvent;
     let inputs: unknown = rawInput;
-    if (this.#definition.input === undefined) {
+    if (element?.rejected !== undefined) {
+      // A map element whose input could not be built from its item: it fails before its first step.
+      event = { type: 'xreactor.input.rejected', at: clock.now(), error: element.rejected };
+    } else if (this.#definition.input === undefined) {
       event = { type: 'xreactor.input.accepted', at: clock.now() };
     } else {
       const checked = await validateWith(this.#definition.input, rawInput);
@@ -289,7 +309,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
     if (next === held.snapshot) return undefined;
     const plan = planCommit(actions);
     if (plan.spawns.length === 0) return this.#transitionOf(held, event, next, actions, plan, [], call);
-    return Promise.all(plan.spawns.map((s) => this.#spawn(held, s.step, s.child, s.input))).then((spawned) => this.#transitionOf(held, event, next, actions, plan, spawned, call));
+    return Promise.all(plan.spawns.map((s) => (s.kind === 'map' ? this.#spawnMap(held, s.step, s.child, s.input as MapSpawnArgs) : this.#spawn(held, s.step, s.child, s.input)))).then((spawned) => this.#transitionOf(held, event, next, actions, plan, spawned, call));
   }
 
   #transitionOf(
@@ -298,7 +318,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
     next: Snapshot,
     actions: readonly { type: string; params?: unknown }[],
     plan: CommitPlan,
-    spawned: readonly { readonly held: HeldExecution; readonly host: ExecutionHost; readonly create: SpawnActor; readonly lease: HeldLease | undefined }[],
+    spawned: readonly SpawnedChild[],
     call: Call,
   ): Transition {
     const place = call.place;
@@ -354,22 +374,30 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
         for (const [step, value] of writes.results) held.results.set(step, encode(value));
         for (const child of spawned) {
           child.lease?.taken();
-          landedIn.spawned.set(child.held.id, { held: child.held, start: (startIn) => child.host.startSpawned(child.held, startIn) });
+          landedIn.spawned.set(child.held.id, { held: child.held, start: child.start });
         }
         return this.#afterCommit(held, event, effects);
       },
     };
   }
 
+  /** Build a map step's map operation for its owner's commit (it takes its own lease with it). */
+  async #spawnMap(owner: HeldExecution, step: string, child: string, input: MapSpawnArgs): Promise<SpawnedChild> {
+    const compiled = this.#byName.get(step);
+    if (compiled?.map === undefined) throw new DefinitionError(`step "${step}" of reactor "${this.#definition.name}" is not a map step`);
+    const spawned = await this.#deps.mapHost().creation(owner, this.#definition, compiled, child, input);
+    return { held: spawned.held, create: spawned.create, lease: spawned.lease, start: spawned.start };
+  }
+
   /** Build a composed child's creation for its parent's commit (the child takes its own lease with it). */
-  async #spawn(parent: HeldExecution, step: string, child: string, input: unknown): Promise<{ readonly held: HeldExecution; readonly host: ExecutionHost; readonly create: SpawnActor; readonly lease: HeldLease | undefined }> {
+  async #spawn(parent: HeldExecution, step: string, child: string, input: unknown): Promise<SpawnedChild> {
     const definition = this.#byName.get(step)?.child;
     if (definition === undefined) throw new DefinitionError(`step "${step}" of reactor "${this.#definition.name}" is not a compose step`);
     const host = this.#deps.hostFor(definition);
     const { held, create, plan } = await host.creation(child, input, { parentId: parent.id, path: [...parent.snapshot.context.path, step] });
     const lease = leavesProcess(plan.effects, 'worker') ? undefined : this.#deps.lease(child);
     held.lease = lease;
-    return { held, host, create: { ...create, ...(lease === undefined ? {} : { lease: lease.request }) }, lease };
+    return { held, create: { ...create, ...(lease === undefined ? {} : { lease: lease.request }) }, lease, start: (startIn) => host.startSpawned(held, startIn) };
   }
 
   /** Drive a child this call spawned, from its creating commit. */
@@ -430,7 +458,10 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
     }
     for (const step of steps) {
       const bytes = held.results.get(step);
-      if (bytes !== undefined) out.set(step, decode(bytes));
+      if (bytes === undefined) continue;
+      const value = decode(bytes);
+      // A map step's results: a reader over the map's stored outcomes.
+      out.set(step, isMapResultsRef(value) ? mapResultsOf(this.#deps.store, value, this.#byName.get(step)?.map?.element) : value);
     }
     return out;
   }
@@ -500,7 +531,9 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
           onStart: hooks.has('stepStart') ? (args) => hooks.emit('stepStart', { ...this.#hook(held, step.name), attempt, args }) : undefined,
         };
         const event =
-          step.kind === 'compose'
+          step.kind === 'map'
+            ? await runMap(this.#composeDeps, held, step, attempt, loadResults, progress.onStart ?? (() => undefined), scope)
+            : step.kind === 'compose'
             ? await runCompose(this.#composeDeps, held, step, attempt, loadResults, progress.onStart ?? (() => undefined))
             : settle(await this.#unlessAborted(signal, () => performStep(step, attempt, scope, loadResults, () => clock.now(), progress)));
         this.#emitStepOutcome(held, step, event);
@@ -541,6 +574,13 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
       case 'xreactor.effect.compensate': {
         const { step: name, error, args, epoch } = effect.params;
         const step = this.#byName.get(name)!;
+        if (step.kind === 'map') {
+          // The map rolls its elements back; its compensation collects their rollback failures once it is undone.
+          const event = await compensateMap(this.#composeDeps, held, name, epoch);
+          if (event.type === 'xreactor.compensate.child') hooks.emit('compensateStart', { ...this.#hook(held, name), attempt: 1, args, error: deserializeError(error) });
+          else hooks.emit('compensateComplete', { ...this.#hook(held, name), attempt: 1, args });
+          return event;
+        }
         const handler = step.compensate;
         const cause = deserializeError(error);
         hooks.emit('compensateStart', { ...this.#hook(held, name), attempt: 1, args, error: cause });
@@ -560,6 +600,12 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
         const entry = await store.readUndoEntry(executionId, position);
         if (entry === undefined) throw new DeserializationError(`execution ${executionId}: undo-stack entry ${position} is missing from the store`);
         const step = this.#byName.get(entry.step);
+        if (step?.kind === 'map') {
+          const event = await undoMap(this.#composeDeps, held, entry, position, epoch);
+          if (event.type === 'xreactor.undo.child') hooks.emit('undoStart', { ...this.#hook(held, entry.step), attempt: 1, args: entry.args, result: entry.result });
+          if (event.type === 'xreactor.undo.finished') hooks.emit('undoComplete', { ...this.#hook(held, entry.step), attempt: 1, args: entry.args });
+          return event;
+        }
         if (step?.kind === 'compose') {
           const composed = await undoCompose(this.#composeDeps, held, step, entry, position, epoch);
           if (composed.type !== 'xreactor.undo.child') hooks.emit('undoStart', { ...this.#hook(held, entry.step), attempt: 1, args: entry.args, result: entry.result });

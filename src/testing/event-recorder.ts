@@ -1,7 +1,20 @@
 import type { Middleware, StepHook } from '../observability/middleware.js';
 
-/** A step's name with the compose steps leading to it: `payment.charge`. */
-const name = (e: Pick<StepHook, 'path' | 'step'>) => [...e.path, e.step].join('.');
+/**
+ * A step's name with the compose steps leading to it: `payment.charge`. A map element's steps are
+ * named without the map step, with the element's index after the name: `e1[2]`, `k.k1[2]`.
+ */
+const name = (e: Pick<StepHook, 'path' | 'step'>) => {
+  const segments: string[] = [];
+  let suffix = '';
+  for (const segment of e.path) {
+    if (/^\d+$/.test(segment) && segments.length > 0) {
+      segments.pop();
+      suffix += `[${segment}]`;
+    } else segments.push(segment);
+  }
+  return [...segments, e.step].join('.') + suffix;
+};
 
 /** A middleware that records what happened as `kind:step` strings, in order. */
 export interface EventRecorder {

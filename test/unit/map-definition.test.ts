@@ -451,12 +451,11 @@ describe('map toGraph', () => {
   });
 });
 
-describe('map steps are not runnable in this build yet', () => {
-  const billing = unchecked().step('open', { run }).map('charges', chargeOne, { source: items }).build();
-  const message =
-    'reactor "billing" map "charges": map steps are not runnable in this build yet; build() and toGraph() accept them, registering and running a reactor with one is refused';
+describe('fan-out maps are not runnable in this build yet (inline maps are)', () => {
+  const billing = unchecked().step('open', { run }).map('charges', chargeOne, { source: items, fanOut: true }).build();
+  const message = 'reactor "billing" map "charges": fan-out maps are not runnable in this build yet: omit fanOut to run the map inline';
 
-  it('refuses to register a reactor with a map step', () => {
+  it('refuses to register a reactor with a fan-out map step', () => {
     expect(() => createRuntime({ logger: silent, reactors: [billing] })).toThrow(DefinitionError);
     expect(() => createRuntime({ logger: silent, reactors: [billing] })).toThrow(message);
   });
@@ -471,14 +470,19 @@ describe('map steps are not runnable in this build yet', () => {
     expect(error).toMatchObject({ code: 'definition_invalid', reactor: 'billing', step: 'charges', message });
   });
 
-  it('refuses a reactor composing a child with a map step, naming the path', () => {
+  it('refuses a reactor composing a child with a fan-out map step, naming the path', () => {
     const outer = defineReactor({ name: 'outer' }).compose('bill', billing).build();
     expect(() => createRuntime({ logger: silent, reactors: [outer] })).toThrow(
-      'reactor "outer" map "bill.charges": map steps are not runnable in this build yet; build() and toGraph() accept them, registering and running a reactor with one is refused',
+      'reactor "outer" map "bill.charges": fan-out maps are not runnable in this build yet: omit fanOut to run the map inline',
     );
   });
 
   it('refuses to register it with a worker', () => {
     expect(() => createWorker({ logger: silent, store: createMemoryStore(), queue: createInProcessQueue(), reactors: [billing] })).toThrow(message);
+  });
+
+  it('registers a reactor with an inline map step', () => {
+    const inline = unchecked().step('open', { run }).map('charges', chargeOne, { source: items }).build();
+    expect(() => createRuntime({ logger: silent, reactors: [inline] })).not.toThrow();
   });
 });

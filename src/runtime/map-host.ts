@@ -1,0 +1,618 @@
+/**
+ * The hosts of the map operation (kind `map`) and element-rollback (kind `element-rollback`)
+ * actors, docs/design/map.md §4, §9.2, §10: their effects, and how their transitions become
+ * commits. Inline mode only in this build: a map throws one element at a time and the element is
+ * advanced in the map's call (as compose advances a child); a rollback throws one rollback actor
+ * at a time, advanced likewise. Fan-out maps are refused at registration (`refuseFanOutMaps`).
+ */
+import { createActor } from 'xstate';
+import type { ActorScope, AnyStateMachine } from 'xstate';
+import type { ExecutionContext } from '../../machines/execution-types.js';
+import { createMapMachine, MAP_MACHINE_VERSION, mapStatusOf, mapTagsOf } from '../../machines/map.js';
+import type { ElementCreation, ElementSpawn, MapContext, MapEvent, MapInput, MapStop, RollbackCreation } from '../../machines/map-types.js';
+import {
+  createElementRollbackMachine,
+  ELEMENT_ROLLBACK_MACHINE_VERSION,
+  elementRollbackStatusOf,
+  elementRollbackTagsOf,
+} from '../../machines/element-rollback.js';
+import type { ElementRollbackContext, ElementRollbackEvent, ElementRollbackInput } from '../../machines/element-rollback-types.js';
+import { executionStatusOf } from '../../machines/execution.js';
+import type { ActorTag } from '../../machines/registry-types.js';
+import type { AnyReactorDefinition, CompiledStep } from '../definition/compiled.js';
+import { DeserializationError, WorkInterruptedError, XreactorError } from '../errors/index.js';
+import { serializeError } from '../serialization/index.js';
+import type { Commit, LoadedExecution, MapWrites, OutboxEffect, PersistedSnapshot, Signal, SignalEvent, SpawnActor } from '../store/store.js';
+import type { RollbackFailure } from '../../machines/execution-types.js';
+import type { ActorBehaviour, HeldActor, KernelDeps, KindHost, SweepLook, SweepVerdict, Transition } from './actor-host.js';
+import { ActorHost } from './actor-host.js';
+import type { Call } from './call.js';
+import type { HeldLease } from './lease.js';
+import type { ExecutionHost, HeldExecution } from './host.js';
+import type { MapSpawnArgs, MapStoredInput } from './map.js';
+import { completedElements, mapResultsOf, mapResultsRef } from './map-results.js';
+import { performRollbackHandler } from './step-performer.js';
+import { wakeParams } from './wake.js';
+
+type Action = { readonly type: string; readonly params?: unknown };
+type Snap = { readonly value: unknown; readonly context: unknown };
+
+/** Pure transitions of a machine on one actor scope (as `machine-stepper.ts` does for executions). */
+function stepperOf(machine: AnyStateMachine, input: unknown) {
+  let collected: Action[] = [];
+  const self = createActor(machine, { input });
+  const scope = {
+    self,
+    id: '',
+    sessionId: '',
+    logger: () => undefined,
+    defer: () => undefined,
+    emit: () => undefined,
+    stopChild: () => undefined,
+    system: self.system,
+    actionExecutor: (action: Action) => void collected.push(action),
+  } as unknown as ActorScope<never, never>;
+  const take = () => {
+    const out = collected;
+    collected = [];
+    return out.map((a) => ({ type: a.type, params: a.params }));
+  };
+  return {
+    initial(value: unknown): [Snap, Action[]] {
+      collected = [];
+      const snapshot = machine.getInitialSnapshot(scope as never, value) as Snap;
+      return [snapshot, take()];
+    },
+    next(snapshot: Snap, event: SignalEvent): [Snap, Action[]] {
+      collected = [];
+      const next = machine.transition(snapshot as never, event, scope as never) as Snap;
+      return [next, take()];
+    },
+    resolve(value: unknown, context: unknown): Snap {
+      return machine.resolveState({ value: value as never, context: context }) as Snap;
+    },
+  };
+}
+
+/** A map or rollback actor's commit plan: its writes, outbox, signals, spawns and awaits. */
+interface KindPlan {
+  map: MapWrites;
+  effects: OutboxEffect[];
+  signals: Signal[];
+  awaits: readonly string[] | undefined;
+  elements: { readonly lease: boolean; readonly list: readonly ElementCreation[]; readonly element: { reactor: string; version: number; fingerprint: string } } | undefined;
+  rollbacks: readonly RollbackCreation[] | undefined;
+  selfSignal: boolean;
+}
+
+function planOf(id: string, actions: readonly Action[]): KindPlan {
+  const plan: KindPlan = { map: {}, effects: [], signals: [], awaits: undefined, elements: undefined, rollbacks: undefined, selfSignal: false };
+  const wakes: OutboxEffect[] = [];
+  for (const action of actions) {
+    const p = action.params as never;
+    switch (action.type) {
+      case 'xreactor.write.map.init':
+        plan.map = { ...plan.map, init: p };
+        break;
+      case 'xreactor.write.map.target':
+        plan.map = { ...plan.map, target: p };
+        break;
+      case 'xreactor.write.map.rollbackTarget':
+        plan.map = { ...plan.map, rollbackTarget: p };
+        break;
+      case 'xreactor.write.map.dropSource':
+        plan.map = { ...plan.map, dropSource: true };
+        break;
+      case 'xreactor.write.map.rollbackReport': {
+        const r = p as { map: string; position: number; outcome: never; failures: readonly RollbackFailure[] };
+        plan.map = { ...plan.map, rollbackReport: { map: r.map, position: r.position, outcome: r.outcome, failures: r.failures } };
+        break;
+      }
+      case 'xreactor.write.spawnElements': {
+        const s = p as { element: { reactor: string; version: number; fingerprint: string }; lease: boolean; elements: readonly ElementCreation[] };
+        plan.elements = { lease: s.lease, list: s.elements, element: s.element };
+        break;
+      }
+      case 'xreactor.write.spawnRollbacks':
+        plan.rollbacks = (p as { actors: readonly RollbackCreation[] }).actors;
+        break;
+      case 'xreactor.write.signal': {
+        const s = p as { to: string; event: SignalEvent; dedupeKey: string; condition?: never; kind?: string };
+        plan.signals.push({ to: s.to, event: s.event, dedupeKey: s.dedupeKey, ...(s.condition === undefined ? {} : { condition: s.condition }) });
+        if (s.to === id) plan.selfSignal = true;
+        else {
+          const kind = s.kind ?? (s.event.type.startsWith('xreactor.map.') ? 'map' : 'execution');
+          wakes.push({ type: 'xreactor.effect.wake', params: wakeParams(s.to, kind, s.condition === undefined ? undefined : s.dedupeKey) });
+        }
+        break;
+      }
+      case 'xreactor.write.awaits':
+        plan.awaits = (p as { actors: readonly string[] }).actors;
+        break;
+      default:
+        if (action.type.startsWith('xreactor.effect.')) plan.effects.push({ type: action.type, params: action.params });
+    }
+  }
+  plan.effects.push(...wakes);
+  return plan;
+}
+
+const hasMapWrites = (map: MapWrites) => Object.keys(map).length > 0;
+const writesOf = (map: MapWrites) => ({ results: [], pushUndo: [], truncateUndoTo: undefined, trace: [], ...(hasMapWrites(map) ? { map } : {}) });
+
+/** A spawned actor built for a commit: its held form, its creation and how this call starts it. */
+interface Spawned {
+  readonly id: string;
+  readonly held: HeldActor;
+  readonly create: SpawnActor;
+  readonly lease: HeldLease | undefined;
+  readonly start: (call: Call) => Promise<void>;
+}
+
+/** A map operation actor as its host holds it. */
+export interface HeldMap extends HeldActor {
+  snapshot: Snap;
+  readonly inputs: MapStoredInput;
+  /** The page of a paged source read last: `page` is called once per `batchSize` elements. */
+  page?: { readonly from: number; readonly items: readonly unknown[]; readonly ended: boolean } | undefined;
+}
+
+/** An element-rollback actor as its host holds it. */
+export interface HeldRollback extends HeldActor {
+  snapshot: Snap;
+}
+
+/** What the map hosts need besides the kernel's services. */
+export interface MapHostDeps extends KernelDeps {
+  /** The owner reactor (by the map's context), at the version and plan it started with. */
+  readonly definitionOf: (ref: { reactor: string; version: number; fingerprint: string }) => AnyReactorDefinition;
+  readonly hostFor: (definition: AnyReactorDefinition) => ExecutionHost;
+  /** The rollback host (built after the map host). */
+  readonly rollbacks: () => ElementRollbackHost;
+  /** Lease checks before a rollback actor reports `element_in_flight`. */
+  readonly lockSnoozeMaxAttempts?: number;
+}
+
+const newHeldActor = <H extends HeldActor>(id: string, snapshot: Snap, revision: number, outbox: readonly OutboxEffect[], extra: Omit<H, keyof HeldActor>): H =>
+  ({ id, snapshot, revision, outbox, inbox: { entries: [], seq: 0 }, declined: new Set(), inboxStale: false, lease: undefined, ...extra }) as unknown as H;
+
+/** The stop a gate's `stop` field records (`failed:2`). */
+function parseStop(stop: string): MapStop {
+  const [kind, index] = stop.split(':');
+  return { kind: kind as MapStop['kind'], index: Number(index) };
+}
+
+/** The kind host of map operation actors. */
+export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
+  readonly loop: ActorHost<HeldMap>;
+  readonly #deps: MapHostDeps;
+  readonly #stepper = stepperOf(createMapMachine(), undefined);
+
+  constructor(deps: MapHostDeps) {
+    this.#deps = deps;
+    this.loop = new ActorHost(deps, this);
+  }
+
+  /** The compiled map step a map runs (from its owner's definition). */
+  #stepOf(context: MapContext): CompiledStep {
+    const definition = this.#deps.definitionOf({ reactor: context.reactor, version: context.version, fingerprint: context.fingerprint });
+    const step = definition.steps.find((s) => s.name === context.step);
+    if (step?.map === undefined) throw new XreactorError('map_step_unknown', `map ${context.mapId}: reactor "${context.reactor}" has no map step "${context.step}"`, { retryable: true });
+    return step;
+  }
+
+  /** The creation of a map operation for its owner's commit (`xreactor.map.spawn`), with this process's lease. */
+  async creation(owner: HeldExecution, ownerDefinition: AnyReactorDefinition, step: CompiledStep, id: string, args: MapSpawnArgs): Promise<Spawned> {
+    const map = step.map!;
+    const at = this.#deps.clock.now();
+    const input: MapInput = {
+      mapId: id,
+      owner: owner.id,
+      ownerPath: owner.snapshot.context.path,
+      step: step.name,
+      reactor: ownerDefinition.name,
+      version: ownerDefinition.version,
+      fingerprint: ownerDefinition.fingerprint,
+      element: { reactor: map.element.name, version: map.element.version, fingerprint: map.element.fingerprint },
+      mode: map.fanOut ? 'fanOut' : 'inline',
+      batchSize: map.batchSize,
+      atomic: map.atomic,
+      undoAll: map.undoAll !== undefined,
+      total: args.items === undefined ? null : args.items.length,
+      at,
+    };
+    const [snapshot, actions] = this.#stepper.initial(input);
+    const plan = planOf(id, actions);
+    const stored: MapStoredInput = { template: args.template, pagedArgs: args.pagedArgs };
+    const writes = writesOf({ ...plan.map, ...(args.items === undefined || args.items.length === 0 ? {} : { source: args.items }) });
+    const lease = this.#deps.lease(id);
+    const held = newHeldActor<HeldMap>(id, snapshot, 1, plan.effects, { inputs: stored });
+    held.lease = lease;
+    const create: SpawnActor = {
+      id,
+      reactor: ownerDefinition.name,
+      input: stored,
+      kind: 'map',
+      lease: lease.request,
+      commit: { snapshot: this.#persist(snapshot), status: mapStatusOf(snapshot.value), writes, outbox: plan.effects, ...(plan.signals.length === 0 ? {} : { signals: plan.signals }) },
+    };
+    return { id, held, create, lease, start: (call) => this.startSpawned(held, call) };
+  }
+
+  /** Start a spawned map: perform its creating commit's outbox, then keep driving. */
+  async startSpawned(held: HeldMap, call: Call): Promise<void> {
+    await this.loop.continueWith(held, await this.loop.performAll(held, held.outbox, call), call);
+  }
+
+  #persist(snapshot: Snap): PersistedSnapshot {
+    return { kind: 'map', machineVersion: MAP_MACHINE_VERSION, value: snapshot.value, context: snapshot.context };
+  }
+
+  async load(id: string, loaded: LoadedExecution, input: { readonly value: unknown } | undefined): Promise<HeldMap | undefined> {
+    if (loaded.snapshot.kind !== 'map' || loaded.snapshot.machineVersion !== MAP_MACHINE_VERSION) {
+      throw new DeserializationError(`actor ${id} was stored as ${loaded.snapshot.kind} machine version ${loaded.snapshot.machineVersion}; this host runs map machine version ${MAP_MACHINE_VERSION}`, { retryable: true });
+    }
+    const inputs = (input === undefined ? await this.#deps.store.readInput(id) : input.value) as MapStoredInput;
+    const held = newHeldActor<HeldMap>(id, this.#stepper.resolve(loaded.snapshot.value, loaded.snapshot.context), loaded.revision, loaded.outbox, { inputs });
+    held.inbox = loaded.inbox;
+    return held;
+  }
+
+  adopt(held: HeldMap, loaded: LoadedExecution): void {
+    held.snapshot = this.#stepper.resolve(loaded.snapshot.value, loaded.snapshot.context);
+    held.revision = loaded.revision;
+    held.outbox = loaded.outbox;
+  }
+
+  tags(value: unknown): ReadonlySet<ActorTag> {
+    return mapTagsOf(value);
+  }
+
+  persist(held: HeldMap) {
+    return { snapshot: this.#persist(held.snapshot), status: mapStatusOf(held.snapshot.value) };
+  }
+
+  sweep(_id: string, loaded: LoadedExecution, _look: SweepLook): SweepVerdict {
+    if (loaded.inbox.entries.length > 0) return { action: 'job' };
+    const tags = mapTagsOf(loaded.snapshot.value);
+    if (tags.has('settled')) return { action: 'drop' };
+    return tags.has('recoverable') ? { action: 'job' } : { action: 'keep' };
+  }
+
+  async transition(held: HeldMap, event: SignalEvent, _call: Call): Promise<Transition | undefined> {
+    const [next, actions] = this.#stepper.next(held.snapshot, event);
+    if (next === held.snapshot) return undefined;
+    const context = next.context as MapContext;
+    const plan = planOf(held.id, actions);
+    const spawned: Spawned[] = [];
+    if (plan.elements !== undefined) {
+      for (const element of plan.elements.list) spawned.push(await this.#element(context, element, plan.elements.lease));
+    }
+    if (plan.rollbacks !== undefined) for (const actor of plan.rollbacks) spawned.push(this.#deps.rollbacks().creation(context, actor));
+    const commit: Commit = {
+      snapshot: this.#persist(next),
+      status: mapStatusOf(next.value),
+      writes: writesOf(plan.map),
+      outbox: plan.effects,
+      ...(plan.signals.length === 0 ? {} : { signals: plan.signals }),
+      ...(plan.awaits === undefined ? {} : { awaits: plan.awaits }),
+      ...(spawned.length === 0 ? {} : { spawn: spawned.map((s) => s.create) }),
+    };
+    const finished = plan.effects.some((e) => e.type === 'xreactor.effect.finished');
+    return {
+      next,
+      commit,
+      options: finished ? { announce: true } : undefined,
+      effects: plan.effects,
+      listed: plan.signals.filter((s) => s.to !== held.id).map((s) => s.to),
+      landed: (landedIn) => {
+        if (plan.selfSignal) held.inboxStale = true;
+        for (const child of spawned) {
+          child.lease?.taken();
+          landedIn.spawned.set(child.id, { held: child.held, start: child.start });
+        }
+        return undefined;
+      },
+    };
+  }
+
+  /** One element's creation for the map's throw commit (inline: with this process's lease). */
+  async #element(context: MapContext, element: ElementCreation, withLease: boolean): Promise<Spawned> {
+    const definition = this.#deps.definitionOf(context.element);
+    const host = this.#deps.hostFor(definition);
+    const spawn: ElementSpawn = element.spawn;
+    const rejected = 'error' in spawn ? spawn.error : undefined;
+    const { held, create, plan } = await host.creation(
+      element.id,
+      'input' in spawn ? spawn.input : undefined,
+      { parentId: context.mapId, path: [...context.ownerPath, context.step, String(element.map.index)] },
+      { map: element.map, ...(rejected === undefined ? {} : { rejected }) },
+    );
+    const leaves = plan.effects.some((e) => e.type === 'xreactor.effect.finished');
+    const lease = withLease && !leaves ? this.#deps.lease(element.id) : undefined;
+    held.lease = lease;
+    return {
+      id: element.id,
+      held,
+      create: { ...create, retainWithParent: false, ...(lease === undefined ? {} : { lease: lease.request }) },
+      lease,
+      start: (call) => host.startSpawned(held, call),
+    };
+  }
+
+  perform(held: HeldMap, effect: OutboxEffect, call: Call): Promise<SignalEvent | undefined> {
+    return this.#perform(held, effect, call);
+  }
+
+  async #perform(held: HeldMap, effect: OutboxEffect, call: Call): Promise<MapEvent | undefined> {
+    const { store, clock } = this.#deps;
+    const context = held.snapshot.context as MapContext;
+    switch (effect.type) {
+      case 'xreactor.effect.map.throw':
+        return this.#throw(held, effect.params as { throw: number; from: number; size: number }, call);
+      case 'xreactor.effect.map.conclude': {
+        const stats = await store.readMapStats(held.id);
+        const stop = stats?.stop ?? context.stop;
+        const outcome = stop !== null ? stop.kind : context.failure !== null ? 'failed' : 'completed';
+        return { type: 'xreactor.map.concluded', at: clock.now(), outcome, stop };
+      }
+      case 'xreactor.effect.map.rollbackStart': {
+        const stats = await store.readMapStats(held.id);
+        return { type: 'xreactor.map.rollbackStarted', at: clock.now(), total: stats?.started ?? 0, aborted: stats?.aborted ?? 0 };
+      }
+      case 'xreactor.effect.map.rollbackThrow': {
+        const p = effect.params as { throw: number; from: number; size: number; total: number; list: 'started' | 'aborted' };
+        if (p.list === 'aborted') {
+          throw new XreactorError('map_rollback_unsupported', `map ${held.id}: undoAll over interrupted (aborted) elements is not runnable in this build yet`);
+        }
+        const indexes = await store.readMapStarted(held.id, p.total, p.from, p.size);
+        return { type: 'xreactor.map.rollbackThrown', at: clock.now(), throw: p.throw, from: p.from, positions: indexes.map((index, i) => ({ position: p.from + i, index })) };
+      }
+      case 'xreactor.effect.map.undoAll':
+        return this.#undoAll(held, context, call);
+      case 'xreactor.effect.awaitChild':
+        held.inboxStale = true;
+        await this.loop.advance((effect.params as { child: string }).child, call);
+        return undefined;
+      case 'xreactor.effect.finished':
+        store.markActive(held.id, false).catch((error: unknown) => {
+          this.#deps.logger.warn({ event: 'xreactor.index.remove_failed', executionId: held.id, err: error }, 'could not remove a settled map from the recovery index');
+        });
+        return undefined;
+      default:
+        // enqueue and redispatch belong to fan-out maps, refused at registration in this build.
+        throw new XreactorError('map_effect_unsupported', `map ${held.id}: effect ${effect.type} is for fan-out maps, which are not runnable in this build yet`);
+    }
+  }
+
+  /** A throw: the gate, then the window's items and the elements' inputs. */
+  async #throw(held: HeldMap, p: { throw: number; from: number; size: number }, call: Call): Promise<MapEvent> {
+    const { store, clock } = this.#deps;
+    const context = held.snapshot.context as MapContext;
+    if (call.signal.aborted) {
+      const reason: unknown = call.signal.reason;
+      const text = reason instanceof Error ? reason.message : typeof reason === 'string' ? reason : 'aborted';
+      // A worker that is interrupted commits nothing: the job is redelivered.
+      if (call.place === 'worker') throw new WorkInterruptedError(held.id, text);
+      return { type: 'xreactor.execution.abort', at: clock.now(), reason: text };
+    }
+    const gate = await store.readMapGate(held.id);
+    if (gate.stop !== undefined) return { type: 'xreactor.map.stop', at: clock.now(), throw: p.throw, stop: parseStop(gate.stop) };
+    const step = this.#stepOf(context);
+    const map = step.map!;
+    let items: readonly unknown[];
+    let exhausted: boolean;
+    let total: number | null = context.total;
+    try {
+      if (map.source.kind === 'source') {
+        items = p.size === 0 ? [] : await store.readMapSource(held.id, p.from, p.size);
+        exhausted = total === null ? items.length < p.size : p.from + items.length >= total;
+      } else {
+        const source = map.source;
+        const ownerInputs = (await store.readInput(context.owner)) as Readonly<Record<string, unknown>>;
+        const pageCtx = { args: held.inputs.pagedArgs, inputs: ownerInputs, signal: call.signal };
+        if (p.throw === 0 && total === null && source.count !== undefined) {
+          const counted = await source.count(pageCtx);
+          if (!Number.isSafeInteger(counted) || counted < 0) throw new Error(`count() returned ${String(counted)}, not a whole number >= 0`);
+          total = counted;
+        }
+        const size = total === null ? p.size : Math.min(p.size, total - p.from);
+        let page = held.page;
+        if (size > 0 && (page === undefined || p.from < page.from || p.from + size > page.from + page.items.length) && !(page?.ended === true && p.from >= page.from)) {
+          const limit = total === null ? context.batchSize : Math.min(context.batchSize, total - p.from);
+          const fetched = await source.page(p.from, limit, pageCtx);
+          if (!Array.isArray(fetched)) throw new Error(`page(${p.from}, ${limit}) returned ${typeof fetched}, not an array`);
+          page = { from: p.from, items: fetched, ended: fetched.length < limit };
+          held.page = page;
+        }
+        items = size <= 0 || page === undefined ? [] : page.items.slice(p.from - page.from, p.from - page.from + size);
+        exhausted = total !== null ? p.from + items.length >= total : items.length < size || (page?.ended === true && p.from + items.length >= page.from + page.items.length);
+      }
+    } catch (error) {
+      const failure = new XreactorError('map_source_invalid', `map "${context.step}" (${held.id}): reading its source failed: ${error instanceof Error ? error.message : String(error)}`, { step: context.step, reactor: context.reactor, cause: error });
+      return { type: 'xreactor.map.sourceFailed', at: clock.now(), throw: p.throw, error: serializeError(failure) };
+    }
+    const inputs = items.map((item, i) => this.#elementInput(step, held.inputs, p.from + i, item));
+    return { type: 'xreactor.map.thrown', at: clock.now(), throw: p.throw, from: p.from, count: items.length, exhausted, total, inputs };
+  }
+
+  /** An element's input from the template and its item: element sources resolved, their transforms applied. */
+  #elementInput(step: CompiledStep, stored: MapStoredInput, index: number, item: unknown): ElementSpawn {
+    const args = step.map!.elementArgs;
+    if (args === undefined) return { index, input: item };
+    const input: Record<string, unknown> = {};
+    for (const [key, source] of Object.entries(args)) {
+      const spec = source.spec;
+      if (spec.kind !== 'element') {
+        input[key] = stored.template?.[key];
+        continue;
+      }
+      let value: unknown = item;
+      try {
+        for (const segment of spec.path) {
+          if (typeof value !== 'object' || value === null || !(segment in value)) {
+            throw new Error(`"${segment}" is missing in ${value === null ? 'null' : typeof value}`);
+          }
+          value = (value as Record<string, unknown>)[segment];
+        }
+        for (const transform of spec.transforms) value = transform(value);
+      } catch (error) {
+        const where = spec.path.length > 0 ? `element("${spec.path.join('.')}")` : 'element()';
+        const rejection = new XreactorError('element_input_invalid', `map "${step.name}" element ${index}: argument "${key}" from ${where} cannot be resolved: ${error instanceof Error ? error.message : String(error)}`, { step: step.name, cause: error });
+        return { index, error: serializeError(rejection) };
+      }
+      input[key] = value;
+    }
+    return { index, input };
+  }
+
+  /** undoAll over the completed elements (not called when none completed). */
+  async #undoAll(held: HeldMap, context: MapContext, call: Call): Promise<MapEvent> {
+    const { store, clock } = this.#deps;
+    const step = this.#stepOf(context);
+    const map = step.map!;
+    const stats = await store.readMapStats(held.id);
+    if (map.undoAll === undefined || (stats?.completed ?? 0) === 0) return { type: 'xreactor.map.undoAllFinished', at: clock.now(), failure: null };
+    const results = mapResultsOf(store, mapResultsRef(held.id, stats?.target ?? context.offset, map.element.returns ?? null), map.element);
+    const inputs = await store.readInput(context.owner);
+    const ctx = { executionId: context.owner as never, reactor: context.reactor, step: context.step, attempt: 1, signal: call.signal, inputs: inputs as Readonly<unknown> };
+    const undoAll = map.undoAll;
+    const failure = await performRollbackHandler(() => undoAll(completedElements(results), ctx), context.step, context.reactor);
+    return { type: 'xreactor.map.undoAllFinished', at: clock.now(), failure };
+  }
+}
+
+/** The kind host of element-rollback actors (in-call mode: the element is undone in the rollback actor's call). */
+export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHost<HeldRollback> {
+  readonly loop: ActorHost<HeldRollback>;
+  readonly #deps: MapHostDeps;
+  readonly #stepper = stepperOf(createElementRollbackMachine(), undefined);
+
+  constructor(deps: MapHostDeps) {
+    this.#deps = deps;
+    this.loop = new ActorHost(deps, this);
+  }
+
+  #persist(snapshot: Snap): PersistedSnapshot {
+    return { kind: 'element-rollback', machineVersion: ELEMENT_ROLLBACK_MACHINE_VERSION, value: snapshot.value, context: snapshot.context };
+  }
+
+  /** A rollback actor's creation for its map's rollback throw commit (inline: with this process's lease). */
+  creation(map: MapContext, actor: RollbackCreation): Spawned {
+    const input: ElementRollbackInput = {
+      id: actor.id,
+      map: map.mapId,
+      step: map.step,
+      element: actor.element,
+      position: actor.position,
+      index: actor.index,
+      throw: actor.throw,
+      lastOfThrow: actor.lastOfThrow,
+      mode: actor.mode,
+      maxAttempts: this.#deps.lockSnoozeMaxAttempts ?? 20,
+      at: this.#deps.clock.now(),
+    };
+    const [snapshot, actions] = this.#stepper.initial(input);
+    const plan = planOf(actor.id, actions);
+    const lease = actor.mode === 'inline' ? this.#deps.lease(actor.id) : undefined;
+    const held = newHeldActor<HeldRollback>(actor.id, snapshot, 1, plan.effects, {});
+    held.lease = lease;
+    const create: SpawnActor = {
+      id: actor.id,
+      reactor: map.reactor,
+      input: null,
+      kind: 'element-rollback',
+      retainWithParent: false,
+      ...(lease === undefined ? {} : { lease: lease.request }),
+      commit: { snapshot: this.#persist(snapshot), status: elementRollbackStatusOf(snapshot.value), writes: writesOf(plan.map), outbox: plan.effects },
+    };
+    return { id: actor.id, held, create, lease, start: (call) => this.startSpawned(held, call) };
+  }
+
+  async startSpawned(held: HeldRollback, call: Call): Promise<void> {
+    await this.loop.continueWith(held, await this.loop.performAll(held, held.outbox, call), call);
+  }
+
+  async load(id: string, loaded: LoadedExecution): Promise<HeldRollback | undefined> {
+    if (loaded.snapshot.kind !== 'element-rollback' || loaded.snapshot.machineVersion !== ELEMENT_ROLLBACK_MACHINE_VERSION) {
+      throw new DeserializationError(`actor ${id} was stored as ${loaded.snapshot.kind} machine version ${loaded.snapshot.machineVersion}; this host runs element-rollback machine version ${ELEMENT_ROLLBACK_MACHINE_VERSION}`, { retryable: true });
+    }
+    const held = newHeldActor<HeldRollback>(id, this.#stepper.resolve(loaded.snapshot.value, loaded.snapshot.context), loaded.revision, loaded.outbox, {});
+    held.inbox = loaded.inbox;
+    return Promise.resolve(held);
+  }
+
+  adopt(held: HeldRollback, loaded: LoadedExecution): void {
+    held.snapshot = this.#stepper.resolve(loaded.snapshot.value, loaded.snapshot.context);
+    held.revision = loaded.revision;
+    held.outbox = loaded.outbox;
+  }
+
+  tags(value: unknown): ReadonlySet<ActorTag> {
+    return elementRollbackTagsOf(value);
+  }
+
+  persist(held: HeldRollback) {
+    return { snapshot: this.#persist(held.snapshot), status: elementRollbackStatusOf(held.snapshot.value) };
+  }
+
+  sweep(_id: string, loaded: LoadedExecution, _look: SweepLook): SweepVerdict {
+    if (loaded.inbox.entries.length > 0) return { action: 'job' };
+    const tags = elementRollbackTagsOf(loaded.snapshot.value);
+    if (tags.has('settled')) return { action: 'drop' };
+    return tags.has('recoverable') ? { action: 'job' } : { action: 'keep' };
+  }
+
+  transition(held: HeldRollback, event: SignalEvent): Transition | undefined {
+    const [next, actions] = this.#stepper.next(held.snapshot, event);
+    if (next === held.snapshot) return undefined;
+    const plan = planOf(held.id, actions);
+    const finished = plan.effects.some((e) => e.type === 'xreactor.effect.finished');
+    const commit: Commit = {
+      snapshot: this.#persist(next),
+      status: elementRollbackStatusOf(next.value),
+      writes: writesOf(plan.map),
+      outbox: plan.effects,
+      ...(plan.signals.length === 0 ? {} : { signals: plan.signals }),
+      ...(plan.awaits === undefined ? {} : { awaits: plan.awaits }),
+    };
+    return { next, commit, options: finished ? { announce: true } : undefined, effects: plan.effects, listed: plan.signals.filter((s) => s.condition === undefined).map((s) => s.to), landed: () => undefined };
+  }
+
+  perform(held: HeldRollback, effect: OutboxEffect, call: Call): Promise<SignalEvent | undefined> {
+    return this.#perform(held, effect, call);
+  }
+
+  async #perform(held: HeldRollback, effect: OutboxEffect, call: Call): Promise<ElementRollbackEvent | undefined> {
+    const { store, clock } = this.#deps;
+    const context = held.snapshot.context as ElementRollbackContext;
+    switch (effect.type) {
+      case 'xreactor.effect.rollback.resolve': {
+        const { element, attempt } = effect.params as { element: string; attempt: number };
+        const loaded = await store.load(element);
+        if (loaded === undefined) return { type: 'xreactor.rollback.unavailable', at: clock.now(), attempt };
+        const status = executionStatusOf(loaded.snapshot.value);
+        if (status === 'failed' || status === 'halted' || status === 'cancelled') return { type: 'xreactor.rollback.notNeeded', at: clock.now(), attempt };
+        void (loaded.snapshot.context as ExecutionContext);
+        if (await store.hasLease(element)) return { type: 'xreactor.rollback.contended', at: clock.now(), attempt, delayMs: 5_000 };
+        return { type: 'xreactor.rollback.undo', at: clock.now(), attempt };
+      }
+      case 'xreactor.effect.wait': {
+        const { attempt, delayMs } = effect.params as { attempt: number; delayMs: number };
+        await clock.sleep(delayMs, call.signal);
+        return { type: 'xreactor.rollback.retry', at: clock.now(), attempt };
+      }
+      case 'xreactor.effect.awaitChild':
+        held.inboxStale = true;
+        await this.loop.advance(context.element, call);
+        return undefined;
+      case 'xreactor.effect.finished':
+        store.markActive(held.id, false).catch(() => undefined);
+        return undefined;
+      default:
+        return undefined;
+    }
+  }
+}
+
+export type { MapEvent };

@@ -1,0 +1,205 @@
+import { describe, expect, it } from 'vitest';
+import { defineReactor, fail, halt } from '../../src/index.js';
+import { z } from 'zod';
+import { seedHarness } from '../support/seed-kit.js';
+
+// Seed 001 §2.x and the map table (S-map-*), inline maps: element reactor e1 → e2 (both with
+// compensate/undo), items [0, 1, 2, 3]. Handlers record `kind:label[i]` themselves; the
+// recorder names element steps the same way (`e1[2]`).
+
+type H = ReturnType<typeof seedHarness>;
+type Behaviour = 'ok' | 'fail' | 'halt' | 'fail-once';
+
+/** A step of an element that records run/compensate/undo as `<label>[i]` and behaves as `behaviour(i)` says. */
+function elementStep(h: H, label: string, behaviour: (i: number) => Behaviour = () => 'ok') {
+  const attempts = new Map<number, number>();
+  return {
+    run: (item: unknown) => {
+      const i = Number(item);
+      h.record('run', `${label}[${i}]`);
+      const b = behaviour(i);
+      const n = (attempts.get(i) ?? 0) + 1;
+      attempts.set(i, n);
+      if (b === 'fail') return fail(new Error(`${label}[${i}] failed`));
+      if (b === 'fail-once' && n === 1) throw new Error(`${label}[${i}] failed once`);
+      if (b === 'halt') return halt(`${label}[${i}] halted`);
+      return `${label}:${i}`;
+    },
+    compensate: (_error: unknown, item: unknown) => h.record('compensate', `${label}[${Number(item)}]`),
+    undo: (_result: unknown, item: unknown) => h.record('undo', `${label}[${Number(item)}]`),
+  };
+}
+
+function plainStep(h: H, label: string, behaviour: 'ok' | 'fail' = 'ok') {
+  return {
+    run: () => {
+      h.record('run', label);
+      if (behaviour === 'fail') return fail(new Error(`${label} failed`));
+      return label.toUpperCase();
+    },
+    compensate: () => h.record('compensate', label),
+    undo: () => h.record('undo', label),
+  };
+}
+
+function elementReactor(h: H, name: string, e2: (i: number) => Behaviour = () => 'ok', e2Options: Record<string, unknown> = {}) {
+  return defineReactor({ name })
+    .step('e1', elementStep(h, 'e1'))
+    .step('e2', { waitFor: ['e1'], ...e2Options, ...elementStep(h, 'e2', e2) })
+    .build();
+}
+
+const items = [0, 1, 2, 3];
+const input = z.object({ items: z.array(z.number()) });
+const el = (i: number, steps = ['e1', 'e2']) => steps.map((s) => `run:${s}[${i}]`);
+
+describe('seed: inline maps', () => {
+  it('S-map-01: atomic, element 2 fails: it rolls itself back, then elements 1, 0 are undone newest first, then a; element 3 never runs', async () => {
+    const h = seedHarness();
+    const reactor = defineReactor({ name: 'map01', input })
+      .step('a', plainStep(h, 'a'))
+      .map('m', elementReactor(h, 'map01-element', (i) => (i === 2 ? 'fail' : 'ok')), { source: ({ input }) => input('items'), waitFor: ['a'] })
+      .step('b', { waitFor: ['m'], ...plainStep(h, 'b') })
+      .build();
+    const result = await h.runtime.run(reactor, { items });
+    expect(h.events).toEqual([
+      'run:a',
+      ...el(0),
+      ...el(1),
+      'run:e1[2]',
+      'run:e2[2]',
+      'compensate:e2[2]',
+      'undo:e1[2]',
+      'undo:e2[1]',
+      'undo:e1[1]',
+      'undo:e2[0]',
+      'undo:e1[0]',
+      'undo:a',
+    ]);
+    expect(h.hooks).toEqual(h.events);
+    expect(result).toMatchObject({ status: 'failed', step: 'm', message: 'e2[2] failed', rollbackFailures: [] });
+    expect((await h.runtime.find(`${result.executionId}.m`)).status).toBe('undone');
+  });
+
+  it('S-map-02: atomic false: element 2 fails and rolls itself back, the map completes, b runs', async () => {
+    const h = seedHarness();
+    const reactor = defineReactor({ name: 'map02', input })
+      .step('a', plainStep(h, 'a'))
+      .map('m', elementReactor(h, 'map02-element', (i) => (i === 2 ? 'fail' : 'ok')), { source: ({ input }) => input('items'), atomic: false, waitFor: ['a'] })
+      .step('b', { waitFor: ['m'], ...plainStep(h, 'b') })
+      .build();
+    const result = await h.runtime.run(reactor, { items });
+    expect(h.events).toEqual(['run:a', ...el(0), ...el(1), 'run:e1[2]', 'run:e2[2]', 'compensate:e2[2]', 'undo:e1[2]', ...el(3), 'run:b']);
+    expect(h.hooks).toEqual(h.events);
+    expect(result).toMatchObject({ status: 'completed' });
+  });
+
+  it('S-map-03: b fails after the map: the map entry is undone, positions 3, 2, 1, 0, then a', async () => {
+    const h = seedHarness();
+    const reactor = defineReactor({ name: 'map03', input })
+      .step('a', plainStep(h, 'a'))
+      .map('m', elementReactor(h, 'map03-element'), { source: ({ input }) => input('items'), waitFor: ['a'] })
+      .step('b', { waitFor: ['m'], ...plainStep(h, 'b', 'fail') })
+      .build();
+    const result = await h.runtime.run(reactor, { items });
+    expect(h.events).toEqual([
+      'run:a',
+      ...el(0),
+      ...el(1),
+      ...el(2),
+      ...el(3),
+      'run:b',
+      'compensate:b',
+      'undo:e2[3]',
+      'undo:e1[3]',
+      'undo:e2[2]',
+      'undo:e1[2]',
+      'undo:e2[1]',
+      'undo:e1[1]',
+      'undo:e2[0]',
+      'undo:e1[0]',
+      'undo:a',
+    ]);
+    expect(h.hooks).toEqual(h.events);
+    expect(result).toMatchObject({ status: 'failed', step: 'b', message: 'b failed', rollbackFailures: [] });
+    expect((await h.runtime.find(result.executionId)).undoStack).toEqual([]);
+  });
+
+  it('S-map-07: the map is in a composed child: the child compensates its map, undoes c0 and fails; the root undoes a', async () => {
+    const h = seedHarness();
+    const child = defineReactor({ name: 'map07-child', input })
+      .step('c0', plainStep(h, 'child.c0'))
+      .map('m', elementReactor(h, 'map07-element', (i) => (i === 2 ? 'fail' : 'ok')), { source: ({ input }) => input('items'), waitFor: ['c0'] })
+      .build();
+    const reactor = defineReactor({ name: 'map07', input })
+      .step('a', plainStep(h, 'a'))
+      .compose('child', child, { waitFor: ['a'] })
+      .build();
+    const result = await h.runtime.run(reactor, { items });
+    const inChild = (i: number) => [`run:e1[${i}]`, `run:e2[${i}]`];
+    expect(h.events).toEqual([
+      'run:a',
+      'run:child.c0',
+      ...inChild(0),
+      ...inChild(1),
+      'run:e1[2]',
+      'run:e2[2]',
+      'compensate:e2[2]',
+      'undo:e1[2]',
+      'undo:e2[1]',
+      'undo:e1[1]',
+      'undo:e2[0]',
+      'undo:e1[0]',
+      'undo:child.c0',
+      'undo:a',
+    ]);
+    expect(h.hooks).toEqual(h.events.map((e) => e.replace(/^(\w+):(e\d\[\d\])$/, '$1:child.$2')));
+    expect(result).toMatchObject({ status: 'failed', step: 'child', message: 'e2[2] failed' });
+  });
+
+  it("S-map-08: a compose inside each element: element 2's e2 fails, its k is undone in its own rollback; elements 1, 0 undo e2, k.k1, e1", async () => {
+    const h = seedHarness();
+    const k = defineReactor({ name: 'map08-k' }).step('k1', elementStep(h, 'k.k1')).build();
+    const element = defineReactor({ name: 'map08-element' })
+      .step('e1', elementStep(h, 'e1'))
+      .compose('k', k, { waitFor: ['e1'] })
+      .step('e2', { waitFor: ['k'], ...elementStep(h, 'e2', (i) => (i === 2 ? 'fail' : 'ok')) })
+      .build();
+    const reactor = defineReactor({ name: 'map08', input }).map('m', element, { source: ({ input }) => input('items') }).build();
+    const result = await h.runtime.run(reactor, { items });
+    const ran = (i: number) => [`run:e1[${i}]`, `run:k.k1[${i}]`, `run:e2[${i}]`];
+    const undone = (i: number) => [`undo:e2[${i}]`, `undo:k.k1[${i}]`, `undo:e1[${i}]`];
+    expect(h.events).toEqual([...ran(0), ...ran(1), ...ran(2), 'compensate:e2[2]', 'undo:k.k1[2]', 'undo:e1[2]', ...undone(1), ...undone(0)]);
+    expect(h.hooks).toEqual(h.events);
+    expect(result).toMatchObject({ status: 'failed', step: 'm', message: 'e2[2] failed' });
+  });
+
+  it('S-map-10: every e2 fails once with retries 2: in a caller the backoff sleeps in place, element after element', async () => {
+    const h = seedHarness();
+    const reactor = defineReactor({ name: 'map10', input })
+      .step('a', plainStep(h, 'a'))
+      .map('m', elementReactor(h, 'map10-element', () => 'fail-once', { retries: { maxAttempts: 3, backoff: 'fixed', baseDelayMs: 10 } }), {
+        source: ({ input }) => input('items'),
+        waitFor: ['a'],
+      })
+      .step('b', { waitFor: ['m'], ...plainStep(h, 'b') })
+      .build();
+    const result = await h.runtime.run(reactor, { items: [0, 1] });
+    expect(h.events).toEqual(['run:a', 'run:e1[0]', 'run:e2[0]', 'run:e2[0]', 'run:e1[1]', 'run:e2[1]', 'run:e2[1]', 'run:b']);
+    expect(h.hooks).toEqual(['run:a', 'run:e1[0]', 'run:e2[0]', 'retry:e2[0]#1', 'run:e2[0]', 'run:e1[1]', 'run:e2[1]', 'retry:e2[1]#1', 'run:e2[1]', 'run:b']);
+    expect(result).toMatchObject({ status: 'completed' });
+  });
+
+  it('S-map-11: element 1 halts: the map halts, the owner halts at m, nothing is rolled back', async () => {
+    const h = seedHarness();
+    const reactor = defineReactor({ name: 'map11', input })
+      .step('a', plainStep(h, 'a'))
+      .map('m', elementReactor(h, 'map11-element', (i) => (i === 1 ? 'halt' : 'ok')), { source: ({ input }) => input('items'), waitFor: ['a'] })
+      .step('b', { waitFor: ['m'], ...plainStep(h, 'b') })
+      .build();
+    const result = await h.runtime.run(reactor, { items });
+    expect(h.events).toEqual(['run:a', ...el(0), ...el(1)]);
+    expect(h.hooks).toEqual(h.events);
+    expect(result).toMatchObject({ status: 'halted', step: 'm', reason: 'e2[1] halted' });
+  });
+});
