@@ -28,8 +28,8 @@ const CONNECT_GRACE_MS = 2_000;
 /** How often the worker checks that its parent process is still there. */
 const PARENT_WATCH_MS = 500;
 
-/** How long after the shutdown timeout's forced close the process exits even if closing hangs. */
-const HARD_EXIT_GRACE_MS = 2_000;
+/** How long before the shutdown timeout the close is forced (at most half the timeout): the process exits by the timeout. */
+const FORCE_GRACE_MS = 2_000;
 
 const USAGE = `usage: xreactor worker [options] <module...>
 
@@ -178,14 +178,17 @@ async function worker(argv: readonly string[]): Promise<void> {
     }
     stopping = true;
     logger.info({ event: 'xreactor.worker.stopping', signal }, 'finishing jobs in progress');
-    const force = setTimeout(() => void running.close({ force: true }), shutdownTimeoutMs);
+    // Jobs in progress may finish until the forced close, which leaves the close the rest of the
+    // timeout (up to 2 s, at most half of it); the process is gone by the timeout either way.
+    const grace = Math.min(FORCE_GRACE_MS, shutdownTimeoutMs / 2);
+    const force = setTimeout(() => void running.close({ force: true }), shutdownTimeoutMs - grace);
     force.unref();
     // Should even the forced close hang (Redis unreachable: BullMQ waits for its connections),
     // exit anyway: jobs in progress come back through BullMQ's stalled-job detection.
     const hard = setTimeout(() => {
-      logger.error({ event: 'xreactor.worker.stop_timeout', redis: redisAddress, connection: connection.status }, `could not close within ${shutdownTimeoutMs + HARD_EXIT_GRACE_MS} ms (is Redis at ${redisAddress} reachable?): exiting; jobs in progress are delivered again after their lock expires`);
+      logger.error({ event: 'xreactor.worker.stop_timeout', redis: redisAddress, connection: connection.status }, `could not close within ${shutdownTimeoutMs} ms (is Redis at ${redisAddress} reachable?): exiting; jobs in progress are delivered again after their lock expires`);
       process.exit(1);
-    }, shutdownTimeoutMs + HARD_EXIT_GRACE_MS);
+    }, shutdownTimeoutMs);
     hard.unref();
     void running
       .close()
