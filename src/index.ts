@@ -75,6 +75,7 @@ export type {
   CancelledResult,
   DispatchedResult,
   ExecutionView,
+  MapProgress,
   RollbackFailureReport,
 } from './runtime/results.js';
 

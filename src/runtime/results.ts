@@ -92,6 +92,13 @@ export interface ExecutionView {
    * Undefined while it works or once it settled.
    */
   readonly waiting: { readonly on: 'actors'; readonly step: string; readonly actors: readonly string[] } | { readonly on: 'time'; readonly step: string } | { readonly on: 'worker' } | undefined;
+  /**
+   * Progress of each map step that has started (in plan order): its map operation's id, the
+   * elements settled so far and the total (null while a paged source is still being read), and
+   * the settled elements by outcome. Empty when the reactor has no map step, or this process
+   * does not know the reactor.
+   */
+  readonly maps: readonly MapProgress[];
   readonly createdAt: number;
   readonly updatedAt: number;
 }
@@ -145,4 +152,15 @@ export async function buildResult(
     default:
       return undefined;
   }
+}
+
+/** A map step's progress, in {@link ExecutionView.maps}. */
+export interface MapProgress {
+  readonly step: string;
+  /** The map operation actor (`<execution>.<step>`). */
+  readonly id: string;
+  readonly total: number | null;
+  readonly started: number;
+  readonly settled: number;
+  readonly outcomes: { readonly completed: number; readonly failed: number; readonly halted: number; readonly aborted: number; readonly skipped: number; readonly cancelled: number };
 }

@@ -11,9 +11,10 @@ import type { Store } from '../store/store.js';
 import type { Engine, EngineOptions } from './engine.js';
 import { createEngine } from './engine.js';
 import { checkBackendOptions } from './backend.js';
+import { mapIdOf } from './map.js';
 import type { Backend } from './backend.js';
 import { statusOf } from './host.js';
-import type { CancelledResult, DispatchedResult, ExecutionView, FailedResult, RunResult } from './results.js';
+import type { CancelledResult, DispatchedResult, ExecutionView, FailedResult, MapProgress, RunResult } from './results.js';
 import { buildResult } from './results.js';
 import { createJobHandler } from './worker.js';
 import type { ContinueRequest, PausedResult } from './interrupts.js';
@@ -321,6 +322,21 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     return heldOutcome(after.definition, after.held);
   };
 
+  /** The progress of each map step of `definition` whose map operation exists. */
+  const mapProgressOf = async (id: string, definition: AnyReactorDefinition | undefined): Promise<MapProgress[]> => {
+    const steps = definition?.plan.filter((step) => step.kind === 'map') ?? [];
+    const found = await Promise.all(
+      steps.map(async (step) => {
+        const mapId = mapIdOf(id, step.name);
+        const stats = await store.readMapStats(mapId);
+        if (stats === undefined) return undefined;
+        const { completed, failed, halted, aborted, skipped, cancelled } = stats;
+        return { step: step.name, id: mapId, total: stats.total, started: stats.started, settled: stats.settled, outcomes: { completed, failed, halted, aborted, skipped, cancelled } };
+      }),
+    );
+    return found.filter((p): p is MapProgress => p !== undefined);
+  };
+
   /**
    * Whether a stored pause still stands: no signal waits in the inbox of the paused execution nor
    * of any composed child down to the one whose interrupt it is, and that child is still paused.
@@ -498,6 +514,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
           trace: [],
           pendingCompensation: undefined,
           waiting: undefined,
+          maps: [],
           createdAt: 0,
           updatedAt: 0,
         };
@@ -517,6 +534,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         trace,
         pendingCompensation: failure?.compensationPending === true && status === 'aborted' ? { step: failure.step } : undefined,
         waiting: waitingOf(loaded.snapshot.value, context, definition),
+        maps: await mapProgressOf(id, definition),
         createdAt: context.createdAt,
         updatedAt: context.updatedAt,
       };
