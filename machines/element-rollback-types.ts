@@ -1,4 +1,5 @@
-import type { MapEvent, MapMode, MapRollbackFailure, RollbackOutcome, SignalCondition } from './map-types.js';
+import type { RollbackFailure } from './execution-types.js';
+import type { MapEvent, MapMode, RollbackOutcome, SignalCondition } from './map-types.js';
 
 /** Version of the element-rollback machine; stored with every snapshot of kind `element-rollback`. */
 export const ELEMENT_ROLLBACK_MACHINE_VERSION = 1;
@@ -27,25 +28,13 @@ export interface ElementRollbackContext {
   readonly parkedUntil: number | null;
   readonly outcome: RollbackOutcome | null;
   /** The element's rollback failures (pathed `[step, '<index>', …]`), or the one failure of an element in flight or gone. */
-  readonly failures: readonly MapRollbackFailure[];
+  readonly failures: readonly RollbackFailure[];
   readonly createdAt: number;
   readonly updatedAt: number;
 }
 
 /** Input that creates an element-rollback actor. */
-export interface ElementRollbackInput {
-  readonly id: string;
-  readonly map: string;
-  readonly step: string;
-  readonly element: string;
-  readonly position: number;
-  readonly index: number;
-  readonly throw: number;
-  readonly lastOfThrow: boolean;
-  readonly mode: MapMode;
-  readonly maxAttempts: number;
-  readonly at: number;
-}
+export type ElementRollbackInput = Pick<ElementRollbackContext, 'id' | 'map' | 'step' | 'element' | 'position' | 'index' | 'throw' | 'lastOfThrow' | 'mode' | 'maxAttempts'> & { readonly at: number };
 
 /** Events the element-rollback actor accepts. Every event carries the host's clock reading. */
 export type ElementRollbackEvent =
@@ -60,7 +49,7 @@ export type ElementRollbackEvent =
   /** The snooze of `attempt` is over. */
   | { readonly type: 'xreactor.rollback.retry'; readonly at: number; readonly attempt: number }
   /** Signal from the element: its undo ended (`cancelled`; `aborted` when it was interrupted). */
-  | { readonly type: 'xreactor.child.settled'; readonly at: number; readonly child: string; readonly status: string; readonly rollbackFailures?: readonly MapRollbackFailure[] }
+  | { readonly type: 'xreactor.child.settled'; readonly at: number; readonly child: string; readonly status: string; readonly rollbackFailures?: readonly RollbackFailure[] }
   /** The element is gone while it was being undone: reported by the sweeper. */
   | { readonly type: 'xreactor.child.lost'; readonly at: number; readonly child: string };
 
@@ -79,7 +68,7 @@ export type ElementRollbackWrite =
         readonly position: number;
         readonly index: number;
         readonly outcome: RollbackOutcome;
-        readonly failures: readonly MapRollbackFailure[];
+        readonly failures: readonly RollbackFailure[];
         readonly throw: number;
         readonly lastOfThrow: boolean;
       };

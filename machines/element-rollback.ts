@@ -32,7 +32,7 @@ import type {
   ElementRollbackStatus,
   ElementRollbackWrite,
 } from './element-rollback-types.js';
-import type { MapRollbackFailure } from './map-types.js';
+import type { RollbackFailure } from './execution-types.js';
 
 export * from './element-rollback-types.js';
 
@@ -67,16 +67,16 @@ const hostPerformed = <P>() => (_: unknown, _params: P): void => undefined;
 
 const kernelError = (code: string, message: string): ErrorData => ({ name: 'XreactorError', code, message, retryable: false });
 /** One failure naming the element as a whole (it was not undone at all). */
-const elementFailure = (c: ElementRollbackContext, error: ErrorData): MapRollbackFailure => ({
+const elementFailure = (c: ElementRollbackContext, error: ErrorData): RollbackFailure => ({
   step: c.step,
   kind: 'undo',
   reason: 'raised',
   error,
   map: { step: c.step, index: c.index },
 });
-const unavailable = (c: ElementRollbackContext): MapRollbackFailure =>
+const unavailable = (c: ElementRollbackContext): RollbackFailure =>
   elementFailure(c, kernelError('context_unavailable', `element ${c.index} of map "${c.step}" (${c.element}) is gone: its retention expired; its steps cannot be undone`));
-const inFlight = (c: ElementRollbackContext, checks: number): MapRollbackFailure =>
+const inFlight = (c: ElementRollbackContext, checks: number): RollbackFailure =>
   elementFailure(
     c,
     kernelError(
@@ -217,7 +217,7 @@ export function createElementRollbackMachine() {
                 { type: 'xreactor.write.awaits', params: { actors: [] } },
                 assign(({ context, event }) => {
                   const failures = (event.rollbackFailures ?? []).map(
-                    (f): MapRollbackFailure => ({ ...f, path: [context.step, String(context.index), ...(f.path ?? [])], map: { step: context.step, index: context.index } }),
+                    (f): RollbackFailure => ({ ...f, path: [context.step, String(context.index), ...(f.path ?? [])], map: { step: context.step, index: context.index } }),
                   );
                   return { outcome: (failures.length === 0 ? 'undone' : 'failed'), failures, updatedAt: event.at };
                 }),

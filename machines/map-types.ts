@@ -25,17 +25,6 @@ export interface MapStop {
   readonly index: number;
 }
 
-/**
- * A rollback failure as a map reports it: the execution's {@link RollbackFailure}, with the
- * element it belongs to and the `undo_all` kind. (The execution machine's own type gains both
- * fields with its version 7; until then this is the shape the map machines write.)
- */
-export interface MapRollbackFailure extends Omit<RollbackFailure, 'kind'> {
-  readonly kind: RollbackFailure['kind'] | 'undo_all';
-  /** The map step and element index the failure belongs to. */
-  readonly map?: { readonly step: string; readonly index: number };
-}
-
 /** The reactor an element runs (or the owner's), as stored: an execution resumes on the version it started with. */
 export interface ReactorRef {
   readonly reactor: string;
@@ -90,7 +79,7 @@ export interface MapRollback {
   readonly throws: number;
   /** First position of the last rollback throw. */
   readonly throwFrom: number;
-  readonly undoAllFailure: MapRollbackFailure | null;
+  readonly undoAllFailure: RollbackFailure | null;
 }
 
 /** A stall redispatch in progress: the sweeper found the map waiting with positions unsettled and no report for too long. */
@@ -152,23 +141,10 @@ export interface MapContext {
 }
 
 /** Input that creates a map operation actor (the element template and paged args are the actor's stored input, not its context). */
-export interface MapInput {
-  readonly mapId: string;
-  readonly owner: string;
+export type MapInput = Pick<MapContext, 'mapId' | 'owner' | 'step' | 'reactor' | 'version' | 'fingerprint' | 'element' | 'mode' | 'batchSize' | 'atomic' | 'undoAll' | 'total'> & {
   readonly ownerPath?: readonly string[];
-  readonly step: string;
-  readonly reactor: string;
-  readonly version: number;
-  readonly fingerprint: string;
-  readonly element: ReactorRef;
-  readonly mode: MapMode;
-  readonly batchSize: number;
-  readonly atomic: boolean;
-  readonly undoAll: boolean;
-  /** Known for an array source (its length) or a paged source's count; null otherwise. */
-  readonly total: number | null;
   readonly at: number;
-}
+};
 
 /** Events the map operation actor accepts. Every event carries the host's clock reading. */
 export type MapEvent =
@@ -206,7 +182,7 @@ export type MapEvent =
   | { readonly type: 'xreactor.map.rollbackThrowSettled'; readonly at: number; readonly throw: number }
   /** Signal (conditional, dedupe `rolledback`): every rollback position reported. */
   | { readonly type: 'xreactor.map.rolledBack'; readonly at: number }
-  | { readonly type: 'xreactor.map.undoAllFinished'; readonly at: number; readonly failure: Omit<MapRollbackFailure, 'step' | 'kind'> | null }
+  | { readonly type: 'xreactor.map.undoAllFinished'; readonly at: number; readonly failure: Omit<RollbackFailure, 'step' | 'kind'> | null }
   /** From the sweeper: the map waits with unsettled positions and no report for too long. */
   | { readonly type: 'xreactor.map.redispatch'; readonly at: number; readonly phase: 'forward' | 'rollback' }
   /** One redispatch window was scanned: positions `[0, next)` are done. */

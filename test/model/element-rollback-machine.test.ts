@@ -30,7 +30,7 @@ import {
   elementRollbackStatusOf,
   elementRollbackTagsOf,
 } from '../../machines/element-rollback.js';
-import type { MapRollbackFailure } from '../../machines/map-types.js';
+import type { RollbackFailure } from '../../machines/execution-types.js';
 import type { ActorTag } from '../../machines/registry-types.js';
 
 type Snapshot = ReturnType<typeof initialTransition<ElementRollbackMachine>>[0];
@@ -92,7 +92,7 @@ const error = (message: string) => ({ name: 'Error', message });
 const normalize = (actions: readonly { type: string; params?: unknown }[]): Action[] => actions.map((a) => ({ type: a.type, params: a.params }) as Action);
 const ofType = <T extends Action['type']>(actions: readonly Action[], type: T): ActionOf<T>[] => actions.filter((a): a is ActionOf<T> => a.type === type);
 const snapshotData = (s: Snapshot) => ({ value: s.value, context: s.context, status: s.status });
-const ELEMENT_FAILURES: readonly MapRollbackFailure[] = [
+const ELEMENT_FAILURES: readonly RollbackFailure[] = [
   { step: 'refund', kind: 'undo', reason: 'raised', error: error('refund failed') },
   { step: 'release', path: ['hold'], kind: 'undo', reason: 'returned_failure', error: error('hold gone') },
 ];
