@@ -192,6 +192,10 @@ export interface ExecutionInput {
 export type ExecutionEvent =
   | { readonly type: 'xreactor.input.accepted'; readonly at: number }
   | { readonly type: 'xreactor.input.rejected'; readonly at: number; readonly error: ErrorData }
+  /** A queued fan-out element's start job found its map dispatching: it starts (and joins the started list). */
+  | { readonly type: 'xreactor.element.start'; readonly at: number }
+  /** A queued fan-out element's start job found its map stopped (a failure, a halt, a cancel): it never runs; its slot says `skipped`. */
+  | { readonly type: 'xreactor.element.skip'; readonly at: number; readonly reason: string }
   | { readonly type: 'xreactor.step.succeeded'; readonly at: number; readonly index: number; readonly attempt: number; readonly args: unknown; readonly result: unknown }
   | { readonly type: 'xreactor.step.skipped'; readonly at: number; readonly index: number; readonly attempt: number; readonly value: unknown }
   | { readonly type: 'xreactor.step.halted'; readonly at: number; readonly index: number; readonly attempt: number; readonly reason: string }
@@ -285,7 +289,7 @@ export type ExecutionWrite =
       readonly type: 'xreactor.write.mapReport';
       readonly params:
         | { readonly started: { readonly map: string; readonly index: number } }
-        | { readonly report: { readonly map: string; readonly index: number; readonly outcome: 'completed' | 'failed' | 'halted' | 'aborted' | 'cancelled'; readonly stops: boolean; readonly at: number } };
+        | { readonly report: { readonly map: string; readonly index: number; readonly outcome: 'completed' | 'failed' | 'halted' | 'aborted' | 'skipped' | 'cancelled'; readonly stops: boolean; readonly at: number } };
     }
   /** The actors this one awaits from this commit on. */
   | { readonly type: 'xreactor.write.awaits'; readonly params: { readonly actors: readonly string[] } };
@@ -305,11 +309,15 @@ export type ExecutionEffect =
   /** Wake an actor this commit signalled (advance it here when its lease is free, else it is woken by a job). */
   | { readonly type: 'xreactor.effect.wake'; readonly params: { readonly actor: string } }
   /** Advance the awaited child in this call when nothing else does, then look at the inbox. */
-  | { readonly type: 'xreactor.effect.awaitChild'; readonly params: { readonly child: string } };
+  | { readonly type: 'xreactor.effect.awaitChild'; readonly params: { readonly child: string } }
+  /** A queued fan-out element's start: read its map's gate, then `element.start` or `element.skip`. */
+  | { readonly type: 'xreactor.effect.element.gate'; readonly params: { readonly map: string } };
 
 /** Lifecycle states of an execution. */
 export type ExecutionStatus =
   | 'pending'
+  /** A fan-out map element created by its map's throw, waiting for its start job. */
+  | 'queued'
   | 'running'
   | 'paused'
   | 'rolling_back'

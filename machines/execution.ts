@@ -26,6 +26,8 @@ type ParamsOf<U extends { type: string; params: unknown }, T extends U['type']> 
  */
 export const EXECUTION_STATE_TAGS = {
   pending: [],
+  // Not recoverable by a sweep: its start job is the map's (a lost one is redispatched by the map).
+  queued: [],
   'running.handedOff': ['recoverable'],
   'running.executing': ['recoverable'],
   'running.awaiting': ['awaiting'],
@@ -135,8 +137,14 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       'xreactor.write.spawn': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.spawn'>>(),
       'xreactor.write.awaits': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.awaits'>>(),
       'xreactor.effect.awaitChild': hostPerformed<ParamsOf<ExecutionEffect, 'xreactor.effect.awaitChild'>>(),
+      'xreactor.effect.element.gate': hostPerformed<ParamsOf<ExecutionEffect, 'xreactor.effect.element.gate'>>(),
       'xreactor.write.mapSignal': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.mapSignal'>>(),
       'xreactor.write.mapReport': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.mapReport'>>(),
+      /** A run starts; an element that starts is on its map's started list (the rollback's work list), with the same commit. */
+      startElement: enqueueActions(({ context, event, enqueue }) => {
+        enqueue.assign({ updatedAt: event.at });
+        if (context.map !== null) enqueue({ type: 'xreactor.write.mapReport', params: { started: { map: context.map.id, index: context.map.index } } });
+      }),
       /** Who is told of a settle: the rollback actor undoing an element, an element's map (through its slot), or the parent. */
       reportSettle: enqueueActions(({ context, enqueue }, params: unknown) => {
         const { status } = params as { readonly status: ExecutionStatus };
@@ -153,7 +161,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       const link = context.map;
       if (link !== null) {
         // An element's forward end: its outcome goes into the map's slot; the map is signalled only by the conditions the store decides.
-        const outcome = status === 'completed' || status === 'failed' || status === 'halted' || status === 'aborted' ? status : 'cancelled';
+        const outcome = link.skipped === true ? 'skipped' : status === 'completed' || status === 'failed' || status === 'halted' || status === 'aborted' ? status : 'cancelled';
         const stops = outcome === 'halted' || outcome === 'aborted' || (outcome === 'failed' && link.atomic);
         enqueue({ type: 'xreactor.write.mapReport' as const, params: { report: { map: link.id, index: link.index, outcome, stops, at } } });
         if (link.lastOfThrow) {
@@ -307,21 +315,30 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
     states: {
       pending: {
         on: {
-          'xreactor.input.accepted': {
-            target: 'running',
-            actions: [
-              assign({ updatedAt: ({ event }) => event.at }),
-              // An element that starts is on its map's started list (the rollback's work list), with its creating commit.
-              enqueueActions(({ context, enqueue }) => {
-                if (context.map !== null) enqueue({ type: 'xreactor.write.mapReport', params: { started: { map: context.map.id, index: context.map.index } } });
-              }),
-            ],
-          },
+          'xreactor.input.accepted': [
+            // A fan-out element waits for its start job, which reads its map's gate first.
+            { guard: ({ context }) => context.map?.fanOut === true, target: 'queued', actions: assign({ updatedAt: ({ event }) => event.at }) },
+            { target: 'running', actions: 'startElement' },
+          ],
           'xreactor.input.rejected': {
             target: 'failed',
             actions: [
               assign({ inputError: ({ event }) => event.error, updatedAt: ({ event }) => event.at }),
               { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'input_rejected', at: event.at, error: event.error }) },
+            ],
+          },
+        },
+      },
+      queued: {
+        tags: tagsAt('queued'),
+        entry: { type: 'xreactor.effect.element.gate', params: ({ context }) => ({ map: context.map!.id }) },
+        on: {
+          'xreactor.element.start': { target: 'running', actions: 'startElement' },
+          'xreactor.element.skip': {
+            target: 'cancelled',
+            actions: [
+              assign(({ context, event }) => ({ map: { ...context.map!, skipped: true as const }, cancelReason: event.reason, updatedAt: event.at })),
+              { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'cancelled', at: event.at, reason: event.reason }) },
             ],
           },
         },

@@ -46,6 +46,8 @@ export interface ElementMapLink {
   readonly fanOut: boolean;
   /** Its failure stops the map (the report's `stops`). */
   readonly atomic: boolean;
+  /** Set when the element skipped itself at its start (its map had stopped dispatching): its report says `skipped`. */
+  readonly skipped?: true;
 }
 
 /** One element actor a map commit creates (id `<map>.<index>`, parent the map, unlisted and detached). */

@@ -22,4 +22,4 @@ export type ActorTag =
  * onto these strings: an execution's are its top-level states, a map's and an element rollback's
  * are declared beside their machines.
  */
-export type ActorStatus = 'pending' | 'running' | 'paused' | 'rolling_back' | 'completed' | 'failed' | 'halted' | 'cancelled' | 'aborted';
+export type ActorStatus = 'pending' | 'queued' | 'running' | 'paused' | 'rolling_back' | 'completed' | 'failed' | 'halted' | 'cancelled' | 'aborted';

@@ -158,26 +158,3 @@ export function findMapStep(definition: AnyReactorDefinition): readonly string[]
   }
   return undefined;
 }
-
-/** The path of the first fan-out map step in `definition` (or its composed children and map elements). */
-function findFanOutMap(definition: AnyReactorDefinition): readonly string[] | undefined {
-  for (const step of definition.plan) {
-    if (step.kind === 'map' && step.map?.fanOut === true) return [step.name];
-    const inner = step.child === undefined ? undefined : findFanOutMap(step.child);
-    if (inner !== undefined) return [step.name, ...inner];
-  }
-  return undefined;
-}
-
-/**
- * Refuse a definition with a fan-out map step (in it, a composed child or a map element) where
- * reactors are registered and run: this build runs inline maps only.
- */
-export function refuseFanOutMaps(definition: AnyReactorDefinition): void {
-  const path = findFanOutMap(definition);
-  if (path === undefined) return;
-  throw new DefinitionError(
-    `reactor "${definition.name}" map "${path.join('.')}": fan-out maps are not runnable in this build yet: omit fanOut to run the map inline`,
-    { reactor: definition.name, step: path[0] },
-  );
-}

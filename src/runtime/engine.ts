@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { AnyReactorDefinition } from '../definition/compiled.js';
 import { DefinitionError, DeserializationError, ExecutionNotFoundError, PlanMismatchError, UnknownReactorError, XreactorError } from '../errors/index.js';
 import { describePlanMismatch } from '../definition/fingerprint.js';
-import { findMapStep, refuseFanOutMaps } from '../definition/compile-map.js';
+import { findMapStep } from '../definition/compile-map.js';
 import { ElementRollbackHost, MapHost } from './map-host.js';
 import { reactorMachine } from './reactor-machine.js';
 import { jobId } from '../queue/job-ids.js';
@@ -176,7 +176,6 @@ export function createEngine(options: EngineOptions): Engine {
     register(definition) {
       let host = hosts.get(definition);
       if (host === undefined) {
-        refuseFanOutMaps(definition);
         if (findMapStep(definition) !== undefined) mapKinds();
         const machine = reactorMachine(definition);
         host = new ExecutionHost(definition, machine, {

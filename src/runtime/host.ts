@@ -309,7 +309,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
     if (next === held.snapshot) return undefined;
     const plan = planCommit(actions);
     if (plan.spawns.length === 0) return this.#transitionOf(held, event, next, actions, plan, [], call);
-    return Promise.all(plan.spawns.map((s) => (s.kind === 'map' ? this.#spawnMap(held, s.step, s.child, s.input as MapSpawnArgs) : this.#spawn(held, s.step, s.child, s.input)))).then((spawned) => this.#transitionOf(held, event, next, actions, plan, spawned, call));
+    return Promise.all(plan.spawns.map((s) => (s.kind === 'map' ? this.#spawnMap(held, s.step, s.child, s.input as MapSpawnArgs, place) : this.#spawn(held, s.step, s.child, s.input)))).then((spawned) => this.#transitionOf(held, event, next, actions, plan, spawned, call));
   }
 
   #transitionOf(
@@ -382,10 +382,10 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
   }
 
   /** Build a map step's map operation for its owner's commit (it takes its own lease with it). */
-  async #spawnMap(owner: HeldExecution, step: string, child: string, input: MapSpawnArgs): Promise<SpawnedChild> {
+  async #spawnMap(owner: HeldExecution, step: string, child: string, input: MapSpawnArgs, place: Place): Promise<SpawnedChild> {
     const compiled = this.#byName.get(step);
     if (compiled?.map === undefined) throw new DefinitionError(`step "${step}" of reactor "${this.#definition.name}" is not a map step`);
-    const spawned = await this.#deps.mapHost().creation(owner, this.#definition, compiled, child, input);
+    const spawned = await this.#deps.mapHost().creation(owner, this.#definition, compiled, child, input, place);
     return { held: spawned.held, create: spawned.create, lease: spawned.lease, start: spawned.start };
   }
 
@@ -547,6 +547,14 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
       case 'xreactor.effect.awaitChild':
         await this.#advanceChild(held, effect.params.child, call);
         return undefined;
+      case 'xreactor.effect.element.gate': {
+        // A queued fan-out element's start job: it runs only while its map dispatches (an atomic
+        // failure, a halt or a cancel stops it; elements already running finish).
+        const gate = await store.readMapGate(effect.params.map);
+        if (gate.status === 'running' && gate.stop === undefined) return { type: 'xreactor.element.start', at: clock.now() };
+        const why = gate.stop !== undefined ? `its map stopped (${gate.stop})` : gate.status === undefined ? 'its map is gone' : `its map is ${gate.status}`;
+        return { type: 'xreactor.element.skip', at: clock.now(), reason: `skipped: ${why}` };
+      }
       case 'xreactor.effect.handOff': {
         // A worker never hands a run to itself through the queue (its own job id would swallow the
         // job): it goes on with the run at once.
@@ -718,6 +726,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
   /** Hooks that depend on where a transition led; a promise only when the run ended (its result is built). */
   #afterCommit(held: HeldExecution, event: ExecutionEvent, effects: readonly ExecutionEffect[]): Promise<void> | undefined {
     const { hooks } = this.#deps;
+    if (event.type === 'xreactor.element.start') hooks.emit('reactorStart', { ...this.#base(held), input: held.inputs });
     if (event.type === 'xreactor.step.failed' && statusOf(held.snapshot.value) !== 'running' && hooks.has('stepFail')) {
       const step = this.#definition.plan[event.index]!.name;
       hooks.emit('stepFail', { ...this.#hook(held, step), attempt: event.attempt, args: event.args, error: deserializeError(event.error) });

@@ -1,14 +1,15 @@
 /**
  * The hosts of the map operation (kind `map`) and element-rollback (kind `element-rollback`)
  * actors, docs/design/map.md §4, §9.2, §10: their effects, and how their transitions become
- * commits. Inline mode only in this build: a map throws one element at a time and the element is
- * advanced in the map's call (as compose advances a child); a rollback throws one rollback actor
- * at a time, advanced likewise. Fan-out maps are refused at registration (`refuseFanOutMaps`).
+ * commits. An inline map throws one element at a time and the element is advanced in the map's
+ * call (as compose advances a child); a rollback throws one rollback actor at a time, advanced
+ * likewise. A fan-out map throws `batchSize` queued elements (or rollback
+ * actors) per commit and enqueues their start jobs with the next one (§9.3, §10.2).
  */
 import { createActor } from 'xstate';
 import type { ActorScope, AnyStateMachine } from 'xstate';
 import type { ExecutionContext } from '../../machines/execution-types.js';
-import { createMapMachine, MAP_MACHINE_VERSION, mapStatusOf, mapTagsOf } from '../../machines/map.js';
+import { createMapMachine, elementIdOf, MAP_MACHINE_VERSION, mapStatusOf, mapTagsOf, rollbackIdOf } from '../../machines/map.js';
 import type { ElementCreation, ElementSpawn, MapContext, MapEvent, MapInput, MapStop, RollbackCreation } from '../../machines/map-types.js';
 import {
   createElementRollbackMachine,
@@ -26,7 +27,9 @@ import type { Commit, LoadedExecution, MapWrites, OutboxEffect, PersistedSnapsho
 import type { RollbackFailure } from '../../machines/execution-types.js';
 import type { ActorBehaviour, HeldActor, KernelDeps, KindHost, SweepLook, SweepVerdict, Transition } from './actor-host.js';
 import { ActorHost } from './actor-host.js';
-import type { Call } from './call.js';
+import type { Call, Place } from './call.js';
+import { jobId } from '../queue/job-ids.js';
+import type { Queue } from '../queue/queue.js';
 import type { HeldLease } from './lease.js';
 import type { ExecutionHost, HeldExecution } from './host.js';
 import type { MapSpawnArgs, MapStoredInput } from './map.js';
@@ -176,6 +179,12 @@ export interface MapHostDeps extends KernelDeps {
 const newHeldActor = <H extends HeldActor>(id: string, snapshot: Snap, revision: number, outbox: readonly OutboxEffect[], extra: Omit<H, keyof HeldActor>): H =>
   ({ id, snapshot, revision, outbox, inbox: { entries: [], seq: 0 }, declined: new Set(), inboxStale: false, lease: undefined, ...extra }) as unknown as H;
 
+/** The queue a map's jobs go to; a runtime without one cannot run fan-out maps. */
+function queueOf(deps: KernelDeps, id: string): Queue {
+  if (deps.queue === undefined) throw new XreactorError('queue_required', `map ${id} fans out to workers, but this runtime has no queue; pass createRuntime({ queue })`);
+  return deps.queue;
+}
+
 /** The stop a gate's `stop` field records (`failed:2`). */
 function parseStop(stop: string): MapStop {
   const [kind, index] = stop.split(':');
@@ -202,7 +211,7 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
   }
 
   /** The creation of a map operation for its owner's commit (`xreactor.map.spawn`), with this process's lease. */
-  async creation(owner: HeldExecution, ownerDefinition: AnyReactorDefinition, step: CompiledStep, id: string, args: MapSpawnArgs): Promise<Spawned> {
+  async creation(owner: HeldExecution, ownerDefinition: AnyReactorDefinition, step: CompiledStep, id: string, args: MapSpawnArgs, place: Place): Promise<Spawned> {
     const map = step.map!;
     const at = this.#deps.clock.now();
     const input: MapInput = {
@@ -225,7 +234,8 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
     const plan = planOf(id, actions);
     const stored: MapStoredInput = { template: args.template, pagedArgs: args.pagedArgs };
     const writes = writesOf({ ...plan.map, ...(args.items === undefined || args.items.length === 0 ? {} : { source: args.items }) });
-    const lease = this.#deps.lease(id);
+    // A fan-out map spawned by a caller throws in a worker (§9.3): it is created without a lease, for its start job to take.
+    const lease = map.fanOut && place === 'caller' ? undefined : this.#deps.lease(id);
     const held = newHeldActor<HeldMap>(id, snapshot, 1, plan.effects, { inputs: stored });
     held.lease = lease;
     const create: SpawnActor = {
@@ -233,14 +243,22 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
       reactor: ownerDefinition.name,
       input: stored,
       kind: 'map',
-      lease: lease.request,
+      ...(lease === undefined ? {} : { lease: lease.request }),
       commit: { snapshot: this.#persist(snapshot), status: mapStatusOf(snapshot.value), writes, outbox: plan.effects, ...(plan.signals.length === 0 ? {} : { signals: plan.signals }) },
     };
     return { id, held, create, lease, start: (call) => this.startSpawned(held, call) };
   }
 
-  /** Start a spawned map: perform its creating commit's outbox, then keep driving. */
+  /**
+   * Start a spawned map: perform its creating commit's outbox, then keep driving. A fan-out map a
+   * caller spawned (no lease) gets its start job instead: the caller never runs a page query, and
+   * its call ends with the root `dispatched`.
+   */
   async startSpawned(held: HeldMap, call: Call): Promise<void> {
+    if (held.lease === undefined) {
+      await queueOf(this.#deps, held.id).enqueue([{ id: jobId(held.id, 'start'), kind: 'advance', actor: { kind: 'map', id: held.id } }]);
+      return;
+    }
     await this.loop.continueWith(held, await this.loop.performAll(held, held.outbox, call), call);
   }
 
@@ -307,8 +325,10 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
       listed: plan.signals.filter((s) => s.to !== held.id).map((s) => s.to),
       landed: (landedIn) => {
         if (plan.selfSignal) held.inboxStale = true;
+        // Inline, the one element or rollback actor is advanced in this call; fan-out ones by their start jobs.
         for (const child of spawned) {
-          child.lease?.taken();
+          if (child.lease === undefined) continue;
+          child.lease.taken();
           landedIn.spawned.set(child.id, { held: child.held, start: child.start });
         }
         return undefined;
@@ -334,7 +354,8 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
     return {
       id: element.id,
       held,
-      create: { ...create, retainWithParent: false, ...(lease === undefined ? {} : { lease: lease.request }) },
+      // Detached; a fan-out element is listed by its start commit (a queued one is its map's to redispatch).
+      create: { ...create, retainWithParent: false, ...(lease === undefined ? { listed: false } : { lease: lease.request }) },
       lease,
       start: (call) => host.startSpawned(held, call),
     };
@@ -374,14 +395,24 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
         held.inboxStale = true;
         await this.loop.advance((effect.params as { child: string }).child, call);
         return undefined;
+      case 'xreactor.effect.map.enqueue': {
+        // One enqueue call for the whole throw (at most batchSize jobs), ids deterministic: performed again after a crash, it enqueues nothing twice.
+        const p = effect.params as { kind: 'element' | 'rollback'; from: number; count: number };
+        const jobs = Array.from({ length: p.count }, (_, i) => {
+          const id = p.kind === 'element' ? elementIdOf(held.id, p.from + i) : rollbackIdOf(held.id, p.from + i);
+          return { id: jobId(id, 'start'), kind: 'advance' as const, actor: { kind: p.kind === 'element' ? 'execution' : 'element-rollback', id } };
+        });
+        if (jobs.length > 0) await queueOf(this.#deps, held.id).enqueue(jobs);
+        return { type: 'xreactor.map.enqueued', at: clock.now(), kind: p.kind, from: p.from };
+      }
       case 'xreactor.effect.finished':
         store.markActive(held.id, false).catch((error: unknown) => {
           this.#deps.logger.warn({ event: 'xreactor.index.remove_failed', executionId: held.id, err: error }, 'could not remove a settled map from the recovery index');
         });
         return undefined;
       default:
-        // enqueue and redispatch belong to fan-out maps, refused at registration in this build.
-        throw new XreactorError('map_effect_unsupported', `map ${held.id}: effect ${effect.type} is for fan-out maps, which are not runnable in this build yet`);
+        // Stall redispatch is not built yet (the sweeper never asks for it in this build).
+        throw new XreactorError('map_effect_unsupported', `map ${held.id}: effect ${effect.type} is not runnable in this build yet`);
     }
   }
 
@@ -523,7 +554,8 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
       input: null,
       kind: 'element-rollback',
       retainWithParent: false,
-      ...(lease === undefined ? {} : { lease: lease.request }),
+      // Fan-out: listed by its first own commit (an unstarted one is its map's to redispatch).
+      ...(lease === undefined ? { listed: false } : { lease: lease.request }),
       commit: { snapshot: this.#persist(snapshot), status: elementRollbackStatusOf(snapshot.value), writes: writesOf(plan.map), outbox: plan.effects },
     };
     return { id: actor.id, held, create, lease, start: (call) => this.startSpawned(held, call) };
@@ -576,7 +608,11 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
       ...(plan.signals.length === 0 ? {} : { signals: plan.signals }),
       ...(plan.awaits === undefined ? {} : { awaits: plan.awaits }),
     };
-    return { next, commit, options: finished ? { announce: true } : undefined, effects: plan.effects, listed: plan.signals.filter((s) => s.condition === undefined).map((s) => s.to), landed: () => undefined };
+    const context = held.snapshot.context as ElementRollbackContext;
+    // A fan-out rollback actor lists itself with its first own commit (its creation did not).
+    const self = context.mode === 'fanOut' && held.revision === 1 && !finished ? [held.id] : [];
+    const listed = [...self, ...plan.signals.filter((s) => s.condition === undefined).map((s) => s.to)];
+    return { next, commit, options: finished ? { announce: true } : undefined, effects: plan.effects, listed, landed: () => undefined };
   }
 
   perform(held: HeldRollback, effect: OutboxEffect, call: Call): Promise<SignalEvent | undefined> {
@@ -599,6 +635,12 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
       }
       case 'xreactor.effect.wait': {
         const { attempt, delayMs } = effect.params as { attempt: number; delayMs: number };
+        if (call.place === 'worker') {
+          // Parked on a delayed job: the worker is free meanwhile (a lost timer is redelivered by the sweep once past parkedUntil).
+          const event: ElementRollbackEvent = { type: 'xreactor.rollback.retry', at: clock.now(), attempt };
+          await queueOf(this.#deps, held.id).enqueue([{ id: jobId(held.id, 'timer', attempt), kind: 'advance', actor: { kind: 'element-rollback', id: held.id }, event, delayMs }]);
+          return undefined;
+        }
         await clock.sleep(delayMs, call.signal);
         return { type: 'xreactor.rollback.retry', at: clock.now(), attempt };
       }

@@ -159,8 +159,17 @@ export interface MapProgress {
   readonly step: string;
   /** The map operation actor (`<execution>.<step>`). */
   readonly id: string;
+  /** How its elements run, and its stored throw size and atomicity (R-10: every throw uses these). */
+  readonly mode: 'inline' | 'fanOut';
+  readonly batchSize: number;
+  readonly atomic: boolean;
+  /** Elements in the source; null while a paged source without a count has not ended. */
   readonly total: number | null;
+  /** Positions dispatched, once no further one will be (positions past it settle as skipped); null until then. */
+  readonly dispatched: number | null;
   readonly started: number;
   readonly settled: number;
   readonly outcomes: { readonly completed: number; readonly failed: number; readonly halted: number; readonly aborted: number; readonly skipped: number; readonly cancelled: number };
+  /** Its rollback, once started: started elements it covers, how many reported, and by outcome. */
+  readonly rollback?: { readonly total: number; readonly settled: number; readonly undone: number; readonly failed: number; readonly notNeeded: number; readonly inFlight: number; readonly unavailable: number };
 }

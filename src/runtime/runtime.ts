@@ -330,8 +330,21 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         const mapId = mapIdOf(id, step.name);
         const stats = await store.readMapStats(mapId);
         if (stats === undefined) return undefined;
-        const { completed, failed, halted, aborted, skipped, cancelled } = stats;
-        return { step: step.name, id: mapId, total: stats.total, started: stats.started, settled: stats.settled, outcomes: { completed, failed, halted, aborted, skipped, cancelled } };
+        const { completed, failed, halted, aborted, skipped, cancelled, rollback: rb } = stats;
+        const progress: MapProgress = {
+          step: step.name,
+          id: mapId,
+          mode: stats.mode,
+          batchSize: stats.batchSize,
+          atomic: stats.atomic,
+          total: stats.total,
+          dispatched: stats.target,
+          started: stats.started,
+          settled: stats.settled,
+          outcomes: { completed, failed, halted, aborted, skipped, cancelled },
+          ...(rb.target === null ? {} : { rollback: { total: rb.target, settled: rb.settled, undone: rb.undone, failed: rb.failed, notNeeded: rb.notNeeded, inFlight: rb.inFlight, unavailable: rb.unavailable } }),
+        };
+        return progress;
       }),
     );
     return found.filter((p): p is MapProgress => p !== undefined);

@@ -69,7 +69,16 @@ type ActorJobHandler = (job: JobSpec & { readonly actor: ActorAddress }, signal:
  * build does not know is retried, its actor untouched (a newer build may be deployed beside this one).
  */
 export function createJobHandler(engine: Engine): JobHandler {
-  const kinds = new Map<string, ActorJobHandler>(engine.kinds().map((kind) => [kind, actorJobHandler(engine, kind === 'execution' ? EXECUTION_JOBS : { noun: `${kind} actor` })]));
+  const kinds = new Map<string, ActorJobHandler>();
+  // Kinds are looked up per job: an engine registers the map kinds with its first reactor that has a map step.
+  const handlerOf = (kind: string): ActorJobHandler | undefined => {
+    let handler = kinds.get(kind);
+    if (handler === undefined && engine.kinds().includes(kind)) {
+      handler = actorJobHandler(engine, kind === 'execution' ? EXECUTION_JOBS : { noun: `${kind} actor` });
+      kinds.set(kind, handler);
+    }
+    return handler;
+  };
   return async (job: JobSpec, signal: AbortSignal) => {
     if (job.kind === 'sweep') {
       await engine.sweepOnce(SWEEP_LIMIT);
@@ -81,10 +90,10 @@ export function createJobHandler(engine: Engine): JobHandler {
         `job ${JSON.stringify(job.id)} is malformed: kind ${JSON.stringify(job.kind)}, actor ${JSON.stringify(job.actor)}; an advance job names its actor as { kind, id }. It is failed, not retried`,
       );
     }
-    const handle = kinds.get(actor.kind);
+    const handle = handlerOf(actor.kind);
     if (handle === undefined) {
       engine.logger.warn({ event: 'xreactor.actor.kind_unknown', actor, job: job.id }, `no handler for actor kind "${actor.kind}"`);
-      throw new XreactorError('actor_kind_unknown', `this worker knows actor kinds ${[...kinds.keys()].join(', ')}, not "${actor.kind}" (job ${job.id}, actor ${actor.id}); the job is retried for a build that knows it, and the actor is left as it is`, {
+      throw new XreactorError('actor_kind_unknown', `this worker knows actor kinds ${engine.kinds().join(', ')}, not "${actor.kind}" (job ${job.id}, actor ${actor.id}); the job is retried for a build that knows it, and the actor is left as it is`, {
         retryable: true,
       });
     }

@@ -130,6 +130,12 @@ const NO_MAP = [
   'rolling_back.compensatingChild --xreactor.child.settled--> rolling_back.compensating',
   'rolling_back.compensatingChild --xreactor.child.lost--> rolling_back.compensating',
 ];
+/** Transitions only a fan-out map element takes (version 7): it is created queued and started (or skipped) by its start job. */
+const NOT_FANOUT_ELEMENT = [
+  'pending --xreactor.input.accepted[inline]--> queued',
+  'queued --xreactor.element.start--> running',
+  'queued --xreactor.element.skip--> cancelled',
+];
 /** A plan with neither an interrupt nor a child that pauses never pauses at all. */
 const NEVER_PAUSES = [...NO_INTERRUPT, 'paused --xreactor.operator.cancel--> cancelled'];
 /**
@@ -151,7 +157,7 @@ const PLANS: readonly ModelPlan[] = [
   {
     title: 'no steps',
     plan: { reactor: 'empty', steps: [], handoffIndex: null },
-    unreachable: [...NO_MAP, 
+    unreachable: [...NOT_FANOUT_ELEMENT, ...NO_MAP, 
       ...NO_HANDOFF,
       ...NEVER_PAUSES,
       ...NO_COMPOSE,
@@ -177,18 +183,18 @@ const PLANS: readonly ModelPlan[] = [
   {
     title: 'one step, no retry',
     plan: { reactor: 'one', steps: [step('only', 1)], handoffIndex: null },
-    unreachable: [...NO_MAP, ...NO_HANDOFF, ...NO_RETRY, ...NEVER_PAUSES, ...NO_COMPOSE],
+    unreachable: [...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NO_RETRY, ...NEVER_PAUSES, ...NO_COMPOSE],
   },
   {
     title: 'two steps, the second retried up to 2 attempts',
     plan: { reactor: 'two', steps: [step('reserve', 1), step('charge', 2)], handoffIndex: null },
-    unreachable: [...NO_MAP, ...NO_HANDOFF, ...NEVER_PAUSES, ...NO_COMPOSE],
+    unreachable: [...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NEVER_PAUSES, ...NO_COMPOSE],
   },
   {
     title: 'three steps, an untracked one in the middle, in a composed child',
     plan: { reactor: 'mixed', steps: [step('reserve', 2), step('notify', 1, false), step('charge', 2)], handoffIndex: null },
     input: CHILD_INPUT,
-    unreachable: [...NO_MAP, ...NO_HANDOFF, ...NEVER_PAUSES, ...NO_COMPOSE],
+    unreachable: [...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NEVER_PAUSES, ...NO_COMPOSE],
   },
   {
     title: 'two interrupts ready together, between two steps',
@@ -197,39 +203,45 @@ const PLANS: readonly ModelPlan[] = [
       steps: [step('quote', 1), interrupt('manager', ['manager', 'finance'], 1_000), interrupt('finance', ['finance']), step('order', 1)],
       handoffIndex: null,
     },
-    unreachable: [...NO_MAP, ...NO_HANDOFF, ...NO_RETRY, ...NO_COMPOSE],
+    unreachable: [...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NO_RETRY, ...NO_COMPOSE],
   },
   {
     title: 'background hand-off after the first of two steps',
     plan: { reactor: 'background', steps: [step('reserve', 1), step('charge', 2)], handoffIndex: 1 },
-    unreachable: [...NO_MAP, ...NEVER_PAUSES, ...NO_COMPOSE],
+    unreachable: [...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NEVER_PAUSES, ...NO_COMPOSE],
   },
   {
     title: 'a compose step between two steps, its child never pausing, in a composed child',
     plan: { reactor: 'checkout', steps: [step('reserve', 1), compose('payment'), step('ship', 2)], handoffIndex: null },
     input: CHILD_INPUT,
     compose: { payment: { pauses: false } },
-    unreachable: [...NO_MAP, ...NO_HANDOFF, ...NEVER_PAUSES, ...NO_CHILD_PAUSE],
+    unreachable: [...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NEVER_PAUSES, ...NO_CHILD_PAUSE],
   },
   {
     title: 'an interrupt, then a compose step whose child pauses, in a composed child',
     plan: { reactor: 'approved-checkout', steps: [interrupt('approve', ['approve']), compose('payment'), step('ship', 1)], handoffIndex: null },
     input: CHILD_INPUT,
     compose: { payment: { pauses: true } },
-    unreachable: [...NO_MAP, ...NO_HANDOFF, ...NO_RETRY],
+    unreachable: [...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NO_RETRY],
   },
   {
     title: 'two compose steps, the second child pausing, in a root',
     plan: { reactor: 'fulfilment', steps: [compose('payment'), compose('shipping')], handoffIndex: null },
     compose: { payment: { pauses: false }, shipping: { pauses: true } },
-    unreachable: [...NO_MAP, ...NO_HANDOFF, ...NO_RETRY, ...NO_INTERRUPT, ...ONLY_COMPOSE],
+    unreachable: [...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NO_RETRY, ...NO_INTERRUPT, ...ONLY_COMPOSE],
   },
   {
     title: 'a map step between two steps, in a composed child',
     plan: { reactor: 'billing', steps: [step('open', 1), mapStep('charges'), step('close', 2)], handoffIndex: null },
     input: CHILD_INPUT,
     compose: { charges: { pauses: false, map: true } },
-    unreachable: [...NO_HANDOFF, ...NEVER_PAUSES, ...NO_CHILD_PAUSE, 'running.executing --xreactor.compose.spawn--> running.awaiting'],
+    unreachable: [...NOT_FANOUT_ELEMENT, ...NO_HANDOFF, ...NEVER_PAUSES, ...NO_CHILD_PAUSE, 'running.executing --xreactor.compose.spawn--> running.awaiting'],
+  },
+  {
+    title: 'a fan-out map element of two steps, the second retried up to 2 attempts',
+    plan: { reactor: 'charge', steps: [step('authorize', 1), step('capture', 2)], handoffIndex: null },
+    input: { executionId: 'order.charges.0', reactor: 'charge', at: 1_000, parentId: 'order.charges', path: ['charges', '0'], map: { id: 'order.charges', index: 0, throw: 0, lastOfThrow: true, fanOut: true, atomic: true } },
+    unreachable: [...NO_MAP, ...NO_HANDOFF, ...NEVER_PAUSES, ...NO_COMPOSE, 'pending --xreactor.input.accepted[else]--> running'],
   },
 ];
 
@@ -426,6 +438,9 @@ function planModel({ plan, input = INPUT, compose: composeSteps = {} }: Pick<Mod
     return [
       { type: 'xreactor.input.accepted', at },
       { type: 'xreactor.input.rejected', at, error: error('input rejected') },
+      // Accepted only by a queued fan-out element (its start job read its map's gate).
+      { type: 'xreactor.element.start', at },
+      { type: 'xreactor.element.skip', at, reason: 'skipped: its map stopped (failed:0)' },
       { type: 'xreactor.step.succeeded', at, index, attempt, args: { index }, result: `result-${index}` },
       ...(composeHere === undefined
         ? [
@@ -621,9 +636,33 @@ function expectedSignals(model: PlanModel, before: Snapshot, next: Snapshot, eve
     signals.push({ to: parent, event: { type: 'xreactor.child.paused', at: event.at, child: id, ready }, dedupeKey: `${id}.paused.${c.pauses}` });
   }
   if (TERMINAL.has(status)) {
-    signals.push({ to: parent, event: { type: 'xreactor.child.settled', at: event.at, child: id, status }, dedupeKey: `${id}.settled.${status}.${c.rollbackEpoch}` });
+    const settled = { type: 'xreactor.child.settled' as const, at: event.at, child: id, status };
+    const key = `${id}.settled.${status}.${c.rollbackEpoch}`;
+    // An element undone for its map's rollback tells the rollback actor that asked; its forward end goes to its map's slot (mapReport), not as a signal.
+    if (c.undoBy !== null) signals.push({ to: c.undoBy, kind: 'element-rollback', event: { ...settled, rollbackFailures: c.rollbackFailures }, dedupeKey: key });
+    else if (c.map === null) signals.push({ to: parent, event: settled, dedupeKey: key });
   }
   return signals;
+}
+
+/** An element's writes to its map: joining the started list when it starts, its report and conditional signals when its forward run ends. */
+function expectedMapWrites(model: PlanModel, before: Snapshot, next: Snapshot, event: ExecutionEvent): { type: string; params: unknown }[] {
+  const link = next.context.map;
+  if (link === null) return [];
+  const status = statusOf(next.value);
+  const writes: { type: string; params: unknown }[] = [];
+  if (statusOf(before.value) !== 'running' && status === 'running' && (before.value === 'pending' || before.value === 'queued')) {
+    writes.push({ type: 'xreactor.write.mapReport', params: { started: { map: link.id, index: link.index } } });
+  }
+  if (TERMINAL.has(status) && next.context.undoBy === null) {
+    const outcome = link.skipped === true ? 'skipped' : status;
+    const stops = outcome === 'halted' || outcome === 'aborted' || (outcome === 'failed' && link.atomic);
+    writes.push({ type: 'xreactor.write.mapReport', params: { report: { map: link.id, index: link.index, outcome, stops, at: event.at } } });
+    if (link.lastOfThrow) writes.push({ type: 'xreactor.write.mapSignal', params: { to: link.id, event: { type: 'xreactor.map.throwSettled', at: event.at, throw: link.throw }, dedupeKey: `throw.${link.throw}`, condition: 'reportNew' } });
+    writes.push({ type: 'xreactor.write.mapSignal', params: { to: link.id, event: { type: 'xreactor.map.settled', at: event.at }, dedupeKey: 'settled', condition: 'mapSettled' } });
+  }
+  void model;
+  return writes;
 }
 
 /** What a dedupe key stands for: two signals with one key must be the same signal (`at` aside). */
@@ -913,6 +952,8 @@ function replay(model: PlanModel, machine: ExecutionMachine, labels: Map<AnyTran
       // child); a child's report to its parent is never repeated (the store would drop it).
       const signals = actions.filter((s) => s.type === 'xreactor.write.signal').map((s) => s.params);
       expect(signals, `${where}: signals`).toEqual(expectedSignals(model, before, next, event, stackBefore));
+      const mapWrites = actions.filter((s) => s.type === 'xreactor.write.mapReport' || s.type === 'xreactor.write.mapSignal').map(({ type, params }) => ({ type, params }));
+      expect(mapWrites, `${where}: an element's map writes`).toEqual(expectedMapWrites(model, before, next, event));
       for (const signal of signals) {
         signalsChecked++;
         const key = `${signal.to} ${signal.dedupeKey}`;
@@ -968,6 +1009,10 @@ function replay(model: PlanModel, machine: ExecutionMachine, labels: Map<AnyTran
           case 'xreactor.effect.finished':
             expect(effect.params.status, where).toBe(status);
             break;
+          case 'xreactor.effect.element.gate':
+            expect(next.value, where).toBe('queued');
+            expect(effect.params, where).toEqual({ map: input.map!.id });
+            break;
           default:
             expect.unreachable(`${where}: unexpected effect ${JSON.stringify(effect)}`);
         }
@@ -1019,7 +1064,14 @@ function replay(model: PlanModel, machine: ExecutionMachine, labels: Map<AnyTran
           expect(c.cursor, where).toBe(0);
         }
       }
-      if (status === 'cancelled' && event.type !== 'xreactor.operator.cancel') {
+      if (event.type === 'xreactor.element.skip') {
+        // A queued element whose map had stopped: it never ran, and its report says skipped.
+        expect(before.value, where).toBe('queued');
+        expect(status, where).toBe('cancelled');
+        expect(c.cancelReason, where).toBe(event.reason);
+        expect(c.map?.skipped, where).toBe(true);
+        expect(c.cursor, where).toBe(0);
+      } else if (status === 'cancelled' && event.type !== 'xreactor.operator.cancel') {
         // Reached through an operator undo's rollback.
         expect(c.cancelReason, where).toBeNull();
         expect(c.undoDepth, `${where}: cancelled with undo entries left`).toBe(0);
@@ -1071,6 +1123,7 @@ const KNOWN_ACTIONS: readonly string[] = [
   'xreactor.effect.undo',
   'xreactor.effect.finished',
   'xreactor.effect.awaitChild',
+  'xreactor.effect.element.gate',
   'xreactor.write.result',
   'xreactor.write.pushUndo',
   'xreactor.write.popUndo',
@@ -1078,6 +1131,9 @@ const KNOWN_ACTIONS: readonly string[] = [
   'xreactor.write.signal',
   'xreactor.write.spawn',
   'xreactor.write.awaits',
+  // An element's writes to its map (the started list, its report) and its conditional signals.
+  'xreactor.write.mapReport',
+  'xreactor.write.mapSignal',
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -1147,8 +1203,9 @@ describe('execution machine model (xstate/graph)', () => {
     // undo split on pausedOnChild, undoingEntry undo.child, and `undoingChild` /
     // `undoingPausedChild` with child.settled and child.lost each. Version 7 (map steps) added 4:
     // executing map.spawn, compensating compensate.child, and `compensatingChild` with
-    // child.settled and child.lost.
-    expect(allLabels.length).toBe(49);
+    // child.settled and child.lost; then 3 for fan-out elements (49 → 52): pending's accepted
+    // split into queued, and `queued` with element.start and element.skip.
+    expect(allLabels.length).toBe(52);
   });
 });
 

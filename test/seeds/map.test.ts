@@ -203,3 +203,142 @@ describe('seed: inline maps', () => {
     expect(result).toMatchObject({ status: 'halted', step: 'm', reason: 'e2[1] halted' });
   });
 });
+
+// Fan-out maps (seed 001 §2.4): the root's caller gets `dispatched`; the map's start job, its
+// elements' start jobs and its rollback actors' jobs are drained in rounds by purpose, as the
+// seeds' harness does (execution advance → map element → map settle → element rollback).
+describe('seed: fan-out maps', () => {
+  /** Run `reactor` to its dispatch, drain the queue (after `arrange`, given the element jobs of the first throw), and return the root's outcome. */
+  async function runFannedOut(h: H, reactor: Parameters<H['runtime']['run']>[0], value: unknown, arrange?: (queue: NonNullable<H['queue']>) => void) {
+    const started = await h.runtime.run(reactor, value);
+    expect(started).toMatchObject({ status: 'dispatched', reason: 'awaiting' });
+    const queue = h.queue!;
+    if (arrange !== undefined) {
+      await queue.drainRounds({ only: ['map-settle'] });
+      arrange(queue);
+    }
+    await queue.drainRounds({ delayed: 'as-due' });
+    expect(queue.pending()).toEqual([]);
+    return h.runtime.awaitResult(started.executionId, { timeoutMs: 1_000 });
+  }
+
+  it('S-map-04: atomic, element jobs in order 0..3: element 2 fails, 3 skips itself; 1 and 0 are undone by rollback jobs, then a', async () => {
+    const h = seedHarness({ queue: 'manual' });
+    const reactor = defineReactor({ name: 'map04', input })
+      .step('a', plainStep(h, 'a'))
+      .map('m', elementReactor(h, 'map04-element', (i) => (i === 2 ? 'fail' : 'ok')), { source: ({ input }) => input('items'), fanOut: true, waitFor: ['a'] })
+      .step('b', { waitFor: ['m'], ...plainStep(h, 'b') })
+      .build();
+    const result = await runFannedOut(h, reactor, { items });
+    expect(h.events).toEqual([
+      'run:a',
+      ...el(0),
+      ...el(1),
+      'run:e1[2]',
+      'run:e2[2]',
+      'compensate:e2[2]',
+      'undo:e1[2]',
+      'undo:e2[1]',
+      'undo:e1[1]',
+      'undo:e2[0]',
+      'undo:e1[0]',
+      'undo:a',
+    ]);
+    expect(h.hooks).toEqual(h.events);
+    expect(result).toMatchObject({ status: 'failed', step: 'm', message: 'e2[2] failed', rollbackFailures: [] });
+    const view = await h.runtime.find(result.executionId);
+    expect(view.maps).toEqual([
+      {
+        step: 'm',
+        id: `${result.executionId}.m`,
+        mode: 'fanOut',
+        batchSize: 50,
+        atomic: true,
+        total: 4,
+        dispatched: 4,
+        started: 3,
+        settled: 4,
+        outcomes: { completed: 2, failed: 1, halted: 0, aborted: 0, skipped: 1, cancelled: 0 },
+        rollback: { total: 3, settled: 3, undone: 2, failed: 0, notNeeded: 1, inFlight: 0, unavailable: 0 },
+      },
+    ]);
+  });
+
+  it('S-map-04b: element jobs performed 3, 2, 1, 0: 3 completes, 2 fails, 1 and 0 skip; 3 is undone, then a', async () => {
+    const h = seedHarness({ queue: 'manual' });
+    const reactor = defineReactor({ name: 'map04b', input })
+      .step('a', plainStep(h, 'a'))
+      .map('m', elementReactor(h, 'map04b-element', (i) => (i === 2 ? 'fail' : 'ok')), { source: ({ input }) => input('items'), fanOut: true, waitFor: ['a'] })
+      .step('b', { waitFor: ['m'], ...plainStep(h, 'b') })
+      .build();
+    const result = await runFannedOut(h, reactor, { items }, (queue) => {
+      const elements = queue.pending({ purpose: 'map-element' });
+      expect(elements).toHaveLength(4);
+      queue.reorder(elements.map((job) => job.id).reverse());
+    });
+    expect(h.events).toEqual(['run:a', ...el(3), 'run:e1[2]', 'run:e2[2]', 'compensate:e2[2]', 'undo:e1[2]', 'undo:e2[3]', 'undo:e1[3]', 'undo:a']);
+    expect(h.hooks).toEqual(h.events);
+    expect(result).toMatchObject({ status: 'failed', step: 'm', message: 'e2[2] failed', rollbackFailures: [] });
+  });
+
+  it('S-map-05: atomic false: element 2 fails and rolls itself back, the map completes, b runs', async () => {
+    const h = seedHarness({ queue: 'manual' });
+    const reactor = defineReactor({ name: 'map05', input })
+      .step('a', plainStep(h, 'a'))
+      .map('m', elementReactor(h, 'map05-element', (i) => (i === 2 ? 'fail' : 'ok')), { source: ({ input }) => input('items'), fanOut: true, atomic: false, waitFor: ['a'] })
+      .step('b', { waitFor: ['m'], ...plainStep(h, 'b') })
+      .build();
+    const result = await runFannedOut(h, reactor, { items });
+    expect(h.events).toEqual(['run:a', ...el(0), ...el(1), 'run:e1[2]', 'run:e2[2]', 'compensate:e2[2]', 'undo:e1[2]', ...el(3), 'run:b']);
+    expect(h.hooks).toEqual(h.events);
+    expect(result).toMatchObject({ status: 'completed' });
+  });
+
+  it('S-map-06: b fails after the map: the map entry is undone by rollback jobs, positions 3, 2, 1, 0, then a', async () => {
+    const h = seedHarness({ queue: 'manual' });
+    const reactor = defineReactor({ name: 'map06', input })
+      .step('a', plainStep(h, 'a'))
+      .map('m', elementReactor(h, 'map06-element'), { source: ({ input }) => input('items'), fanOut: true, waitFor: ['a'] })
+      .step('b', { waitFor: ['m'], ...plainStep(h, 'b', 'fail') })
+      .build();
+    const result = await runFannedOut(h, reactor, { items });
+    expect(h.events).toEqual([
+      'run:a',
+      ...el(0),
+      ...el(1),
+      ...el(2),
+      ...el(3),
+      'run:b',
+      'compensate:b',
+      'undo:e2[3]',
+      'undo:e1[3]',
+      'undo:e2[2]',
+      'undo:e1[2]',
+      'undo:e2[1]',
+      'undo:e1[1]',
+      'undo:e2[0]',
+      'undo:e1[0]',
+      'undo:a',
+    ]);
+    expect(h.hooks).toEqual(h.events);
+    expect(result).toMatchObject({ status: 'failed', step: 'b', message: 'b failed', rollbackFailures: [] });
+    expect((await h.runtime.find(result.executionId)).undoStack).toEqual([]);
+  });
+
+  it('S-map-09: every e2 fails once with retries 2: a retry re-enqueues the element job, so the other element runs in between', async () => {
+    const h = seedHarness({ queue: 'manual' });
+    const reactor = defineReactor({ name: 'map09', input })
+      .step('a', plainStep(h, 'a'))
+      .map('m', elementReactor(h, 'map09-element', () => 'fail-once', { retries: { maxAttempts: 3, backoff: 'fixed', baseDelayMs: 10 } }), {
+        source: ({ input }) => input('items'),
+        fanOut: true,
+        waitFor: ['a'],
+      })
+      .step('b', { waitFor: ['m'], ...plainStep(h, 'b') })
+      .build();
+    const result = await runFannedOut(h, reactor, { items: [0, 1] });
+    expect(h.events).toEqual(['run:a', 'run:e1[0]', 'run:e2[0]', 'run:e1[1]', 'run:e2[1]', 'run:e2[0]', 'run:e2[1]', 'run:b']);
+    expect(h.hooks).toEqual(['run:a', 'run:e1[0]', 'run:e2[0]', 'retry:e2[0]#1', 'run:e1[1]', 'run:e2[1]', 'retry:e2[1]#1', 'run:e2[0]', 'run:e2[1]', 'run:b']);
+    expect(result).toMatchObject({ status: 'completed' });
+  });
+});

@@ -1,8 +1,8 @@
 import pino from 'pino';
 import { createRuntime } from '../../src/index.js';
 import type { Middleware, Runtime } from '../../src/index.js';
-import { createTestClock, recordEvents } from '../../src/testing/index.js';
-import type { TestClock } from '../../src/testing/index.js';
+import { createInProcessQueue, createTestClock, recordEvents } from '../../src/testing/index.js';
+import type { InProcessQueue, TestClock } from '../../src/testing/index.js';
 
 /** A runtime for seed scenarios: virtual clock, recorded middleware events, silent logs. */
 export interface SeedHarness {
@@ -14,12 +14,23 @@ export interface SeedHarness {
   readonly hooks: string[];
   /** Handlers that record `<kind>:<step>` then return `value`. */
   readonly record: (kind: 'run' | 'compensate' | 'undo', step: string) => void;
+  /** The runtime's queue: manual (drained with `drainRounds`, as the seeds' harness does) when asked for. */
+  readonly queue: InProcessQueue | undefined;
 }
 
-export function seedHarness(middleware: readonly Middleware[] = []): SeedHarness {
+/** Options of {@link seedHarness}. */
+export interface SeedHarnessOptions {
+  readonly middleware?: readonly Middleware[];
+  /** `manual`: jobs wait until the test drains them (`h.queue.drainRounds()`), consumed by the runtime's embedded worker. */
+  readonly queue?: 'manual';
+}
+
+export function seedHarness(options: readonly Middleware[] | SeedHarnessOptions = []): SeedHarness {
+  const { middleware = [], queue: mode } = Array.isArray(options) ? { middleware: options as readonly Middleware[] } : (options as SeedHarnessOptions);
   const clock = createTestClock();
   const recorder = recordEvents();
   const events: string[] = [];
-  const runtime = createRuntime({ clock, middleware: [recorder.middleware, ...middleware], logger: pino({ level: 'silent' }) });
-  return { runtime, clock, events, hooks: recorder.events, record: (kind, step) => void events.push(`${kind}:${step}`) };
+  const queue = mode === 'manual' ? createInProcessQueue({ mode: 'manual', clock }) : undefined;
+  const runtime = createRuntime({ clock, middleware: [recorder.middleware, ...middleware], logger: pino({ level: 'silent' }), ...(queue === undefined ? {} : { queue, worker: true }) });
+  return { runtime, clock, events, hooks: recorder.events, record: (kind, step) => void events.push(`${kind}:${step}`), queue };
 }

@@ -451,34 +451,13 @@ describe('map toGraph', () => {
   });
 });
 
-describe('fan-out maps are not runnable in this build yet (inline maps are)', () => {
+describe('fan-out maps register', () => {
   const billing = unchecked().step('open', { run }).map('charges', chargeOne, { source: items, fanOut: true }).build();
-  const message = 'reactor "billing" map "charges": fan-out maps are not runnable in this build yet: omit fanOut to run the map inline';
 
-  it('refuses to register a reactor with a fan-out map step', () => {
-    expect(() => createRuntime({ logger: silent, reactors: [billing] })).toThrow(DefinitionError);
-    expect(() => createRuntime({ logger: silent, reactors: [billing] })).toThrow(message);
-  });
-
-  it('refuses to run it', async () => {
-    const runtime = createRuntime({ logger: silent });
-    const error: unknown = await runtime.run(billing, {}).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(error).toBeInstanceOf(DefinitionError);
-    expect(error).toMatchObject({ code: 'definition_invalid', reactor: 'billing', step: 'charges', message });
-  });
-
-  it('refuses a reactor composing a child with a fan-out map step, naming the path', () => {
+  it('registers a reactor with a fan-out map step, and one composing it', () => {
+    expect(() => createRuntime({ logger: silent, reactors: [billing] })).not.toThrow();
     const outer = defineReactor({ name: 'outer' }).compose('bill', billing).build();
-    expect(() => createRuntime({ logger: silent, reactors: [outer] })).toThrow(
-      'reactor "outer" map "bill.charges": fan-out maps are not runnable in this build yet: omit fanOut to run the map inline',
-    );
-  });
-
-  it('refuses to register it with a worker', () => {
-    expect(() => createWorker({ logger: silent, store: createMemoryStore(), queue: createInProcessQueue(), reactors: [billing] })).toThrow(message);
+    expect(() => createWorker({ logger: silent, store: createMemoryStore(), queue: createInProcessQueue(), reactors: [outer] })).not.toThrow();
   });
 
   it('registers a reactor with an inline map step', () => {

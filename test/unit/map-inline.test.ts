@@ -46,14 +46,26 @@ describe('inline map', () => {
     const ok = defineReactor({ name: 'progress_ok', input }).map('m', doubler(log, 'double_ok'), { source: ({ input }) => input('items') }).build();
     const done = await runtime.run(ok, { items: [1, 2, 3] });
     expect((await runtime.find(done.executionId)).maps).toEqual([
-      { step: 'm', id: `${done.executionId}.m`, total: 3, started: 3, settled: 3, outcomes: { completed: 3, failed: 0, halted: 0, aborted: 0, skipped: 0, cancelled: 0 } },
+      {
+        step: 'm',
+        id: `${done.executionId}.m`,
+        mode: 'inline',
+        batchSize: 50,
+        atomic: true,
+        total: 3,
+        dispatched: 3,
+        started: 3,
+        settled: 3,
+        outcomes: { completed: 3, failed: 0, halted: 0, aborted: 0, skipped: 0, cancelled: 0 },
+      },
     ]);
     const broken = defineReactor({ name: 'progress_failed', input }).map('m', doubler(log, 'double_failing', 2), { source: ({ input }) => input('items') }).build();
     const failed = await runtime.run(broken, { items: [1, 2, 3] });
     expect(failed.status).toBe('failed');
     const maps = (await runtime.find(failed.executionId)).maps;
     expect(maps).toHaveLength(1);
-    expect(maps[0]).toMatchObject({ step: 'm', started: 2, outcomes: { completed: 1, failed: 1 } });
+    // Atomic: dispatch stopped after the failing element (2 of 3); both started elements rolled back (1 undone, the failed one not needed).
+    expect(maps[0]).toMatchObject({ step: 'm', started: 2, dispatched: 2, outcomes: { completed: 1, failed: 1 }, rollback: { total: 2, settled: 2, undone: 1, notNeeded: 1 } });
     const plain = defineReactor({ name: 'progress_none' }).step('a', { run: () => 1 }).build();
     expect((await runtime.find((await runtime.run(plain, undefined as never)).executionId)).maps).toEqual([]);
   });
