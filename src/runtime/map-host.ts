@@ -172,8 +172,12 @@ export interface MapHostDeps extends KernelDeps {
   readonly hostFor: (definition: AnyReactorDefinition) => ExecutionHost;
   /** The rollback host (built after the map host). */
   readonly rollbacks: () => ElementRollbackHost;
+  /** How long a fan-out map waits with unsettled positions and no report before a sweep redispatches them (EngineOptions.mapStallMs). */
+  readonly stallMs: number;
   /** Lease checks before a rollback actor reports `element_in_flight`. */
-  readonly lockSnoozeMaxAttempts?: number;
+  readonly lockSnoozeMaxAttempts: number;
+  /** The pause between two lease checks of a held element. */
+  readonly lockSnoozeDelayMs: number;
 }
 
 const newHeldActor = <H extends HeldActor>(id: string, snapshot: Snap, revision: number, outbox: readonly OutboxEffect[], extra: Omit<H, keyof HeldActor>): H =>
@@ -290,11 +294,27 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
     return { snapshot: this.#persist(held.snapshot), status: mapStatusOf(held.snapshot.value) };
   }
 
-  sweep(_id: string, loaded: LoadedExecution, _look: SweepLook): SweepVerdict {
+  /**
+   * A map with no live lease: its inbox or a recoverable state → a job (it performs its throw,
+   * enqueue, conclusion or rollback step again); a fan-out map waiting with dispatched positions
+   * unsettled and nothing reported for `stallMs` → a redispatch of the start jobs of those not
+   * started (their jobs were lost or failed for good).
+   */
+  async sweep(id: string, loaded: LoadedExecution, _look: SweepLook): Promise<SweepVerdict> {
     if (loaded.inbox.entries.length > 0) return { action: 'job' };
     const tags = mapTagsOf(loaded.snapshot.value);
     if (tags.has('settled')) return { action: 'drop' };
-    return tags.has('recoverable') ? { action: 'job' } : { action: 'keep' };
+    if (tags.has('recoverable')) return { action: 'job' };
+    const context = loaded.snapshot.context as MapContext;
+    if (context.mode !== 'fanOut' || !tags.has('awaiting')) return { action: 'keep' };
+    const stats = await this.#deps.store.readMapStats(id);
+    if (stats === undefined) return { action: 'keep' };
+    const phase = mapStatusOf(loaded.snapshot.value) === 'rolling_back' ? 'rollback' : 'forward';
+    const unsettled = phase === 'forward' ? context.offset - stats.settled : (context.rollback?.offset ?? 0) - stats.rollback.settled;
+    const quietSince = Math.max(context.updatedAt, phase === 'forward' ? (stats.lastReportAt ?? 0) : 0);
+    const now = this.#deps.clock.now();
+    if (unsettled <= 0 || now - quietSince <= this.#deps.stallMs) return { action: 'keep' };
+    return { action: 'deliver', event: { type: 'xreactor.map.redispatch', at: now, phase } };
   }
 
   async transition(held: HeldMap, event: SignalEvent, _call: Call): Promise<Transition | undefined> {
@@ -405,15 +425,44 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
         if (jobs.length > 0) await queueOf(this.#deps, held.id).enqueue(jobs);
         return { type: 'xreactor.map.enqueued', at: clock.now(), kind: p.kind, from: p.from };
       }
+      case 'xreactor.effect.map.redispatch':
+        return this.#redispatch(held, effect.params as { phase: 'forward' | 'rollback'; from: number; size: number; round: number });
       case 'xreactor.effect.finished':
         store.markActive(held.id, false).catch((error: unknown) => {
           this.#deps.logger.warn({ event: 'xreactor.index.remove_failed', executionId: held.id, err: error }, 'could not remove a settled map from the recovery index');
         });
         return undefined;
       default:
-        // Stall redispatch is not built yet (the sweeper never asks for it in this build).
-        throw new XreactorError('map_effect_unsupported', `map ${held.id}: effect ${effect.type} is not runnable in this build yet`);
+        throw new XreactorError('map_effect_unknown', `map ${held.id}: effect ${effect.type} is not one this build performs`);
     }
+  }
+
+  /**
+   * One redispatch window (at most `batchSize` positions): an element still queued, or a rollback
+   * actor still unstarted, with no lease gets its start job again under a new id (`.start.r<round>`).
+   * Started ones are listed for the sweeper, which recovers them itself. A duplicate start is
+   * harmless: `element.start` is accepted only by a queued element, a resolve only by a resolving actor.
+   */
+  async #redispatch(held: HeldMap, p: { phase: 'forward' | 'rollback'; from: number; size: number; round: number }): Promise<MapEvent> {
+    const { store, clock, logger } = this.#deps;
+    const forward = p.phase === 'forward';
+    const ids = Array.from({ length: p.size }, (_, i) => (forward ? elementIdOf(held.id, p.from + i) : rollbackIdOf(held.id, p.from + i)));
+    const lost = await Promise.all(
+      ids.map(async (id) => {
+        const loaded = await store.load(id);
+        if (loaded === undefined) return undefined;
+        const waiting = forward ? loaded.snapshot.value === 'queued' : loaded.snapshot.value === 'resolving' && loaded.revision === 1;
+        return waiting && !(await store.hasLease(id)) ? id : undefined;
+      }),
+    );
+    const jobs = lost
+      .filter((id): id is string => id !== undefined)
+      .map((id) => ({ id: jobId(id, 'start', `r${p.round}`), kind: 'advance' as const, actor: { kind: forward ? 'execution' : 'element-rollback', id } }));
+    if (jobs.length > 0) {
+      await queueOf(this.#deps, held.id).enqueue(jobs);
+      logger.info({ event: 'xreactor.map.redispatched', executionId: held.id, phase: p.phase, round: p.round, from: p.from, jobs: jobs.length }, 'restarted the start jobs of map positions not started');
+    }
+    return { type: 'xreactor.map.redispatched', at: clock.now(), next: p.from + p.size };
   }
 
   /** A throw: the gate, then the window's items and the elements' inputs. */
@@ -540,7 +589,7 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
       throw: actor.throw,
       lastOfThrow: actor.lastOfThrow,
       mode: actor.mode,
-      maxAttempts: this.#deps.lockSnoozeMaxAttempts ?? 20,
+      maxAttempts: this.#deps.lockSnoozeMaxAttempts,
       at: this.#deps.clock.now(),
     };
     const [snapshot, actions] = this.#stepper.initial(input);
@@ -588,11 +637,27 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
     return { snapshot: this.#persist(held.snapshot), status: elementRollbackStatusOf(held.snapshot.value) };
   }
 
-  sweep(_id: string, loaded: LoadedExecution, _look: SweepLook): SweepVerdict {
+  /**
+   * A rollback actor with no live lease: its inbox or a resolve to perform again → a job; parked
+   * past its pause → the retry itself (its delayed job was lost); undoing an element that is gone →
+   * the loss (it reports `context_unavailable`).
+   */
+  async sweep(_id: string, loaded: LoadedExecution, look: SweepLook): Promise<SweepVerdict> {
     if (loaded.inbox.entries.length > 0) return { action: 'job' };
     const tags = elementRollbackTagsOf(loaded.snapshot.value);
     if (tags.has('settled')) return { action: 'drop' };
-    return tags.has('recoverable') ? { action: 'job' } : { action: 'keep' };
+    const context = loaded.snapshot.context as ElementRollbackContext;
+    const now = this.#deps.clock.now();
+    if (tags.has('parked')) {
+      if (context.parkedUntil !== null && now < context.parkedUntil) return { action: 'keep' };
+      return { action: 'deliver', event: { type: 'xreactor.rollback.retry', at: now, attempt: context.attempt } };
+    }
+    if (tags.has('recoverable')) return { action: 'job' };
+    if (tags.has('awaiting')) {
+      const element = await look(context.element);
+      if (element === undefined) return { action: 'deliver', event: { type: 'xreactor.child.lost', at: now, child: context.element } };
+    }
+    return { action: 'keep' };
   }
 
   transition(held: HeldRollback, event: SignalEvent): Transition | undefined {
@@ -630,7 +695,7 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
         const status = executionStatusOf(loaded.snapshot.value);
         if (status === 'failed' || status === 'halted' || status === 'cancelled') return { type: 'xreactor.rollback.notNeeded', at: clock.now(), attempt };
         void (loaded.snapshot.context as ExecutionContext);
-        if (await store.hasLease(element)) return { type: 'xreactor.rollback.contended', at: clock.now(), attempt, delayMs: 5_000 };
+        if (await store.hasLease(element)) return { type: 'xreactor.rollback.contended', at: clock.now(), attempt, delayMs: this.#deps.lockSnoozeDelayMs };
         return { type: 'xreactor.rollback.undo', at: clock.now(), attempt };
       }
       case 'xreactor.effect.wait': {
