@@ -403,10 +403,8 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
       }
       case 'xreactor.effect.map.rollbackThrow': {
         const p = effect.params as { throw: number; from: number; size: number; total: number; list: 'started' | 'aborted' };
-        if (p.list === 'aborted') {
-          throw new XreactorError('map_rollback_unsupported', `map ${held.id}: undoAll over interrupted (aborted) elements is not runnable in this build yet`);
-        }
-        const indexes = await store.readMapStarted(held.id, p.total, p.from, p.size);
+        // With undoAll, only the interrupted (aborted) elements replay their own undo stacks; undoAll covers the completed ones.
+        const indexes = await store.readMapStarted(held.id, p.total, p.from, p.size, p.list);
         return { type: 'xreactor.map.rollbackThrown', at: clock.now(), throw: p.throw, from: p.from, positions: indexes.map((index, i) => ({ position: p.from + i, index })) };
       }
       case 'xreactor.effect.map.undoAll':

@@ -137,7 +137,7 @@ describe('fan-out maps at compose depth', () => {
       .returns('cells')
       .build();
     const outer = defineReactor({ name: 'nested-outer', input: z.object({ rows: z.array(z.array(z.number())) }) })
-      .map('rows', inner, { source: ({ input }) => input('rows'), args: ({ element }) => ({ row: element() }), fanOut: true, batchSize: 2, collect: async (results) => { const sums: number[] = []; for await (const r of results) sums.push(r.value as number); return sums; } })
+      .map('rows', inner, { source: ({ input }) => input('rows'), args: ({ element }) => ({ row: element() }), fanOut: true, batchSize: 2, collect: async (results) => { const sums: number[] = []; for await (const r of results) sums.push(r.status === "completed" ? (r.value) : -1); return sums; } })
       .returns('rows')
       .build();
     const started = await runtime.run(outer, { rows: [[1, 2], [3, 4, 5], [], [6]] });
