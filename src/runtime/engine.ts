@@ -177,6 +177,7 @@ export function createEngine(options: EngineOptions): Engine {
       definitionOf: (ref: { reactor: string; version: number; fingerprint: string }) => engine.definitionOf(ref),
       hostFor: (definition: AnyReactorDefinition) => engine.register(definition),
       rollbacks: () => rollbacks,
+      hooks,
       stallMs: options.mapStallMs ?? 5 * leaseTtlMs,
       lockSnoozeMaxAttempts: options.lockSnoozeMaxAttempts ?? 20,
       lockSnoozeDelayMs: options.lockSnoozeDelayMs ?? 5_000,

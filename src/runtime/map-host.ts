@@ -28,6 +28,7 @@ import type { RollbackFailure } from '../../machines/execution-types.js';
 import type { ActorBehaviour, HeldActor, KernelDeps, KindHost, SweepLook, SweepVerdict, Transition } from './actor-host.js';
 import { ActorHost } from './actor-host.js';
 import type { Call, Place } from './call.js';
+import type { Hooks, MapProgressHook } from '../observability/middleware.js';
 import { jobId } from '../queue/job-ids.js';
 import type { Queue } from '../queue/queue.js';
 import type { HeldLease } from './lease.js';
@@ -167,6 +168,7 @@ export interface HeldRollback extends HeldActor {
 
 /** What the map hosts need besides the kernel's services. */
 export interface MapHostDeps extends KernelDeps {
+  readonly hooks: Hooks;
   /** The owner reactor (by the map's context), at the version and plan it started with. */
   readonly definitionOf: (ref: { reactor: string; version: number; fingerprint: string }) => AnyReactorDefinition;
   readonly hostFor: (definition: AnyReactorDefinition) => ExecutionHost;
@@ -182,6 +184,23 @@ export interface MapHostDeps extends KernelDeps {
 
 const newHeldActor = <H extends HeldActor>(id: string, snapshot: Snap, revision: number, outbox: readonly OutboxEffect[], extra: Omit<H, keyof HeldActor>): H =>
   ({ id, snapshot, revision, outbox, inbox: { entries: [], seq: 0 }, declined: new Set(), inboxStale: false, lease: undefined, ...extra }) as unknown as H;
+
+/** Which `mapProgress` event a map transition is, if any. */
+function progressOf(event: MapEvent, next: Snap): Pick<MapProgressHook, 'event' | 'throw' | 'outcome'> | undefined {
+  const context = next.context as MapContext;
+  switch (event.type) {
+    case 'xreactor.map.thrown':
+      return { event: 'throw', throw: event.throw };
+    case 'xreactor.map.concluded':
+      return { event: 'settled', outcome: event.outcome };
+    case 'xreactor.map.rollbackStarted':
+      return { event: 'rollback_started' };
+    case 'xreactor.map.rollbackThrown':
+      return { event: 'rollback_throw', throw: event.throw };
+    default:
+      return next.value === 'undone' && context.rollback !== null ? { event: 'rolled_back' } : undefined;
+  }
+}
 
 /** The queue a map's jobs go to; a runtime without one cannot run fan-out maps. */
 function queueOf(deps: KernelDeps, id: string): Queue {
@@ -345,15 +364,34 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
       listed: plan.signals.filter((s) => s.to !== held.id).map((s) => s.to),
       landed: (landedIn) => {
         if (plan.selfSignal) held.inboxStale = true;
+        const progress = this.#deps.hooks.has('mapProgress') ? progressOf(event as MapEvent, next) : undefined;
         // Inline, the one element or rollback actor is advanced in this call; fan-out ones by their start jobs.
         for (const child of spawned) {
           if (child.lease === undefined) continue;
           child.lease.taken();
           landedIn.spawned.set(child.id, { held: child.held, start: child.start });
         }
-        return undefined;
+        return progress === undefined ? undefined : this.#emitProgress(held.id, context, progress);
       },
     };
+  }
+
+  /** The `mapProgress` hook of a map commit: the counters are read once, after it landed. */
+  async #emitProgress(id: string, context: MapContext, progress: Pick<MapProgressHook, 'event' | 'throw' | 'outcome'>): Promise<void> {
+    const stats = await this.#deps.store.readMapStats(id);
+    const rb = context.rollback;
+    this.#deps.hooks.emit('mapProgress', {
+      reactor: context.reactor,
+      executionId: context.owner,
+      path: context.ownerPath,
+      step: context.step,
+      map: id,
+      ...progress,
+      total: context.total,
+      dispatched: context.offset,
+      settled: stats?.settled ?? 0,
+      ...(rb === null ? {} : { rollback: { total: rb.total, settled: stats?.rollback.settled ?? 0 } }),
+    });
   }
 
   /** One element's creation for the map's throw commit (inline: with this process's lease). */
