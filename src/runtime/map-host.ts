@@ -137,7 +137,8 @@ function planOf(id: string, actions: readonly Action[]): KindPlan {
         if (action.type.startsWith('xreactor.effect.')) plan.effects.push({ type: action.type, params: action.params });
     }
   }
-  plan.effects.push(...wakes);
+  // Wakes first (as commit-plan.ts): an awaitChild that advances the recipient in this call takes it off the woken list.
+  plan.effects.unshift(...wakes);
   return plan;
 }
 
@@ -690,8 +691,12 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
     }
     if (tags.has('recoverable')) return { action: 'job' };
     if (tags.has('awaiting')) {
+      // Undoing its element: gone → the loss; held by a live process → it is being undone; else
+      // (its process died, or it never took up the undo signalled to it) a job advances it here.
       const element = await look(context.element);
+      if (element === 'not_here') return { action: 'keep' };
       if (element === undefined) return { action: 'deliver', event: { type: 'xreactor.child.lost', at: now, child: context.element } };
+      return (await this.#deps.store.hasLease(context.element)) ? { action: 'keep' } : { action: 'job' };
     }
     return { action: 'keep' };
   }
@@ -710,9 +715,9 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
       ...(plan.awaits === undefined ? {} : { awaits: plan.awaits }),
     };
     const context = held.snapshot.context as ElementRollbackContext;
-    // A fan-out rollback actor lists itself with its first own commit (its creation did not).
-    const self = context.mode === 'fanOut' && held.revision === 1 && !finished ? [held.id] : [];
-    const listed = [...self, ...plan.signals.filter((s) => s.condition === undefined).map((s) => s.to)];
+    // A fan-out rollback actor lists itself with its first own commit (its creation did not). The
+    // element it signals is not listed: while this actor awaits it, this actor's sweep advances it.
+    const listed = context.mode === 'fanOut' && held.revision === 1 && !finished ? [held.id] : [];
     return { next, commit, options: finished ? { announce: true } : undefined, effects: plan.effects, listed, landed: () => undefined };
   }
 

@@ -124,7 +124,7 @@ describe('fan-out maps at compose depth', () => {
       expect((await store.listActive(100)).ids, `seed ${seed}`).toEqual([]);
       await runtime.close();
     }
-  });
+  }, 60_000);
 
   it('a fan-out map inside the elements of a fan-out map', async () => {
     const time = createTestClock();

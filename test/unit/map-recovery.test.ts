@@ -171,4 +171,37 @@ describe('fan-out map recovery', () => {
     expect(await w.runtime.awaitResult(started.executionId, { timeoutMs: 10 })).toMatchObject({ status: 'failed', step: 'm', message: 'element 2 failed' });
     expect(log.filter((l) => l.startsWith('undo:')).sort()).toEqual(['undo:0', 'undo:1']);
   });
+
+  it('a worker dies after a rollback actor signalled its element and before advancing it: a sweep of the rollback actor advances the element', async () => {
+    const log: string[] = [];
+    const w = world(() => false);
+    const reactor = reactors(log, 1);
+    const started = await w.runtime.run(reactor, { items: items(2) });
+    await w.inner.drainRounds({ only: ['execution-advance', 'map-settle', 'map-element'] });
+    const [rb0, rb1] = w.inner.pending({ purpose: 'element-rollback' });
+    // Position 0 is element 1 (failed: not needed); position 1 is element 0, completed.
+    expect([rb0?.actor?.id, rb1?.actor?.id]).toEqual([`${started.executionId}.m.rb-0`, `${started.executionId}.m.rb-1`]);
+    w.inner.reorder([rb0!.id]);
+    await w.inner.runNext();
+    const element = `${started.executionId}.m.0`;
+    // The doomed worker's take of the element never returns (and its clock never moves).
+    const doomedStore = new Proxy(w.store, {
+      get(target, key, receiver) {
+        const value = Reflect.get(target, key, receiver) as unknown;
+        if (key === 'acquireAndLoad') return (id: string, ...rest: unknown[]) => (id === element ? new Promise(() => undefined) : (value as (...a: unknown[]) => unknown).call(target, id, ...rest));
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const pending = w.inner.pending({ purpose: 'element-rollback' });
+    expect(pending.map((j) => j.actor?.id)).toEqual([`${started.executionId}.m.rb-1`]);
+    const doomed = createEngine({ store: doomedStore, queue: w.inner, clock: createTestClock(), logger, reactors: [reactor], leaseTtlMs: LEASE_TTL_MS });
+    void createJobHandler(doomed)(pending[0]!, new AbortController().signal).catch(() => undefined);
+    await expect.poll(async () => (await w.store.load(`${started.executionId}.m.rb-1`))?.snapshot.value).toBe('undoing');
+    expect(log).not.toContain('undo:0');
+    w.time.advance(LEASE_TTL_MS + 1);
+    expect(await w.runtime.sweepOnce()).toBeGreaterThanOrEqual(1);
+    await w.inner.drainRounds({ only: ['execution-advance', 'map-settle', 'map-element', 'element-rollback'] });
+    expect(log.filter((l) => l.startsWith('undo:'))).toEqual(['undo:0']);
+    expect(await w.runtime.awaitResult(started.executionId, { timeoutMs: 10 })).toMatchObject({ status: 'failed', step: 'm', message: 'element 1 failed' });
+  });
 });
