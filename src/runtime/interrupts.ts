@@ -119,12 +119,12 @@ export async function prepareResume(engine: Engine, id: string, request: Continu
 export async function cancelTree(engine: Engine, id: string, reason: string, signal: AbortSignal): Promise<void> {
   const { held } = await engine.load(id);
   const status = statusOf(held.snapshot.value);
-  if (status === 'rolling_back') throw new InvalidStateError(`cannot cancel execution ${id}: a rollback is in progress`);
+  if (status === 'rolling_back') throw new InvalidStateError(`cannot cancel execution ${id}: it is rolling back; wait for the rollback to finish`);
   if (status !== 'paused' && status !== 'running') throw new InvalidStateError(`cannot cancel execution ${id}: it is ${status}; only running or paused runs can be cancelled`);
   const event: ExecutionEvent = { type: 'xreactor.operator.cancel', at: engine.clock.now(), reason };
   const receipt = await engine.store.signal({ to: id, event: event, dedupeKey: 'operator.cancel', cascade: true }, { refuseIn: ['rolling_back'] });
   if (receipt.refusedBy !== undefined) {
-    const who = receipt.refusedBy.id === id ? 'a rollback is in progress' : `its composed child ${receipt.refusedBy.id} is rolling back`;
+    const who = receipt.refusedBy.id === id ? 'it is rolling back; wait for the rollback to finish' : `its composed child ${receipt.refusedBy.id} is rolling back`;
     throw new InvalidStateError(`cannot cancel execution ${id}: ${who}`);
   }
   for (const actor of receipt.landed) await applyInbox(engine, actor, signal);
