@@ -7,7 +7,7 @@
 import pino from 'pino';
 import { expect } from 'vitest';
 import { createMemoryStore, createRuntime, defineReactor, fail } from '../../src/index.js';
-import type { AnyReactorDefinition, JobHandler, JobSpec, Queue, RollbackFailureReport, Runtime, Store } from '../../src/index.js';
+import type { AnyReactorDefinition, JobHandler, JobSpec, Queue, RollbackFailureReport, Runtime, RuntimeOptions, Store } from '../../src/index.js';
 import { createInProcessQueue, createTestClock, jobPurpose } from '../../src/testing/index.js';
 import type { InProcessQueue, JobPurpose, TestClock } from '../../src/testing/index.js';
 import { interceptStore } from './recovery-kit.js';
@@ -94,6 +94,8 @@ export type TimelineEntry = { readonly type: 'commit'; readonly id: string; read
 export interface FanOutWorldOptions {
   readonly intercepts?: StoreIntercepts;
   readonly reactors?: readonly AnyReactorDefinition[];
+  /** More runtime options (`lockSnoozeMaxAttempts`, ...). */
+  readonly runtime?: Pick<RuntimeOptions, 'lockSnoozeMaxAttempts' | 'lockSnoozeDelayMs' | 'mapStallMs' | 'leaseTtlMs'>;
   /** Share this world's clock, memory store and timeline. */
   readonly sharing?: FanOutWorld;
 }
@@ -115,7 +117,7 @@ export function fanOutWorld(options: FanOutWorldOptions = {}): FanOutWorld {
     },
   });
   const probe = probeQueue(createInProcessQueue({ mode: 'manual', clock }), timeline);
-  const runtime = createRuntime({ clock, store, queue: probe.queue, worker: true, logger: silent, reactors: [...(options.reactors ?? [])] });
+  const runtime = createRuntime({ ...options.runtime, clock, store, queue: probe.queue, worker: true, logger: silent, reactors: [...(options.reactors ?? [])] });
   return { clock, memory, store, probe, queue: probe.queue, runtime, timeline };
 }
 

@@ -203,6 +203,28 @@ describe('fan-out map rollback: element leases', () => {
     expect(await world.store.hasLease(held)).toBe(true);
     expect((await world.runtime.find(id)).maps[0]?.rollback).toEqual({ total: 3, settled: 3, undone: 2, failed: 0, notNeeded: 0, inFlight: 1, unavailable: 0 });
   });
+  it('lockSnoozeMaxAttempts and lockSnoozeDelayMs of the runtime apply: 3 checks 250 ms apart, then element_in_flight', async () => {
+    const world = fanOutWorld({ runtime: { lockSnoozeMaxAttempts: 3, lockSnoozeDelayMs: 250 } });
+    const log: string[] = [];
+    const { id, mapId } = await dispatch(world, mapReactor(log, 'rb-lease-options'), range(2));
+    await world.queue.drainRounds({ only: FORWARD, delayed: 'as-due' });
+    const held = `${mapId}.0`;
+    expect(await world.store.acquireLease(held, INTRUDER, LONG_MS)).toBe(true);
+    log.length = 0;
+    const startedAt = world.clock.now();
+    await world.queue.drainRounds({ delayed: 'wait' });
+    expect(world.queue.pending()).toEqual([]);
+    const rb = `${mapId}.rb-1`;
+    expect(world.probe.ran.filter((job) => job.startsWith(`${rb}.`))).toEqual([`${rb}.start`, `${rb}.timer.1`, `${rb}.timer.2`]);
+    expect(world.clock.now() - startedAt).toBe(500);
+    expect(log).toEqual([...undone(1), 'undo:a']);
+    const result = await world.runtime.awaitResult(id, { timeoutMs: 1_000 });
+    const failures = (result as { rollbackFailures: readonly RollbackFailureReport[] }).rollbackFailures;
+    expect(failures.map((f) => [f.map, (f.error as { code?: string }).code, f.message])).toEqual([
+      [{ step: 'm', index: 0 }, 'element_in_flight', `element 0 of map "m" (${held}) is still held by another process after 3 lease checks; it was not undone (raise lockSnoozeMaxAttempts, or undo the run again once it is free)`],
+    ]);
+    expect((await world.store.load(held))?.snapshot.value).toBe('completed');
+  });
 });
 
 describe('fan-out map rollback: a gone element', () => {
