@@ -236,7 +236,11 @@ export type ExecutionEvent =
       /** Rollback failures of a composed child's steps, undone as this entry's undo. */
       readonly nested?: readonly RollbackFailure[];
     }
-  | { readonly type: 'xreactor.execution.abort'; readonly at: number; readonly reason: string }
+  /**
+   * An interruption (signal, shutdown). `map`: the step at `index` is a map step whose map was
+   * interrupted with it: its completed (and aborted) elements are the step's pending compensation.
+   */
+  | { readonly type: 'xreactor.execution.abort'; readonly at: number; readonly reason: string; readonly map?: { readonly index: number } }
   /** An operator's undo, or a parent's (`from`: the parent undoing its composed child). */
   | { readonly type: 'xreactor.operator.undo'; readonly at: number; readonly from?: string; readonly reason?: 'compensate' | 'undo' }
   | { readonly type: 'xreactor.operator.cancel'; readonly at: number; readonly reason: string }

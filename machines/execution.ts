@@ -178,6 +178,13 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       recordAbort: enqueueActions(({ context, event, enqueue }) => {
         const e = event as EventOf<'xreactor.execution.abort'>;
         enqueue.assign({ abortReason: e.reason, awaiting: null, updatedAt: e.at });
+        // A map interrupted with the run has completed (and aborted) elements: the map step is
+        // pending compensation, so a later undo(id) rolls them back before the undo stack.
+        const mapIndex = e.map?.index ?? (context.awaiting?.kind === 'map' && context.awaiting.purpose === 'run' ? context.awaiting.index : undefined);
+        if (mapIndex !== undefined && context.failure === null) {
+          const error = { name: 'ExecutionAbortedError', code: 'execution_aborted', message: `map step "${stepAt(mapIndex).name}" was interrupted: ${e.reason}`, retryable: false };
+          enqueue.assign({ failure: { step: stepAt(mapIndex).name, index: mapIndex, error, args: undefined, compensationPending: true, compensationFailed: false } });
+        }
         if (context.awaiting !== null) enqueue({ type: 'xreactor.write.awaits', params: { actors: [] } });
         enqueue({ type: 'xreactor.write.trace', params: { type: 'aborted', at: e.at, reason: e.reason } });
       }),

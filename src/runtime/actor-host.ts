@@ -215,11 +215,17 @@ export class ActorHost<H extends HeldActor> {
    * whose lease is free. One another process advances signals when it is done.
    */
   async advance(id: string, call: Call): Promise<void> {
-    call.woken.delete(id);
-    if (call.active.has(id)) return;
+    // Advanced here (or by a frame of this call further out): no wake needed. Held by another
+    // lease (another process, or this call's own wake of it still on the stack): a wake this
+    // commit noted stays noted, so the actor is woken (by a job) once this one is idle.
+    if (call.active.has(id)) {
+      call.woken.delete(id);
+      return;
+    }
     const spawned = call.spawned.get(id);
     if (spawned !== undefined) {
       call.spawned.delete(id);
+      call.woken.delete(id);
       try {
         await spawned.start(call);
       } finally {
@@ -230,7 +236,9 @@ export class ActorHost<H extends HeldActor> {
     const lease = this.#deps.lease(id);
     try {
       const found = await this.#deps.loadLeased(lease);
+      if (found === 'missing') call.woken.delete(id);
       if (typeof found === 'string') return;
+      call.woken.delete(id);
       found.held.lease = lease;
       await found.loop.resume(found.held as never, found.held.outbox, call);
     } finally {

@@ -350,7 +350,12 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
       effects,
       // An actor becoming recoverable again (continued after a pause, undone after its end) and a
       // signal's recipient are listed for the sweeper (a spawned child is listed by the store).
-      listed: [...(!isRecoverable(held.snapshot.value) && isRecoverable(next.value) ? [held.id] : []), ...plan.signals.map((s) => s.to)],
+      // (A conditional signal goes to a map, and an undone element's settle to its rollback actor:
+      // both are listed from their creation or first commit until they settle.)
+      listed: [
+        ...(!isRecoverable(held.snapshot.value) && isRecoverable(next.value) ? [held.id] : []),
+        ...plan.signals.filter((s) => s.condition === undefined && s.to !== next.context.undoBy).map((s) => s.to),
+      ],
       sent: (revision) => {
         if (place === 'caller') this.#sendHandOffEarly(held, effects, revision, commit.snapshot);
       },

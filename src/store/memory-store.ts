@@ -422,8 +422,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     async readMapSource(map, from, count) {
       return maps.source(map, from, count);
     },
-    async readMapStarted(map, total, fromPosition, count) {
-      return maps.started(map, total, fromPosition, count);
+    async readMapStarted(map, total, fromPosition, count, list = 'started') {
+      return maps.started(map, total, fromPosition, count, list);
     },
     async readMapPage(map, from, count, returns) {
       return maps.page(map, from, count, returns);

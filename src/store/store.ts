@@ -553,9 +553,10 @@ export interface Store {
    * Element indexes of a map's started list by position from the tail, anchored at `total` (the
    * list's length when the rollback started: position p is entry `total - 1 - p`, whatever was
    * appended since): positions `[fromPosition, fromPosition + count)` within `[0, total)`, in
-   * position order (newest-started first).
+   * position order (newest-started first). `list: 'aborted'` reads the aborted list (elements
+   * that reported `aborted`) the same way: a rollback with `undoAll` replays only those.
    */
-  readMapStarted(map: string, total: number, fromPosition: number, count: number): Promise<number[]>;
+  readMapStarted(map: string, total: number, fromPosition: number, count: number, list?: 'started' | 'aborted'): Promise<number[]>;
   /**
    * Elements `[from, from + count)` of a map by index, with their outcomes; each completed
    * element's result (that of step `returns`, or with `returns` null every result by step), each
