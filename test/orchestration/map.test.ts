@@ -281,6 +281,20 @@ describe('10,000 elements fanned out and rolled back by 4 worker processes', () 
       expect(elementJobs).toBeGreaterThanOrEqual(n);
       expect(elementJobsLoading).toBe(elementJobs);
       expect(workerReports.every((r) => r.loadsOutsideJobs === 0)).toBe(true);
+      // Jobs per element (design D3, D5, §9.3, §12.3): one start job per element, one job per
+      // rollback actor (it advances its element's undo in its own call), and the map advanced in
+      // the job of the element (or rollback actor) that completed a throw, so a map job only when
+      // the map's lease was busy: fewer than one per throw. The slack covers the sweeper's
+      // re-enqueued jobs (`<actor>.sweep.<revision>.<window>`). (On e30c453 a rollback took two
+      // element-rollback jobs per element and ~0.5 map job per element: a woken element re-performed
+      // its settle's wake of its rollback actor, whose lease its own job still held; main's 4f24a0a
+      // notes wakes before the effects that advance their recipient.)
+      const jobsOf = (purpose: string) => purposes.get(purpose)?.jobs ?? 0;
+      const slack = Math.ceil(n * 0.05) + 20;
+      expect(jobsOf('map-element'), 'map-element jobs').toBeLessThanOrEqual(n + slack);
+      expect(jobsOf('element-rollback'), 'element-rollback jobs').toBeGreaterThanOrEqual(n);
+      expect(jobsOf('element-rollback'), 'element-rollback jobs').toBeLessThanOrEqual(n + slack);
+      expect(jobsOf('map-settle'), 'map-settle jobs').toBeLessThanOrEqual(n / env.fixtures.MAP_BATCH_SIZE + 20);
     }, 240_000);
   }
 
