@@ -6,6 +6,7 @@ import { jobId } from '../queue/job-ids.js';
 import type { Queue } from '../queue/queue.js';
 import type { Commit, CommitOptions, Inbox, InboxEntry, LoadedExecution, OutboxEffect, PersistedSnapshot, SignalEvent, Store } from '../store/store.js';
 import type { Call } from './call.js';
+import { enterActor, leaveActor } from './call.js';
 import type { HeldLease } from './lease.js';
 import { isConditionalWake, WAKE_EFFECT, wakeOf } from './wake.js';
 
@@ -160,18 +161,23 @@ export class ActorHost<H extends HeldActor> {
    * work), else perform its committed outbox again (after a crash or a lost job); then keep driving.
    */
   async resume(held: H, outbox: readonly OutboxEffect[], call: Call): Promise<void> {
-    call.active.set(held.id, held);
+    let applied: boolean;
+    let next: SignalEvent | undefined;
+    enterActor(call, held);
     try {
-      if (await this.#applyInbox(held, call)) return void (await this.continueWith(held, undefined, call));
-      await this.continueWith(held, await this.performAll(held, outbox, call), call);
+      applied = await this.#applyInbox(held, call);
+      next = applied ? undefined : await this.performAll(held, outbox, call);
     } finally {
-      call.active.delete(held.id);
+      leaveActor(call, held);
     }
+    // Not within this frame: continueWith wakes others once the actor is idle, and a wake of this
+    // actor by one of them must not find it "active" in a frame that is about to end.
+    await this.continueWith(held, next, call);
   }
 
   /** Drive from `event` (when set) until idle, then wake the actors it signalled that this call is not advancing. */
   async continueWith(held: H, event: SignalEvent | undefined, call: Call): Promise<void> {
-    call.active.set(held.id, held);
+    enterActor(call, held);
     try {
       let next = event;
       for (;;) {
@@ -195,7 +201,7 @@ export class ActorHost<H extends HeldActor> {
         if (next === undefined) break;
       }
     } finally {
-      call.active.delete(held.id);
+      leaveActor(call, held);
     }
     if (call.active.size === 0 || !call.active.has(parentOf(held.id))) await this.#wake(call);
   }
@@ -218,7 +224,10 @@ export class ActorHost<H extends HeldActor> {
     // Advanced here (or by a frame of this call further out): no wake needed. Held by another
     // lease (another process, or this call's own wake of it still on the stack): a wake this
     // commit noted stays noted, so the actor is woken (by a job) once this one is idle.
-    if (call.active.has(id)) {
+    const active = call.active.get(id);
+    if (active !== undefined) {
+      // A frame further out advances it: it reads its inbox again before it goes idle.
+      active.inboxStale = true;
       call.woken.delete(id);
       return;
     }
@@ -256,7 +265,10 @@ export class ActorHost<H extends HeldActor> {
       const { actor, kind, ifLanded } = wakeOf(effect);
       // A conditional signal's wake: only when its signal landed (or when that is not known).
       if (ifLanded !== undefined && held.landed !== undefined && !held.landed.has(ifLanded)) return undefined;
-      if (!call.active.has(actor)) call.woken.set(actor, kind);
+      const active = call.active.get(actor);
+      // Advanced by a frame of this call further out: it reads its inbox again before it goes idle.
+      if (active !== undefined) active.inboxStale = true;
+      else call.woken.set(actor, kind);
       return undefined;
     }
     return this.#kind.perform(held, effect, call);
@@ -290,10 +302,7 @@ export class ActorHost<H extends HeldActor> {
         held.declined.add(entry.seq);
         continue;
       }
-      if (outcome.status === 'committed') {
-        await this.continueWith(held, outcome.next, call);
-        call.active.set(held.id, held);
-      }
+      if (outcome.status === 'committed') await this.continueWith(held, outcome.next, call);
       return true;
     }
     const left = held.inbox.entries.filter((e) => held.declined.has(e.seq));

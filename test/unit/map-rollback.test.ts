@@ -116,10 +116,11 @@ describe('fan-out map rollback: throws', () => {
     await expectNoInboxLeft(world.store, [id, mapId, ...actorsOf(mapId, 12)]);
   });
 
-  // Fails today: every rollback job also enqueues a wake job for the rollback actor it is itself
-  // advancing (`<rb>.wake.<now>`, found busy: its own lease). The rollback actor's
-  // `undoing` commit performs its signal's wake of the element after awaitChild already advanced it.
-  it.fails('each rollback position takes exactly one job, and no job enqueues more than batchSize element-rollback jobs', async () => {
+  // Regression: every rollback job also enqueued a wake job for the rollback actor it was itself
+  // advancing (`<rb>.wake.<now>`, found busy: its own lease): the rollback actor's `undoing`
+  // commit performed its signal's wake of the element after awaitChild had advanced it. Wakes are
+  // now noted before the effects that may advance their recipient.
+  it('each rollback position takes exactly one job, and no job enqueues more than batchSize element-rollback jobs', async () => {
     const world = fanOutWorld();
     const log: string[] = [];
     const { id, mapId } = await dispatch(world, mapReactor(log, 'rb-burst', { batchSize: 5 }), range(12));
