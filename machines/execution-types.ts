@@ -292,7 +292,7 @@ export type ExecutionWrite =
   | {
       readonly type: 'xreactor.write.mapReport';
       readonly params:
-        | { readonly started: { readonly map: string; readonly index: number } }
+        | { readonly started: { readonly map: string; readonly index: number; readonly gate?: boolean } }
         | { readonly report: { readonly map: string; readonly index: number; readonly outcome: 'completed' | 'failed' | 'halted' | 'aborted' | 'skipped' | 'cancelled'; readonly stops: boolean; readonly at: number } };
     }
   /** The actors this one awaits from this commit on. */
@@ -314,7 +314,7 @@ export type ExecutionEffect =
   | { readonly type: 'xreactor.effect.wake'; readonly params: { readonly actor: string } }
   /** Advance the awaited child in this call when nothing else does, then look at the inbox. */
   | { readonly type: 'xreactor.effect.awaitChild'; readonly params: { readonly child: string } }
-  /** A queued fan-out element's start: read its map's gate, then `element.start` or `element.skip`. */
+  /** A queued fan-out element's start: `element.start`, whose commit the store refuses once the map stopped (then `element.skip`). */
   | { readonly type: 'xreactor.effect.element.gate'; readonly params: { readonly map: string } };
 
 /** Lifecycle states of an execution. */

@@ -143,7 +143,9 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       /** A run starts; an element that starts is on its map's started list (the rollback's work list), with the same commit. */
       startElement: enqueueActions(({ context, event, enqueue }) => {
         enqueue.assign({ updatedAt: event.at });
-        if (context.map !== null) enqueue({ type: 'xreactor.write.mapReport', params: { started: { map: context.map.id, index: context.map.index } } });
+        // A queued fan-out element's start is gated: the store refuses it once its map stopped dispatching.
+        const gate = event.type === 'xreactor.element.start' ? { gate: true } : {};
+        if (context.map !== null) enqueue({ type: 'xreactor.write.mapReport', params: { started: { map: context.map.id, index: context.map.index, ...gate } } });
       }),
       /** Who is told of a settle: the rollback actor undoing an element, an element's map (through its slot), or the parent. */
       reportSettle: enqueueActions(({ context, enqueue }, params: unknown) => {

@@ -51,6 +51,11 @@ export interface Transition {
   readonly sent?: (revision: number) => void;
   /** The commit was refused: give back what preparing it took (a lease it was to release). */
   readonly refused?: () => void;
+  /**
+   * A refusal the kind answers with another event instead of failing (nothing was written): a
+   * fan-out element's gated start refused because its map stopped → its skip.
+   */
+  readonly instead?: (error: unknown) => SignalEvent | undefined;
   /** The commit landed (the held actor has its new snapshot): the kind records what it keeps beside it and emits its observations. */
   readonly landed: (call: Call, previous: HeldActor['snapshot']) => Promise<void> | undefined;
 }
@@ -124,7 +129,11 @@ export interface KernelDeps {
   readonly loadLeased: (lease: HeldLease) => Promise<LeasedActor | 'busy' | 'missing'>;
 }
 
-type StepOutcome = { readonly status: 'ignored' } | { readonly status: 'refused' } | { readonly status: 'committed'; readonly next: SignalEvent | undefined };
+/**
+ * `committed` and `replaced` (the commit was refused for a reason its kind answers with another
+ * event, nothing written) go on with `next`; `refused` delivers the event again after the inbox.
+ */
+type StepOutcome = { readonly status: 'ignored' } | { readonly status: 'refused' } | { readonly status: 'committed' | 'replaced'; readonly next: SignalEvent | undefined };
 
 /**
  * The kernel's host loop, the same for every kind of actor: event → the kind's pure transition →
@@ -152,7 +161,7 @@ export class ActorHost<H extends HeldActor> {
       this.#ignored(held, first);
       return false;
     }
-    await this.continueWith(held, outcome.status === 'committed' ? outcome.next : first, call);
+    await this.continueWith(held, outcome.status === 'refused' ? first : outcome.next, call);
     return true;
   }
 
@@ -188,7 +197,7 @@ export class ActorHost<H extends HeldActor> {
             break;
           }
           // Refused for a signal it had not seen: the inbox was applied; deliver the event again.
-          next = outcome.status === 'committed' ? outcome.next : next;
+          next = outcome.status === 'refused' ? next : outcome.next;
         }
         if (await this.#applyInbox(held, call)) {
           next = undefined;
@@ -302,7 +311,7 @@ export class ActorHost<H extends HeldActor> {
         held.declined.add(entry.seq);
         continue;
       }
-      if (outcome.status === 'committed') await this.continueWith(held, outcome.next, call);
+      if (outcome.status !== 'refused') await this.continueWith(held, outcome.next, call);
       return true;
     }
     const left = held.inbox.entries.filter((e) => held.declined.has(e.seq));
@@ -379,6 +388,8 @@ export class ActorHost<H extends HeldActor> {
       held.revision = await committing;
     } catch (error) {
       transition.refused?.();
+      const instead = transition.instead?.(error);
+      if (instead !== undefined) return { status: 'replaced', next: instead };
       if (!(error instanceof InboxPendingError)) throw error;
       // A signal landed since the actor was read: apply it first (a cancel fences the work in flight).
       held.inbox = await store.readInbox(held.id);
