@@ -149,6 +149,8 @@ interface Sample {
   commands: Map<string, { calls: number; usec: number }>;
   /** Jobs the batch's queue completed (BullMQ's completed set grew by), and jobs a worker handed back because their actor was held by another process (`execution_busy`, retried with backoff). */
   jobs: number;
+  /** The completed jobs by what they address (`start element`, `start rollback actor`, `wake map`, ...). */
+  jobKinds: Map<string, number>;
   busy: number;
   actors?: Actors;
   load: string;
@@ -191,6 +193,15 @@ interface Phase {
 let flowSerial = 0;
 
 const BUSY = 'execution_busy';
+
+/** What an xreactor job id addresses (ids are `<actor>.<purpose>[.<n>]`, bench/fixtures/map-reactors.ts's map step is `m`). */
+function jobKind(id: string): string {
+  const match = /^(.*)\.(start|wake|timer)(\..*)?$/.exec(id);
+  if (match === null) return 'other';
+  const actor = match[1]!;
+  const what = /\.m\.rb-\d+$/.test(actor) ? 'rollback actor' : /\.m\.\d+$/.test(actor) ? 'element' : /\.m$/.test(actor) ? 'map' : 'root';
+  return `${match[2]} ${what}`;
+}
 const busyCount = (fleet: Fleet) => fleet.xr.reduce((n, w) => n + w.count(BUSY), 0);
 
 async function measured(
@@ -198,10 +209,11 @@ async function measured(
   kind: Kind,
   elements: number,
   round: number,
-  work: () => Promise<Omit<Sample, 'kind' | 'workers' | 'elements' | 'round' | 'cpu' | 'commands' | 'jobs' | 'busy' | 'load'>>,
+  work: () => Promise<Omit<Sample, 'kind' | 'workers' | 'elements' | 'round' | 'cpu' | 'commands' | 'jobs' | 'jobKinds' | 'busy' | 'load'>>,
 ): Promise<Sample> {
   const completedKey = `bull:${kind === 'bare' ? phase.bareQueue : phase.xrQueue}:completed`;
   const jobsBefore = await phase.admin.zcard(completedKey);
+  const since = Date.now();
   const busyBefore = busyCount(phase.fleet);
   await phase.admin.config('RESETSTAT');
   const cpu = cpuNow();
@@ -209,7 +221,10 @@ async function measured(
   const used = cpuSince(cpu);
   const commands = parseCommandStats(await phase.admin.info('commandstats'));
   const jobs = (await phase.admin.zcard(completedKey)) - jobsBefore;
-  return { kind, workers: phase.workers, elements, round, ...result, cpu: used, commands, jobs, busy: busyCount(phase.fleet) - busyBefore, load: loadAverage() };
+  // The completed set's scores are the jobs' finish times (ms).
+  const jobKinds = new Map<string, number>();
+  for (const id of await phase.admin.zrangebyscore(completedKey, since, '+inf')) jobKinds.set(jobKind(id), (jobKinds.get(jobKind(id)) ?? 0) + 1);
+  return { kind, workers: phase.workers, elements, round, ...result, cpu: used, commands, jobs, jobKinds, busy: busyCount(phase.fleet) - busyBefore, load: loadAverage() };
 }
 
 async function bareBatch(phase: Phase, n: number, round: number): Promise<Sample> {
@@ -390,7 +405,16 @@ function printPhase(samples: readonly Sample[], workers: number, n: number): voi
   if (bare.length > 0) console.log(`  Redis commands per child job, bare: ${fmt(cmds(bare).all, 2)} executed (EVALSHA ${fmt(cmds(bare).evalsha, 2)}; most executed otherwise, in scripts or not: ${cmds(bare).other})`);
   if (forward.length > 0) console.log(`  Redis commands per element, forward: ${fmt(cmds(forward).all, 2)} executed (EVALSHA ${fmt(cmds(forward).evalsha, 2)}; ${cmds(forward).other})`);
   if (rollback.length > 0) console.log(`  Redis commands per element, forward + rollback: ${fmt(cmds(rollback).all, 2)} executed (EVALSHA ${fmt(cmds(rollback).evalsha, 2)}; ${cmds(rollback).other})`);
-  const jobs = (list: readonly Sample[]) => `${fmt(med(list, (s) => s.jobs) / n, 2)} jobs completed per element, ${fmt(med(list, (s) => s.busy), 0)} busy hand-backs per batch (${list.map((s) => s.busy).join(' / ')})`;
+  const jobs = (list: readonly Sample[]) => {
+    const kinds = new Map<string, number[]>();
+    for (const s of list) for (const [k, c] of s.jobKinds) kinds.set(k, [...(kinds.get(k) ?? []), c]);
+    const byKind = [...kinds.entries()]
+      .map(([k, c]) => ({ k, per: median(c) / n }))
+      .sort((a, b) => b.per - a.per)
+      .map(({ k, per }) => `${k} ${fmt(per, 2)}`)
+      .join(', ');
+    return `${fmt(med(list, (s) => s.jobs) / n, 2)} jobs completed per element (${byKind}); ${fmt(med(list, (s) => s.busy), 0)} busy hand-backs per batch (${list.map((s) => s.busy).join(' / ')})`;
+  };
   if (forward.length > 0) console.log(`  queue, forward: ${jobs(forward)}`);
   if (rollback.length > 0) console.log(`  queue, forward + rollback: ${jobs(rollback)}`);
   const withActors = forward.filter((s) => s.actors !== undefined);
@@ -661,7 +685,7 @@ async function main(): Promise<void> {
 
     if (JSON_OUT !== undefined) {
       const { writeFileSync } = await import('node:fs');
-      writeFileSync(JSON_OUT, JSON.stringify({ samples: samples.map((s) => ({ ...s, commands: Object.fromEntries(s.commands) })), accounting }, null, 2));
+      writeFileSync(JSON_OUT, JSON.stringify({ samples: samples.map((s) => ({ ...s, commands: Object.fromEntries(s.commands), jobKinds: Object.fromEntries(s.jobKinds) })), accounting }, null, 2));
     }
   } finally {
     await stopFleet(fleet);
