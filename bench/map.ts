@@ -7,7 +7,7 @@
  *     BENCH_ROUNDS=3 (measured rounds per configuration, after one warm-up batch of each kind)
  *     BENCH_ELEMENTS=1000   BENCH_WORKERS=1,4   BENCH_CONCURRENCY=10   BENCH_WARMUP=200
  *     BENCH_LARGE=10000 (0: skip)   BENCH_LARGE_ROUNDS=1
- *     BENCH_INLINE_ELEMENTS=20,100 (sizes of the inline reference; 0: skip it)   BENCH_MAP_BATCH_SIZE=50
+ *     BENCH_INLINE_ELEMENTS=1000 (sizes of the inline reference, default BENCH_ELEMENTS; 0: skip it)   BENCH_MAP_BATCH_SIZE=50
  *     BENCH_ACCOUNTING=0 (skip the store-call accounting pass)   BENCH_LOG_LEVEL=info (the workers')
  *     BENCH_JSON=<file>
  *
@@ -26,10 +26,11 @@
  *       rollback  the same map, then a step `after` that takes CLOCK_MONOTONIC as its first
  *                 statement and fails: forward = `run()` → `after`, rollback = `after` → the
  *                 root's `awaitResult()` (`failed`, every element undone);
- *       small     `rollback` over each BENCH_INLINE_ELEMENTS size (for the speed-up at equal size);
- *       inline    (in the phase of the largest W) the same reactor with the map inline, run by
- *                 this process alone (`run()` returns at the root's end), over
- *                 each BENCH_INLINE_ELEMENTS size, on a queue no worker consumes.
+ *       inline    the `rollback` reactor with the map inline, run by this process alone (`run()`
+ *                 returns at the root's end) on a queue no worker consumes, over each
+ *                 BENCH_INLINE_ELEMENTS size: the reference of the rollback speed-up;
+ *       small     `rollback` over each BENCH_INLINE_ELEMENTS size other than N (for the speed-up
+ *                 at equal size).
  *   - The element reactor is one trivial step with an undo. Each map job runs in a worker; this
  *     process is the caller (`run()`, `awaitResult()`), as an application's would be.
  * Then, with the largest W, BENCH_LARGE_ROUNDS pairs of bare / rollback with BENCH_LARGE
@@ -89,7 +90,7 @@ const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 200);
 const LARGE = Number(process.env['BENCH_LARGE'] ?? 10_000);
 const LARGE_ROUNDS = Number(process.env['BENCH_LARGE_ROUNDS'] ?? 1);
 /** Sizes of the inline reference and of the fan-out rollbacks it is compared with (its rollback grows faster than linearly: see docs/performance.md). */
-const INLINE_SIZES = (process.env['BENCH_INLINE_ELEMENTS'] ?? '20,100')
+const INLINE_SIZES = (process.env['BENCH_INLINE_ELEMENTS'] ?? String(ELEMENTS))
   .split(',')
   .map(Number)
   .filter((n) => n > 0);
@@ -472,7 +473,7 @@ async function main(): Promise<void> {
       // The inline reference: its own queue, which no worker consumes (an inline map enqueues
       // wake jobs for itself while this process holds it; a worker taking them would contend).
       const inlineRuntime =
-        workers === largest && INLINE_SIZES.length > 0
+        INLINE_SIZES.length > 0
           ? xr.createRuntime({ store, queue: adapters.createBullmqQueue({ connection: caller, queueName: `${xrQueue}-inline` }), worker: false, reactors, logger })
           : undefined;
       const flow = new FlowProducer({ connection: caller });
@@ -498,7 +499,8 @@ async function main(): Promise<void> {
           { kind: 'bare', n: ELEMENTS },
           { kind: 'forward', n: ELEMENTS },
           { kind: 'rollback', n: ELEMENTS },
-          ...INLINE_SIZES.map((n) => ({ kind: 'small' as const, n })),
+          // A size other than N gets fan-out rollbacks of its own to compare with.
+          ...INLINE_SIZES.filter((n) => n !== ELEMENTS).map((n) => ({ kind: 'small' as const, n })),
           ...(inlineRuntime === undefined ? [] : INLINE_SIZES.map((n) => ({ kind: 'inline' as const, n }))),
         ];
         for (let round = 1; round <= ROUNDS; round++) {
@@ -589,17 +591,18 @@ async function main(): Promise<void> {
 
     if (INLINE_SIZES.length > 0) console.log('');
     for (const size of INLINE_SIZES) {
-      const inline = of(samples, 'inline', largest, size);
-      if (inline.length === 0) continue;
-      const inlineRb = med(inline, (s) => s.rollbackMs);
-      console.log(
-        `inline reference, ${size} elements, this process alone: forward ${fmt(med(inline, (s) => s.forwardMs), 0)} ms, rollback ${fmt(inlineRb, 0)} ms ` +
-          `(rounds ${inline.map((s) => fmt(s.rollbackMs, 0)).join(' / ')}; ${fmt((inlineRb * 1e3) / size, 0)} µs per element; Redis commands executed per element ${fmt(commandsPer(inline, size).all, 1)}, EVALSHA ${fmt(commandsPer(inline, size).evalsha, 1)})`,
-      );
       for (const workers of WORKER_COUNTS) {
-        const small = of(samples, 'small', workers, size);
-        if (small.length === 0) continue;
-        console.log(`  rollback speed-up of ${workers} worker process${workers === 1 ? '' : 'es'} over inline (${size} elements): ${fmt(inlineRb / med(small, (s) => s.rollbackMs), 2)}×`);
+        const inline = of(samples, 'inline', workers, size);
+        const fanned = of(samples, size === ELEMENTS ? 'rollback' : 'small', workers, size);
+        if (inline.length === 0 || fanned.length === 0) continue;
+        const inlineRb = med(inline, (s) => s.rollbackMs);
+        const fannedRb = med(fanned, (s) => s.rollbackMs);
+        console.log(
+          `inline reference, ${fmt(size, 0)} elements, this process alone (in the ${workers}-worker phase): forward ${fmt(med(inline, (s) => s.forwardMs), 0)} ms, rollback ${fmt(inlineRb, 0)} ms ` +
+            `(rounds ${inline.map((s) => fmt(s.rollbackMs, 0)).join(' / ')}; ${fmt((inlineRb * 1e3) / size, 0)} µs per element; Redis commands executed per element ${fmt(commandsPer(inline, size).all, 1)}, EVALSHA ${fmt(commandsPer(inline, size).evalsha, 1)}; ` +
+            `CPU per element: caller ${fmt((med(inline, (s) => s.cpu.caller) * 1e6) / size, 0)} µs, redis ${fmt((med(inline, (s) => s.cpu.redis) * 1e6) / size, 0)} µs)`,
+        );
+        console.log(`  rollback speed-up of ${workers} worker process${workers === 1 ? '' : 'es'} over inline: ${fmt(inlineRb / fannedRb, 2)}× (${fmt(inlineRb, 0)} ÷ ${fmt(fannedRb, 0)} ms)`);
       }
     }
 
