@@ -154,6 +154,8 @@ interface Sample {
   jobKinds: Map<string, number>;
   busy: number;
   actors?: Actors;
+  /** Map batches, wall clock from `run()` (ms; the stored times are whole ms): the map's last event, the root's last commit, `awaitResult()` returned. */
+  ends?: { map: number; root: number; returned: number };
   load: string;
 }
 
@@ -263,13 +265,17 @@ function itemsOf(n: number): number[] {
 async function mapBatch(phase: Phase, kind: 'forward' | 'rollback' | 'small', n: number, round: number): Promise<Sample> {
   const reactor: AnyReactorDefinition = kind === 'forward' ? fixtures.benchMapForward : fixtures.benchMapRollback;
   let root = '';
+  let startWall = 0;
+  let returnedWall = 0;
   const sample = await measured(phase, kind, n, round, async () => {
     const items = itemsOf(n);
+    startWall = Date.now();
     const start = monotonicMs();
     const dispatched = await phase.runtime.run(reactor, { items });
     root = dispatched.executionId;
     const result = await phase.runtime.awaitResult(root, { timeoutMs: TIMEOUT_MS });
     const end = monotonicMs();
+    returnedWall = Date.now();
     if (dispatched.status !== 'dispatched') return { totalMs: end - start, forwardMs: Number.NaN, rollbackMs: Number.NaN, ok: false, note: `run() returned ${dispatched.status}` };
     if (kind === 'forward') return { totalMs: end - start, forwardMs: end - start, rollbackMs: Number.NaN, ok: result.status === 'completed', note: result.status === 'completed' ? '' : `ended ${result.status}` };
     const failedAt = Number(await phase.caller.get(fixtures.failedAtKey(root))) / 1e6;
@@ -284,6 +290,9 @@ async function mapBatch(phase: Phase, kind: 'forward' | 'rollback' | 'small', n:
     sample.note += ` completed ${progress?.outcomes.completed ?? '?'}/${n}, undone ${undone}/${kind === 'forward' ? 0 : n}`;
   }
   sample.actors = await actorsOf(phase.store, root);
+  const mapLoaded = await phase.store.load(`${root}.m`);
+  const mapAt = (mapLoaded?.snapshot.context as { updatedAt?: number } | undefined)?.updatedAt ?? Number.NaN;
+  sample.ends = { map: mapAt - startWall, root: view.updatedAt - startWall, returned: returnedWall - startWall };
   return sample;
 }
 
@@ -418,6 +427,14 @@ function printPhase(samples: readonly Sample[], workers: number, n: number): voi
   };
   if (forward.length > 0) console.log(`  queue, forward: ${jobs(forward)}`);
   if (rollback.length > 0) console.log(`  queue, forward + rollback: ${jobs(rollback)}`);
+  const ends = (list: readonly Sample[], label: string) => {
+    const with_ = list.filter((s) => s.ends !== undefined);
+    if (with_.length === 0) return;
+    const m = (pick: (e: NonNullable<Sample['ends']>) => number) => fmt(med(with_, (s) => pick(s.ends!)), 0);
+    console.log(`  ${label}: the map's last event at ${m((e) => e.map)} ms, the root's last commit at ${m((e) => e.root)} ms, awaitResult() returned at ${m((e) => e.returned)} ms (wall clock from run(), medians)`);
+  };
+  ends(forward, 'ends, forward');
+  ends(rollback, 'ends, forward + rollback');
   const withActors = forward.filter((s) => s.actors !== undefined);
   const rbActors = rollback.filter((s) => s.actors !== undefined);
   if (withActors.length > 0 && rbActors.length > 0) {
