@@ -43,8 +43,8 @@ export interface Transition {
   readonly options: CommitOptions | undefined;
   readonly effects: readonly OutboxEffect[];
   /**
-   * Actors listed for the sweeper before the commit (should the process die right after it) and
-   * again after it. (Actors the commit spawns are listed by the store, see `SpawnActor.listed`.)
+   * Actors listed for the sweeper with the commit (`CommitOptions.list`: no later than it lands,
+   * and still once it has). (Actors the commit spawns are listed by the store, see `SpawnActor.listed`.)
    */
   readonly listed: readonly string[];
   /** Called right after the commit is sent, before it lands (with the revision it will have). */
@@ -331,7 +331,8 @@ export class ActorHost<H extends HeldActor> {
       consumed: entries.map((e) => e.seq),
     };
     try {
-      held.revision = await this.#deps.store.commit(held.id, held.revision, commit);
+      // Settled for good: off the recovery index with it (the late signal's sender listed it).
+      held.revision = await this.#deps.store.commit(held.id, held.revision, commit, { unlist: true });
       held.inbox = { entries: held.inbox.entries.filter((e) => !entries.includes(e)), seq: held.inbox.seq };
     } catch (error) {
       // Another process moved it meanwhile: it discards them itself.
@@ -377,11 +378,11 @@ export class ActorHost<H extends HeldActor> {
     const transition = computed instanceof Promise ? await computed : computed;
     if (transition === undefined) return { status: 'ignored' };
     const commit: Commit = { ...transition.commit, inboxSeen: held.inbox.seq, ...(entry === undefined ? {} : { consumed: [entry.seq] }) };
-    const list = () => store.markActiveMany(transition.listed, true);
-    if (transition.listed.length > 0) await list();
     // The receipt of the conditional signals whose wakes depend on it.
     const receipt = transition.effects.some(isConditionalWake) ? [] : undefined;
-    const options = receipt === undefined ? transition.options : { ...transition.options, landedSignals: receipt };
+    // Listed for the sweeper with the commit (the store does it atomically where it can).
+    const listing = transition.listed.length > 0 ? { list: transition.listed } : undefined;
+    const options = receipt === undefined && listing === undefined ? transition.options : { ...transition.options, ...listing, ...(receipt === undefined ? {} : { landedSignals: receipt }) };
     const committing = store.commit(held.id, held.revision, commit, options);
     transition.sent?.(held.revision + 1);
     try {
@@ -397,7 +398,6 @@ export class ActorHost<H extends HeldActor> {
       await this.#applyInbox(held, call);
       return { status: 'refused' };
     }
-    if (transition.listed.length > 0) await list();
     const previous = held.snapshot;
     held.snapshot = transition.next;
     held.outbox = transition.effects;

@@ -342,6 +342,8 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
             ...(lease === undefined ? {} : { releaseLease: lease.letGo() }),
             ...(fromJob === undefined || held.lease === undefined ? {} : { takeLease: held.lease.request, ifSnapshot: fromJob.ifSnapshot }),
             announce,
+            // A settle leaves the recovery index with the commit.
+            ...(announce ? { unlist: true } : {}),
           };
     return {
       next,
@@ -640,8 +642,10 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
         return event;
       }
       case 'xreactor.effect.finished':
-        // Its waiters were told by the commit that finished it. Leaving the recovery index is
-        // not waited for: a settled execution still listed is dropped by the next sweep.
+        // Its waiters were told by the commit that finished it, which also took it off the
+        // recovery index; an execution settled by its creating commit leaves it here. Not waited
+        // for: a settled execution still listed is dropped by the next sweep.
+        if (held.revision > 1) return undefined;
         store.markActive(executionId, false).catch((error: unknown) => {
           this.#deps.logger.warn({ event: 'xreactor.index.remove_failed', executionId, err: error }, 'could not remove a settled execution from the recovery index');
         });

@@ -381,7 +381,7 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
     return {
       next,
       commit,
-      options: finished ? { announce: true } : undefined,
+      options: finished ? { announce: true, unlist: true } : undefined,
       effects: plan.effects,
       listed: plan.signals.filter((s) => s.to !== held.id).map((s) => s.to),
       landed: (landedIn) => {
@@ -495,6 +495,8 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
       case 'xreactor.effect.map.redispatch':
         return this.#redispatch(held, effect.params as { phase: 'forward' | 'rollback'; from: number; size: number; round: number });
       case 'xreactor.effect.finished':
+        // The settling commit took it off the recovery index.
+        if (held.revision > 1) return undefined;
         store.markActive(held.id, false).catch((error: unknown) => {
           this.#deps.logger.warn({ event: 'xreactor.index.remove_failed', executionId: held.id, err: error }, 'could not remove a settled map from the recovery index');
         });
@@ -748,7 +750,7 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
     // A fan-out rollback actor lists itself with its first own commit (its creation did not). The
     // element it signals is not listed: while this actor awaits it, this actor's sweep advances it.
     const listed = context.mode === 'fanOut' && held.revision === 1 && !finished ? [held.id] : [];
-    return { next, commit, options: finished ? { announce: true } : undefined, effects: plan.effects, listed, landed: () => undefined };
+    return { next, commit, options: finished ? { announce: true, unlist: true } : undefined, effects: plan.effects, listed, landed: () => undefined };
   }
 
   perform(held: HeldRollback, effect: OutboxEffect, call: Call): Promise<SignalEvent | undefined> {
@@ -785,7 +787,7 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
         await this.loop.advance(context.element, call);
         return undefined;
       case 'xreactor.effect.finished':
-        store.markActive(held.id, false).catch(() => undefined);
+        // The settling commit took it off the recovery index (a rollback actor never settles at its creation).
         return undefined;
       default:
         return undefined;

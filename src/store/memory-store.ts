@@ -366,6 +366,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       if (commit.consumed !== undefined) for (const seq of commit.consumed) r.inbox.delete(seq);
       spawnAll(id, prepared);
       deliverAll(prepared, applyMaps(id, prepared), options?.landedSignals);
+      for (const listed of options?.list ?? []) markActive(listed, true);
+      if (options?.unlist === true) markActive(id, false);
       if (lease !== undefined) takeLease(id, lease.owner, lease.ttlMs);
       if (options?.releaseLease !== undefined) releaseLease(id, options.releaseLease);
       if (options?.announce === true) publishSettled(id);

@@ -236,6 +236,12 @@ export interface CommitScriptOptions {
   readonly takeLease?: LeaseRequest;
   /** Refuse the commit (as stale) unless the stored snapshot is exactly these bytes. */
   readonly ifSnapshot?: Uint8Array;
+  /**
+   * The active index changes the script makes with the commit (standalone Redis: the index is a
+   * global key, reachable from the script there, not on a Cluster): ids to record, and whether
+   * to remove the committing actor.
+   */
+  readonly index?: { readonly activeKey: string; readonly list: readonly string[]; readonly unlist: boolean };
 }
 
 /**
@@ -244,9 +250,12 @@ export interface CommitScriptOptions {
  * before the commit is '' and nothing follows the commit; else the id and the kernel tail follow it.
  */
 export function commitArgs(keys: ExecutionKeys, expectedRevision: number, commit: Commit, contextTtlMs: number, options: CommitScriptOptions = {}): ScriptCall {
-  const { takeLease, ifSnapshot } = options;
+  const { takeLease, ifSnapshot, index } = options;
   const restamp = options.restamp !== false;
-  const kernel = restamp || hasKernelWork(commit);
+  const indexed = index !== undefined && (index.list.length > 0 || index.unlist);
+  const kernel = restamp || indexed || hasKernelWork(commit);
+  const list = indexed ? uniqueIds(index.list) : [];
+  const indexSection = [indexed ? index.activeKey : '', String(list.length), ...list, indexed && index.unlist ? '1' : '0'];
   return {
     keys: executionKeys(keys),
     argv: [
@@ -265,7 +274,7 @@ export function commitArgs(keys: ExecutionKeys, expectedRevision: number, commit
       String(commit.inboxSeen ?? 0),
       kernel ? keys.base : '',
       ...commitTail(commit),
-      ...(kernel ? [keys.id, ...kernelTail(commit, true), ...(hasMapWrites(commit) ? mapSectionArgv(keys.id, commit) : [])] : []),
+      ...(kernel ? [keys.id, ...kernelTail(commit, true), ...indexSection, ...(hasMapWrites(commit) ? mapSectionArgv(keys.id, commit) : [])] : []),
     ],
   };
 }

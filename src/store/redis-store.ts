@@ -201,6 +201,9 @@ export function createRedisStore(options: RedisStoreOptions): Store {
   const redis = config.redis as Redis;
   const run = defineScripts(config.redis);
   const sendCommit = config.groupCommit ? batchedCommits(run) : unbatchedCommits(run);
+  // The active index is a global key: a standalone server's commit script records its changes
+  // with the commit; on a Cluster it is in another slot, so they are written around the script.
+  const cluster = (config.redis as { isCluster?: boolean }).isCluster === true;
   const settled = createSettledHub(config.subscriber, config.clock);
   const F = EXECUTION_FIELDS;
   const stamps = createStampRecords(retentionRefreshMs(config.contextTtlMs), RESTAMP_MEMORY);
@@ -245,8 +248,8 @@ export function createRedisStore(options: RedisStoreOptions): Store {
    * the script) and again after it lands (a sweep may have dropped the entry of an actor that did
    * not exist yet).
    */
-  const withListedSpawns = async <T>(commit: Commit, script: () => Promise<T>): Promise<T> => {
-    const listed = commit.spawn === undefined ? [] : listedSpawnIds(commit);
+  const withListedSpawns = async <T>(commit: Commit, script: () => Promise<T>, also: readonly string[] = []): Promise<T> => {
+    const listed = commit.spawn === undefined ? [...also] : [...also, ...listedSpawnIds(commit)];
     if (listed.length === 0) return script();
     await markActiveMany(listed, true);
     const outcome = await script();
@@ -286,19 +289,28 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       if (announce) await settled.subscribed(k.settled);
       const at = config.clock.now();
       const restamp = stamps.due(id, at);
+      const list = options?.list ?? [];
+      const unlist = options?.unlist === true;
+      // On a standalone server the script records the index changes with the commit; a Cluster
+      // keeps the index in another slot, so it is written around the script there.
+      const inScript = !cluster && (list.length > 0 || unlist || commit.spawn !== undefined);
+      const spawnsListed = commit.spawn === undefined ? [] : listedSpawnIds(commit);
       const call = commitArgs(k, expectedRevision, commit, config.contextTtlMs, {
         restamp,
         releaseLease: options?.releaseLease,
         announceId: announce ? id : undefined,
         takeLease: options?.takeLease,
         ifSnapshot: options?.ifSnapshot,
+        ...(inScript ? { index: { activeKey: keys.active, list: [...list, ...spawnsListed], unlist } } : {}),
       });
-      const revision = await withListedSpawns(commit, async () => {
+      const send = async () => {
         const reply = await sendCommit(call);
         const committed = readCommitReply(id, expectedRevision, reply);
         options?.landedSignals?.push(...readLandedSignals(reply));
         return committed;
-      });
+      };
+      const revision = inScript ? await send() : await withListedSpawns(commit, send, list);
+      if (!inScript && unlist) await markActiveMany([id], false);
       if (restamp) stamps.note(id, at);
       for (const spawned of spawnedIds(commit)) stamps.note(spawned, at);
       return revision;

@@ -376,6 +376,16 @@ export interface CommitOptions {
    */
   readonly landedSignals?: string[];
   /**
+   * Actors to record in the active index (`markActiveMany`) with this commit: listed no later than
+   * the commit lands (should the process die right after it), and still listed once it has (a
+   * sweep may have dropped an entry meanwhile). In the same atomic step where the store can (the
+   * memory store, a standalone Redis), else just before and after the commit (a Redis Cluster:
+   * the index is in another slot). Nothing is listed for a refused commit where it is atomic.
+   */
+  readonly list?: readonly string[];
+  /** Remove the committing actor from the active index with this commit (it settled), as `markActive(id, false)`. */
+  readonly unlist?: boolean;
+  /**
    * Apply only if the stored snapshot is byte-for-byte these bytes (the envelope bytes
    * `encodeSnapshot` in `snapshot-codec.ts` produces, which every adapter stores); otherwise
    * nothing is written and commit throws StaleRevisionError (naming the stored revision).

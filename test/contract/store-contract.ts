@@ -603,6 +603,20 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         await store.markActiveMany(['a', 'g'], true);
         expect((await store.listActive(10, first.next)).ids).toEqual(['d', 'f', 'a', 'g']);
       });
+
+      it('a commit lists the actors it names (CommitOptions.list) with it, and unlists the committing actor (unlist) with it', async () => {
+        const store = await created();
+        await store.markActive('z', true);
+        // Listed with the commit, in the order named, a repeat and one listed already keeping their place.
+        expect(await store.commit('e1', 1, { ...commit('running'), inboxSeen: 0 }, { list: ['e1', 'e1.c', 'z', 'e1'] })).toBe(2);
+        expect((await store.listActive(10)).ids).toEqual(['z', 'e1', 'e1.c']);
+        // Settling: off the index with the commit; another actor named with it is listed.
+        await store.commit('e1', 2, { ...commit('completed'), status: 'completed', inboxSeen: 0 }, { unlist: true, list: ['e1.d'] });
+        expect((await store.listActive(10)).ids).toEqual(['z', 'e1.c', 'e1.d']);
+        // Unlisting an actor that is not listed changes nothing else.
+        await store.commit('e1', 3, { ...commit('completed'), status: 'completed', inboxSeen: 0 }, { unlist: true });
+        expect((await store.listActive(10)).ids).toEqual(['z', 'e1.c', 'e1.d']);
+      });
     });
 
     describe('settled notifications', () => {

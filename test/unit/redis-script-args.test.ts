@@ -125,7 +125,7 @@ describe('commitArgs', () => {
       payload: { value: { running: 'b' }, context: { cursor: 1 } },
     });
     expect(decode(bytes(outbox))).toEqual(commit.outbox);
-    expect(rest).toHaveLength(2 * 2 + 2 * 1 + 1 + 5);
+    expect(rest).toHaveLength(2 * 2 + 2 * 1 + 1 + 5 + 3);
     expect(rest[0]).toBe('a');
     expect(decode(bytes(rest[1]))).toEqual({ id: 1 });
     expect(rest[2]).toBe('b');
@@ -133,8 +133,20 @@ describe('commitArgs', () => {
     expect(rest[4]).toBe('0');
     expect(decode(bytes(rest[5]))).toEqual({ step: 'a', args: { x: 1 }, result: { id: 1 } });
     expect(decode(bytes(rest[6]))).toEqual({ type: 'run', step: 'b', at: 5 });
-    // After the commit: the id, no consumed entries, awaits unchanged, no signals, no spawns.
-    expect(rest.slice(7)).toEqual(['e1', '0', '-1', '0', '0']);
+    // After the commit: the id, no consumed entries, awaits unchanged, no signals, no spawns;
+    // then the index section: no active key (nothing recorded in the index with the commit).
+    expect(rest.slice(7)).toEqual(['e1', '0', '-1', '0', '0', '', '0', '0']);
+  });
+
+  it('passes the active index changes the script makes with the commit: the ids to list, and the unlisting of the committing actor', () => {
+    const call = commitArgs(keys, 7, commit, 86_400_000, { restamp: false, index: { activeKey: 'app:active', list: ['e1', 'e1.c', 'e1'], unlist: false } });
+    // Index changes need the kernel section (the fast path has none).
+    expect(call.argv[13]).toBe(keys.base);
+    expect(call.argv.slice(COMMIT_AT + COMMIT_LENGTH)).toEqual(['e1', '0', '-1', '0', '0', 'app:active', '2', 'e1', 'e1.c', '0']);
+    const settle = commitArgs(keys, 7, commit, 86_400_000, { restamp: false, index: { activeKey: 'app:active', list: [], unlist: true } });
+    expect(settle.argv.slice(COMMIT_AT + COMMIT_LENGTH)).toEqual(['e1', '0', '-1', '0', '0', 'app:active', '0', '1']);
+    // Nothing to change: as without an index (the fast path when nothing else needs the kernel section).
+    expect(commitArgs(keys, 7, commit, 86_400_000, { restamp: false, index: { activeKey: 'app:active', list: [], unlist: false } }).argv).toEqual(commitArgs(keys, 7, commit, 86_400_000, { restamp: false }).argv);
   });
 
   it('sends an empty root base and nothing after the commit without kernel work or re-stamp (the per-step fast path)', () => {
@@ -164,7 +176,7 @@ describe('commitArgs', () => {
     expect(decode(bytes(kernel[11]))).toEqual({ event: { type: 'self', n: 1 }, dedupeKey: 'k1' });
     expect(kernel.slice(12, 15)).toEqual(['e1.child', 'k2', '1']);
     expect(decode(bytes(kernel[15]))).toEqual({ event: { type: 'cancel' }, dedupeKey: 'k2' });
-    expect(kernel.slice(16)).toEqual(['0']);
+    expect(kernel.slice(16)).toEqual(['0', '', '0', '0']);
   });
 
   it('passes each spawned actor with its id, reactor, input, lease, first commit and kernel tail, nested depth first', () => {
@@ -186,7 +198,8 @@ describe('commitArgs', () => {
     expect(childKernel.slice(5, 7)).toEqual(['e1.a.x', 'leaf']);
     expect(decode(bytes(childKernel[7]))).toBe(3);
     expect(childKernel.slice(8, 11)).toEqual(['0', '', '']);
-    expect(childKernel.slice(11 + COMMIT_LENGTH)).toEqual(['0', '-1', '0', '0']);
+    // The child's tail, then (at the top level, after the root's tail) the index section.
+    expect(childKernel.slice(11 + COMMIT_LENGTH)).toEqual(['0', '-1', '0', '0', '', '0', '0']);
     expect(spawnedIds({ ...commit, spawn: [child, { ...grandchild, id: 'e1.b' }] })).toEqual(['e1.a', 'e1.a.x', 'e1.b']);
   });
 
@@ -256,14 +269,16 @@ describe('createArgs', () => {
     expect(call.argv.slice(0, 2)).toEqual(['5000', 'checkout']);
     expect(decode(bytes(call.argv[2]))).toEqual({ at: new Date(9) });
     expect(call.argv.slice(3, 8)).toEqual(['0', '', '', '', '']);
-    expect(call.argv.slice(8)).toEqual(commitArgs(keys, 0, commit, 5000).argv.slice(13));
+    // The commit's layout without its index section (a create records its index entry itself).
+    expect(call.argv.slice(8)).toEqual(commitArgs(keys, 0, commit, 5000).argv.slice(13, -3));
     expect(call.argv[8]).toBe(keys.base);
   });
 
   it('passes the lease to take, in whole milliseconds, and the announcement', () => {
     const call = createArgs(keys, { id: 'e1', reactor: 'checkout', input: null, commit }, 5000, { lease: { owner: 'host-1', ttlMs: 2.5 }, announce: true });
     expect(call.argv.slice(3, 8)).toEqual(['1', 'host-1', '3', keys.settled, 'e1']);
-    expect(call.argv.slice(8)).toEqual(commitArgs(keys, 0, commit, 5000).argv.slice(13));
+    // The commit's layout without its index section (a create records its index entry itself).
+    expect(call.argv.slice(8)).toEqual(commitArgs(keys, 0, commit, 5000).argv.slice(13, -3));
   });
 
   it('always sends the kernel section (the script clears leftovers under the id), without consumed entries', () => {
@@ -517,7 +532,9 @@ describe('map writes and reads args', () => {
     // The id, no consumed, awaits unchanged, no signals, one spawned actor (flags 2: detached) with its commit and tail.
     expect(tail.slice(0, 5)).toEqual(['e1', '0', '-1', '0', '1']);
     expect(tail[8]).toBe('2');
-    const section = tail.slice(11 + COMMIT_LENGTH + 4);
+    // The index section after the root's kernel tail, then the map section.
+    expect(tail.slice(11 + COMMIT_LENGTH + 4, 11 + COMMIT_LENGTH + 7)).toEqual(['', '0', '0']);
+    const section = tail.slice(11 + COMMIT_LENGTH + 7);
     expect(section.slice(0, 3)).toEqual(['2', 'e1', '5']);
     expect(section.slice(3, 8)).toEqual(['init', '', '50', '1', 'fanOut']);
     expect(section.slice(8, 10)).toEqual(['source', '2']);

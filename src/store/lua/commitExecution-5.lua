@@ -41,8 +41,14 @@
   ARGV[14] root base '<prefix>:{<root>}:' of the kernel section; '' = none (the per-step fast
            path: nothing follows the commit). Never '' when ARGV[3] is '1'
   ARGV[15..] the commit (layout in includes/applyCommit.lua, base 15), then, with a root base,
-           the actor id and the kernel tail (layout in includes/actorKernel.lua), then the map
-           section when the step has map writes (layout in includes/mapWrites.lua)
+           the actor id and the kernel tail (layout in includes/actorKernel.lua), then the index
+           section, then the map section when the step has map writes (layout in
+           includes/mapWrites.lua)
+
+  Index section (with a root base): the active index key ('' = none: the store lists around
+  the script, a Redis Cluster, where the index is in another slot), nList, then that many ids to
+  record in it with the commit (CommitOptions.list), then '1' to remove the committing actor from
+  it (CommitOptions.unlist: it settled) or '0'. Applied only when the commit applies.
 
   Returns
     {0, revision, key...}   committed; the new revision, then the dedupe keys of the conditional
@@ -75,10 +81,15 @@ else
 --- @include "deliverSignal"
 --- @include "mapWrites"
 --- @include "actorKernel"
+--- @include "activeIndex"
   local tail = commitEnd(commit)
   local id = ARGV[tail]
   local kernel, after = readKernel(tail + 1)
-  local maps = readMapSection(after)
+  local activeKey, nList = ARGV[after], tonumber(ARGV[after + 1])
+  local listed = {}
+  for j = 1, nList do listed[j] = ARGV[after + 1 + j] end
+  local unlist = ARGV[after + 2 + nList] == '1'
+  local maps = readMapSection(after + 3 + nList)
   local gateClosed = checkMapGates(base, maps)
   if gateClosed then return gateClosed end
   local spawnRefused = checkSpawns(base, kernel, { [id] = true })
@@ -87,6 +98,10 @@ else
   applyKernel(base, id, kernel, ARGV[2], restamp)
   landed = {}
   deliverKernel(base, id, kernel, ARGV[2], applyMapWrites(base, maps, ARGV[2]), landed)
+  if activeKey ~= '' then
+    if nList > 0 then markActive(activeKey, listed) end
+    if unlist then redis.call('ZREM', activeKey, id) end
+  end
 end
 
 finishCommit(KEYS, 0)
