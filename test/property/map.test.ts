@@ -50,13 +50,15 @@ import {
   mapReactor,
   outcomeShape,
   refOf,
+  UNDO_ALL_FAILURE,
   undoFails,
 } from '../support/map-property-kit.js';
 import type { ElementStepRef, MapScenario, OutcomeShape } from '../support/map-property-kit.js';
 
 /** `MAP_PROPERTY_RUNS` overrides the number of runs (for a longer local soak). */
 const RUNS = { numRuns: Number(process.env['MAP_PROPERTY_RUNS'] ?? 50) };
-const TEST_TIMEOUT_MS = 300_000;
+/** Generous: a soak with many runs gets about 2 s a run. */
+const TEST_TIMEOUT_MS = Math.max(120_000, RUNS.numRuns * 2_000);
 
 // ---------------------------------------------------------------------------
 // Scenarios and schedules
@@ -72,6 +74,7 @@ const scenarioArb: fc.Arbitrary<MapScenario> = fc
     source: fc.constantFrom<MapScenario['source']>('array', 'array', 'paged', 'counted'),
     fanOut: fc.boolean(),
     collect: fc.boolean(),
+    undoAll: fc.constantFrom<MapScenario['undoAll']>('none', 'none', 'ok', 'fails'),
     owner: fc.constantFrom<MapScenario['owner']>('none', 'none', 'collect', 'b'),
     undo: fc.boolean(),
   })
@@ -100,7 +103,12 @@ const choiceArb: fc.Arbitrary<Choice> = fc.record({
   before: fc.oneof({ weight: 12, arbitrary: fc.constant('none' as const) }, { weight: 1, arbitrary: fc.constantFrom('sweep' as const, 'outlive' as const, 'tick' as const) }),
   // Mostly the front of the FIFO, sometimes any due job.
   pick: fc.oneof({ weight: 1, arbitrary: fc.constant(0) }, { weight: 2, arbitrary: fc.nat({ max: 63 }) }),
-  dup: fc.oneof({ weight: 10, arbitrary: fc.constant('none' as const) }, { weight: 1, arbitrary: fc.constant('later' as const) }, { weight: 1, arbitrary: fc.constant('concurrent' as const) }),
+  dup: fc.oneof(
+    { weight: 10, arbitrary: fc.constant('none' as const) },
+    { weight: 1, arbitrary: fc.constant('later' as const) },
+    { weight: 1, arbitrary: fc.constant('concurrent' as const) },
+    { weight: 2, arbitrary: fc.constant('parallel' as const) },
+  ),
   crash: fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: crashArb }),
 });
 /** Used round and round (so a long run is perturbed all along); three deaths per run at most. */
@@ -148,8 +156,8 @@ async function runChecked(sc: MapScenario, mode: RunMode, delivery: Delivery): P
       expect({ returned, after }).toEqual({ returned: after === 'cancelled' ? 'cancelled' : 'dispatched', after });
       result = await world.runtime.awaitResult(world.id, { timeoutMs: 10 });
     }
-    await checkRun(sc, mode, world, ledger, result as never);
-    return { outcome: outcomeShape(result as never), ran: distinct(ledger.events, 'run'), undone: distinct(ledger.events, 'undo') };
+    await checkRun(sc, mode, world, ledger, result);
+    return { outcome: outcomeShape(result), ran: distinct(ledger.events, 'run'), undone: distinct(ledger.events, 'undo') };
   } catch (error) {
     if (error instanceof Error) error.message += `\n--- world (${mode.fanOut ? 'fan-out' : 'inline'}${mode.background ? ', background' : ''}, ${delivery.kind}) ---\n${await describeWorld(world, sc, ledger, undoCall)}`;
     throw error;
@@ -177,6 +185,11 @@ function expectedOutcome(sc: MapScenario, stats: MapStats, undone: boolean, repo
   return undone ? { status: 'cancelled', rollbackFailures: reported } : { status: 'completed' };
 }
 
+/** Whether a death cut off the commit recording undoAll's outcome (it may run again). */
+function cutsOffUndoAll(death: Death, mapId: string): boolean {
+  return !death.landed && death.id === mapId && death.commit.snapshot.value === 'undone';
+}
+
 /** The ledger events a death cut off: the bodies, compensates and undos its commit recorded, when it did not land (they may run again). */
 function cutOff(death: Death, rootId: string): string[] {
   if (death.landed) return [];
@@ -196,7 +209,7 @@ function cutOff(death: Death, rootId: string): string[] {
   });
 }
 
-async function checkRun(sc: MapScenario, mode: RunMode, world: MapWorld, ledger: EffectsLedger, result: { readonly status: string } & Record<string, unknown>): Promise<void> {
+async function checkRun(sc: MapScenario, mode: RunMode, world: MapWorld, ledger: EffectsLedger, result: { readonly status: string }): Promise<void> {
   const { store, id, mapId, book } = world;
   const stats = (await store.readMapStats(mapId))!;
   expect(stats, 'the map exists').toBeDefined();
@@ -204,17 +217,21 @@ async function checkRun(sc: MapScenario, mode: RunMode, world: MapWorld, ledger:
   const outcomeOf = (index: number) => entries[index]?.outcome;
   const rootUndone = result.status !== 'completed';
 
-  // The outcome is the one the stats call for; the rollback failures are the undos that threw on the elements the map rolled back.
+  // The outcome is the one the stats call for; the rollback failures are the undos that threw on the elements the map rolled back
+  // (by their own undos, or undoAll's), and the stopping element's, which rolled itself back.
+  const undoneByAll = (index: number) => sc.undoAll !== 'none' && outcomeOf(index) === 'completed';
   const reported = rootUndone
-    ? [...new Set(sc.undoFailing.map((r) => keyOf(r.index, r.step)))]
-        .filter((key) => ledger.everPlaced.has(key))
-        .map((key) => refOf(key)!)
-        .filter((r) => outcomeOf(r.index) === 'completed' || (sc.atomic && stats.stop?.index === r.index))
-        .map(elementUndoFailure)
-        .sort()
+    ? [
+        ...[...new Set(sc.undoFailing.map((r) => keyOf(r.index, r.step)))]
+          .filter((key) => ledger.everPlaced.has(key))
+          .map((key) => refOf(key)!)
+          .filter((r) => (outcomeOf(r.index) === 'completed' && !undoneByAll(r.index)) || (sc.atomic && stats.stop?.index === r.index))
+          .map(elementUndoFailure),
+        ...(sc.undoAll === 'fails' && stats.completed > 0 ? [UNDO_ALL_FAILURE] : []),
+      ].sort()
     : [];
   expect(outcomeShape(result)).toEqual(expectedOutcome(sc, stats, sc.undo, reported));
-  if (result.status === 'completed' && sc.collect) expect((result['value'] as Record<string, unknown>)['m']).toBe(stats.completed);
+  if (result.status === 'completed' && sc.collect) expect((result as { readonly status: string; readonly value?: { readonly m?: unknown } }).value?.m).toBe(stats.completed);
 
   // Nothing left in place.
   expect(ledger.problems).toEqual([]);
@@ -223,15 +240,30 @@ async function checkRun(sc: MapScenario, mode: RunMode, world: MapWorld, ledger:
     const ref = refOf(key);
     return rootUndone || (ref !== undefined && outcomeOf(ref.index) !== 'completed');
   };
-  const left = [...ledger.everPlaced].filter((key) => !mustUndo(key) || undoFails(sc, key)).sort();
+  const undoFailsFor = (key: string) => {
+    const ref = refOf(key);
+    return ref !== undefined && undoneByAll(ref.index) ? sc.undoAll === 'fails' : undoFails(sc, key);
+  };
+  const left = [...ledger.everPlaced].filter((key) => !mustUndo(key) || undoFailsFor(key)).sort();
   expect([...ledger.placed].sort(), 'effects in place').toEqual(left);
+  // undoAll: once per rollback of a map with completed elements, over them in index order; never otherwise.
+  const completed = entries.filter((e) => e.outcome === 'completed').map((e) => e.index);
+  const undoAllCalls = rootUndone && sc.undoAll !== 'none' && completed.length > 0 ? 1 : 0;
+  expect({ calls: Math.min(ledger.undoAlls.length, undoAllCalls + world.deaths.filter((d) => cutsOffUndoAll(d, mapId)).length), given: [...new Set(ledger.undoAlls.map((i) => i.join(',')))] }).toEqual({
+    calls: ledger.undoAlls.length,
+    given: ledger.undoAlls.length === 0 ? [] : [completed.join(',')],
+  });
+  expect(ledger.undoAlls.length >= undoAllCalls, 'undoAll called').toBe(true);
 
   // Nothing runs more often than its attempts, but for what a crash cut off.
   const repeats = world.deaths.flatMap((d) => cutOff(d, id));
   for (const event of new Set(ledger.events)) {
     const [kind, key] = event.split(':') as [string, string | undefined];
     if (key === undefined) continue;
-    const allowed = (kind === 'run' ? attemptsOf(sc, key) : 1) + repeats.filter((e) => e === event).length;
+    // Per-element undos of the completed elements are undoAll's when it is declared.
+    const ref = refOf(key);
+    const once = kind === 'undo' && ref !== undefined && undoneByAll(ref.index) ? 0 : 1;
+    const allowed = (kind === 'run' ? attemptsOf(sc, key) : once) + repeats.filter((e) => e === event).length;
     expect({ event, times: ledger.count(event) }).toEqual({ event, times: Math.min(ledger.count(event), allowed) });
   }
 
@@ -251,11 +283,13 @@ async function checkRun(sc: MapScenario, mode: RunMode, world: MapWorld, ledger:
   if (rootUndone) {
     expect(map?.snapshot.value).toBe('undone');
     const rb = stats.rollback;
+    // With undoAll the rollback throws run over the aborted elements only (none here).
+    const byActors = sc.undoAll === 'none';
     expect({ target: rb.target, settled: rb.settled, undoneOrFailed: rb.undone + rb.failed, notNeeded: rb.notNeeded }).toEqual({
-      target: stats.started,
-      settled: stats.started,
-      undoneOrFailed: stats.completed,
-      notNeeded: stats.failed,
+      target: byActors ? stats.started : 0,
+      settled: byActors ? stats.started : 0,
+      undoneOrFailed: byActors ? stats.completed : 0,
+      notNeeded: byActors ? stats.failed : 0,
     });
   } else {
     expect({ map: map?.snapshot.value, rollback: stats.rollback.target }).toEqual({ map: 'completed', rollback: null });
@@ -372,7 +406,7 @@ describe('known issue: undo(id) of a completed run with a fan-out map', () => {
   // discarded); there is nothing to undo", while the rollback is in fact under way. §11.1 (and
   // §18 Q8): the call returns { status: 'dispatched', executionId, reason: 'awaiting' }, and
   // awaitResult(id) gives the cancelled result once the rollback jobs ran.
-  const sc: MapScenario = { count: 1, batchSize: 1, atomic: true, source: 'array', fanOut: true, collect: false, owner: 'none', undo: true, failing: [], flaky: [], undoFailing: [] };
+  const sc: MapScenario = { count: 1, batchSize: 1, atomic: true, source: 'array', fanOut: true, collect: false, undoAll: 'none', owner: 'none', undo: true, failing: [], flaky: [], undoFailing: [] };
 
   async function undoFannedOut(check: (world: MapWorld, undo: () => Promise<unknown>) => Promise<void>): Promise<EffectsLedger> {
     const ledger = new EffectsLedger();

@@ -24,8 +24,8 @@ export const DOOMED_LEASE_TTL_MS = 5_000;
 const REDELIVERY_MS = 1_000;
 /** Deaths per run at most. */
 const MAX_CRASHES = 3;
-/** Duplicated deliveries per run at most (a copy is never copied again). */
-const MAX_DUPS = 24;
+/** Copies of jobs per run at most (a copy is never copied again). */
+const MAX_COPIES = 24;
 
 // ---------------------------------------------------------------------------
 // What the store saw and what the queue was asked
@@ -171,8 +171,12 @@ function dyingStore(inner: Store, plan: CrashPlan, job: string, died: (death: De
 export interface Choice {
   readonly before: 'none' | 'sweep' | 'outlive' | 'tick';
   readonly pick: number;
-  /** `later`: a copy of the job is enqueued under another id; `concurrent`: a second worker handles the same job at once. */
-  readonly dup: 'none' | 'later' | 'concurrent';
+  /**
+   * `later`: a copy of the job is enqueued under another id; `concurrent`: a second worker handles
+   * the same job at once; `parallel`: a second worker handles another due job at once (which stays
+   * pending, so it is delivered again later).
+   */
+  readonly dup: 'none' | 'later' | 'concurrent' | 'parallel';
   readonly crash: CrashPlan | undefined;
 }
 
@@ -257,7 +261,7 @@ export function createMapWorld(root: AnyReactorDefinition, delivery: Delivery, m
   const sweep = async (why: string) => journal.push(`${why} at ${time.now()}: ${await runtime.sweepOnce()} swept`);
   const { choices } = delivery;
   let step = 0;
-  let dups = 0;
+  let copies = 0;
   let deliveries = 0;
 
   const drain = async () => {
@@ -276,16 +280,20 @@ export function createMapWorld(root: AnyReactorDefinition, delivery: Delivery, m
         queue.reorder([job.id]);
         const crash = run.crash !== undefined && deaths.length < MAX_CRASHES && deliveries >= run.crash.notBefore ? run.crash : undefined;
         deliveries += 1;
-        const dup = run.dup !== 'none' && dups < MAX_DUPS && !job.id.includes('.dup') ? run.dup : 'none';
-        if (dup !== 'none') dups += 1;
+        const dup = run.dup === 'later' && (copies >= MAX_COPIES || job.id.includes('.dup')) ? 'none' : run.dup;
+        if (dup === 'later') copies += 1;
         journal.push(`${time.now()}: ${job.id}${crash === undefined ? '' : ` (dies at commit ${crash.commit}, ${crash.mode})`}${dup === 'none' ? '' : ` dup ${dup}`}`);
         if (dup === 'later') {
           const { delayMs: _delay, ...copy } = job;
-          await queue.enqueue([{ ...copy, id: `${job.id}.dup${dups}` }]);
+          await queue.enqueue([{ ...copy, id: `${job.id}.dup${copies}` }]);
         }
         handler = crash === undefined ? workerA : dyingWorker(crash);
+        const other = dup === 'parallel' ? ready.filter((p) => p.job.id !== job.id)[run.pick % Math.max(1, ready.length - 1)]?.job : undefined;
+        if (other !== undefined) journal.push(`  and at once ${other.id}`);
         if (dup === 'concurrent' && crash === undefined) {
           await Promise.all([queue.runNext(), workerB(job, new AbortController().signal).catch(() => undefined)]);
+        } else if (other !== undefined && crash === undefined) {
+          await Promise.all([queue.runNext(), workerB(other, new AbortController().signal).catch(() => undefined)]);
         } else {
           await queue.runNext();
         }

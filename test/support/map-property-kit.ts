@@ -32,6 +32,8 @@ export interface MapScenario {
   readonly undoFailing: readonly ElementStepRef[];
   /** The map step has a `collect` (it iterates the results and counts the completed elements). */
   readonly collect: boolean;
+  /** The map step has an `undoAll` (it replaces the completed elements' undos on a rollback), which may throw. */
+  readonly undoAll: 'none' | 'ok' | 'fails';
   /** A failure after the elements: `collect` fails, or the owner's later step `b`. */
   readonly owner: 'none' | 'collect' | 'b';
   /** A run that completes is undone by `runtime.undo(id)`. */
@@ -80,12 +82,26 @@ export class EffectsLedger {
     this.partial.delete(key);
   }
 
-  /** Returns whether the undo takes the effect away (else it throws after recording). */
+  /** The undo takes the effect away, or (`fails`) throws and leaves it. */
   undo(key: string, fails: boolean): void {
     this.events.push(`undo:${key}`);
     if (!this.everPlaced.has(key)) this.problems.push(`undo:${key} of a step that never ran to success`);
     if (fails) throw new Error(`undo ${key} broke`);
     this.placed.delete(key);
+  }
+
+  /** Every call of the map's undoAll, with the indexes it was given. */
+  readonly undoAlls: (readonly number[])[] = [];
+
+  /** undoAll over the completed elements: takes both effects of each away, or throws. */
+  undoAll(indexes: readonly number[], fails: boolean): void {
+    this.events.push('undoAll');
+    this.undoAlls.push(indexes);
+    for (const index of indexes) {
+      for (const step of ['e1', 'e2'] as const) if (!this.everPlaced.has(keyOf(index, step))) this.problems.push(`undoAll of element ${index}, whose ${step} never ran to success`);
+    }
+    if (fails) throw new Error('undoAll broke');
+    for (const index of indexes) for (const step of ['e1', 'e2'] as const) this.placed.delete(keyOf(index, step));
   }
 
   count(event: string): number {
@@ -165,6 +181,11 @@ export function mapReactor(sc: MapScenario, ledger: EffectsLedger, options: MapR
   };
   const window = (offset: number, limit: number) => Array.from({ length: Math.max(0, Math.min(limit, sc.count - offset)) }, (_, i) => offset + i);
   const pagedSource = paged({ page: window, ...(sc.source === 'counted' ? { count: () => sc.count } : {}) });
+  const undoAll = async (completed: AsyncIterable<{ readonly index: number }>) => {
+    const indexes: number[] = [];
+    for await (const c of completed) indexes.push(c.index);
+    ledger.undoAll(indexes, sc.undoAll === 'fails');
+  };
   const root = defineReactor({ name: 'map-prop', input: mapInput })
     .step('a', ownerStep('a', false))
     .map('m', element, {
@@ -173,6 +194,7 @@ export function mapReactor(sc: MapScenario, ledger: EffectsLedger, options: MapR
       batchSize: sc.batchSize,
       atomic: sc.atomic,
       ...(sc.collect ? { collect } : {}),
+      ...(sc.undoAll === 'none' ? {} : { undoAll }),
       waitFor: ['a'],
     })
     .step('b', { waitFor: ['m'], ...ownerStep('b', sc.owner === 'b') });
@@ -196,14 +218,17 @@ export function describeFailure(f: Pick<RollbackFailureReport, 'step' | 'path' |
 }
 
 /** The shape of a run's result: status, failing step, message, rollback failures as a sorted list. */
-export function outcomeShape(result: { readonly status: string } & Record<string, unknown>): OutcomeShape {
-  const failures = result['rollbackFailures'] as readonly RollbackFailureReport[] | undefined;
+export function outcomeShape(result: { readonly status: string }): OutcomeShape {
+  const { step, message, rollbackFailures } = result as { step?: string; message?: string; rollbackFailures?: readonly RollbackFailureReport[] };
   return {
     status: result.status,
-    ...(result.status === 'failed' ? { step: result['step'] as string | undefined, message: result['message'] as string | undefined } : {}),
-    ...(failures === undefined ? {} : { rollbackFailures: failures.map(describeFailure).sort() }),
+    ...(result.status === 'failed' ? { step, message } : {}),
+    ...(rollbackFailures === undefined ? {} : { rollbackFailures: rollbackFailures.map(describeFailure).sort() }),
   };
 }
+
+/** The rollback failure a failing undoAll is reported as. */
+export const UNDO_ALL_FAILURE = describeFailure({ step: 'm', path: [], kind: 'undo_all', reason: 'raised', message: 'undoAll broke' });
 
 /** The rollback failure an element step's failing undo is reported as. */
 export function elementUndoFailure(ref: ElementStepRef): string {
