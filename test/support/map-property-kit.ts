@@ -3,7 +3,7 @@
  * → b`, whose handlers write an effects ledger, and what a run over a scenario must leave.
  */
 import { z } from 'zod';
-import { defineReactor, fail, paged } from '../../src/index.js';
+import { defineReactor, fail, halt, paged } from '../../src/index.js';
 import type { AnyReactorDefinition, RollbackFailureReport } from '../../src/index.js';
 
 /** A step of the element reactor. */
@@ -26,6 +26,8 @@ export interface MapScenario {
   readonly fanOut: boolean;
   /** Element steps that fail for good (`fail(e, { retry: false })`; the step is compensated). */
   readonly failing: readonly ElementStepRef[];
+  /** Element steps that halt (`halt(reason)`): the map stops and halts, its owner halts at m, nothing is rolled back. */
+  readonly halting: readonly ElementStepRef[];
   /** Elements whose e2 throws on its first attempt and is retried after its backoff (a timer job in a worker). */
   readonly flaky: readonly number[];
   /** Element steps whose undo throws (their effect stays in place, reported as a rollback failure). */
@@ -66,7 +68,8 @@ export class EffectsLedger {
   /** Handler calls that should not have happened (an undo of nothing, a compensate of a step that did not fail). */
   readonly problems: string[] = [];
 
-  run(key: string, outcome: 'ok' | 'fail' | 'flake'): void {
+  /** `halt` and `flake` place nothing; `fail` a partial effect, which its compensate takes away. */
+  run(key: string, outcome: 'ok' | 'fail' | 'flake' | 'halt'): void {
     this.events.push(`run:${key}`);
     if (outcome === 'ok') {
       this.placed.add(key);
@@ -114,9 +117,18 @@ export const mapInput = z.object({ items: z.array(z.number()) });
 
 const hasRef = (refs: readonly ElementStepRef[], index: number, step: ElementStep) => refs.some((r) => r.index === index && r.step === step);
 
-/** The first failing step of element `index`, if any (e1 before e2). */
-export function failingStepOf(sc: MapScenario, index: number): ElementStep | undefined {
-  return hasRef(sc.failing, index, 'e1') ? 'e1' : hasRef(sc.failing, index, 'e2') ? 'e2' : undefined;
+/** What element `index`'s `step` does on its last attempt: fail beats halt. */
+export function behaviourOf(sc: MapScenario, index: number, step: ElementStep): 'ok' | 'fail' | 'halt' {
+  return hasRef(sc.failing, index, step) ? 'fail' : hasRef(sc.halting, index, step) ? 'halt' : 'ok';
+}
+
+/** The step at which element `index` stops (fails or halts), if any, and how. */
+export function stopOf(sc: MapScenario, index: number): { readonly step: ElementStep; readonly kind: 'failed' | 'halted' } | undefined {
+  for (const step of ['e1', 'e2'] as const) {
+    const b = behaviourOf(sc, index, step);
+    if (b !== 'ok') return { step, kind: b === 'fail' ? 'failed' : 'halted' };
+  }
+  return undefined;
 }
 
 export const undoFails = (sc: MapScenario, key: string): boolean => {
@@ -151,9 +163,14 @@ export function mapReactor(sc: MapScenario, ledger: EffectsLedger, options: MapR
         ledger.run(key, 'flake');
         throw new Error(`${key} flaked`);
       }
-      if (failingStepOf(sc, index) === step) {
+      const behaviour = behaviourOf(sc, index, step);
+      if (behaviour === 'fail') {
         ledger.run(key, 'fail');
         return fail(new Error(`${key} failed`), { retry: false });
+      }
+      if (behaviour === 'halt') {
+        ledger.run(key, 'halt');
+        return halt(`${key} halted`);
       }
       ledger.run(key, 'ok');
       return `${key}:done`;
@@ -209,6 +226,7 @@ export interface OutcomeShape {
   readonly status: string;
   readonly step?: string | undefined;
   readonly message?: string | undefined;
+  readonly reason?: string | undefined;
   /** Sorted, each as `step path kind reason message map`. */
   readonly rollbackFailures?: readonly string[];
 }
@@ -219,10 +237,11 @@ export function describeFailure(f: Pick<RollbackFailureReport, 'step' | 'path' |
 
 /** The shape of a run's result: status, failing step, message, rollback failures as a sorted list. */
 export function outcomeShape(result: { readonly status: string }): OutcomeShape {
-  const { step, message, rollbackFailures } = result as { step?: string; message?: string; rollbackFailures?: readonly RollbackFailureReport[] };
+  const { step, message, reason, rollbackFailures } = result as { step?: string; message?: string; reason?: string; rollbackFailures?: readonly RollbackFailureReport[] };
   return {
     status: result.status,
     ...(result.status === 'failed' ? { step, message } : {}),
+    ...(result.status === 'halted' ? { step, reason } : {}),
     ...(rollbackFailures === undefined ? {} : { rollbackFailures: rollbackFailures.map(describeFailure).sort() }),
   };
 }
