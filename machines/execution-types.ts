@@ -236,7 +236,11 @@ export type ExecutionEvent =
       /** Rollback failures of a composed child's steps, undone as this entry's undo. */
       readonly nested?: readonly RollbackFailure[];
     }
-  | { readonly type: 'xreactor.execution.abort'; readonly at: number; readonly reason: string }
+  /**
+   * An interruption (signal, shutdown). `map`: the step at `index` is a map step whose map was
+   * interrupted with it: its completed (and aborted) elements are the step's pending compensation.
+   */
+  | { readonly type: 'xreactor.execution.abort'; readonly at: number; readonly reason: string; readonly map?: { readonly index: number } }
   /** An operator's undo, or a parent's (`from`: the parent undoing its composed child). */
   | { readonly type: 'xreactor.operator.undo'; readonly at: number; readonly from?: string; readonly reason?: 'compensate' | 'undo' }
   | { readonly type: 'xreactor.operator.cancel'; readonly at: number; readonly reason: string }
@@ -288,7 +292,7 @@ export type ExecutionWrite =
   | {
       readonly type: 'xreactor.write.mapReport';
       readonly params:
-        | { readonly started: { readonly map: string; readonly index: number } }
+        | { readonly started: { readonly map: string; readonly index: number; readonly gate?: boolean } }
         | { readonly report: { readonly map: string; readonly index: number; readonly outcome: 'completed' | 'failed' | 'halted' | 'aborted' | 'skipped' | 'cancelled'; readonly stops: boolean; readonly at: number } };
     }
   /** The actors this one awaits from this commit on. */
@@ -310,7 +314,7 @@ export type ExecutionEffect =
   | { readonly type: 'xreactor.effect.wake'; readonly params: { readonly actor: string } }
   /** Advance the awaited child in this call when nothing else does, then look at the inbox. */
   | { readonly type: 'xreactor.effect.awaitChild'; readonly params: { readonly child: string } }
-  /** A queued fan-out element's start: read its map's gate, then `element.start` or `element.skip`. */
+  /** A queued fan-out element's start: `element.start`, whose commit the store refuses once the map stopped (then `element.skip`). */
   | { readonly type: 'xreactor.effect.element.gate'; readonly params: { readonly map: string } };
 
 /** Lifecycle states of an execution. */

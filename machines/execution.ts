@@ -143,7 +143,9 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       /** A run starts; an element that starts is on its map's started list (the rollback's work list), with the same commit. */
       startElement: enqueueActions(({ context, event, enqueue }) => {
         enqueue.assign({ updatedAt: event.at });
-        if (context.map !== null) enqueue({ type: 'xreactor.write.mapReport', params: { started: { map: context.map.id, index: context.map.index } } });
+        // A queued fan-out element's start is gated: the store refuses it once its map stopped dispatching.
+        const gate = event.type === 'xreactor.element.start' ? { gate: true } : {};
+        if (context.map !== null) enqueue({ type: 'xreactor.write.mapReport', params: { started: { map: context.map.id, index: context.map.index, ...gate } } });
       }),
       /** Who is told of a settle: the rollback actor undoing an element, an element's map (through its slot), or the parent. */
       reportSettle: enqueueActions(({ context, enqueue }, params: unknown) => {
@@ -178,6 +180,13 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       recordAbort: enqueueActions(({ context, event, enqueue }) => {
         const e = event as EventOf<'xreactor.execution.abort'>;
         enqueue.assign({ abortReason: e.reason, awaiting: null, updatedAt: e.at });
+        // A map interrupted with the run has completed (and aborted) elements: the map step is
+        // pending compensation, so a later undo(id) rolls them back before the undo stack.
+        const mapIndex = e.map?.index ?? (context.awaiting?.kind === 'map' && context.awaiting.purpose === 'run' ? context.awaiting.index : undefined);
+        if (mapIndex !== undefined && context.failure === null) {
+          const error = { name: 'ExecutionAbortedError', code: 'execution_aborted', message: `map step "${stepAt(mapIndex).name}" was interrupted: ${e.reason}`, retryable: false };
+          enqueue.assign({ failure: { step: stepAt(mapIndex).name, index: mapIndex, error, args: undefined, compensationPending: true, compensationFailed: false } });
+        }
         if (context.awaiting !== null) enqueue({ type: 'xreactor.write.awaits', params: { actors: [] } });
         enqueue({ type: 'xreactor.write.trace', params: { type: 'aborted', at: e.at, reason: e.reason } });
       }),

@@ -114,7 +114,7 @@ export type {
 } from './store/store.js';
 export type { Queue, JobSpec, JobHandler, Consumer, ConsumeOptions, ActorAddress, JobKind } from './queue/queue.js';
 
-export type { Middleware, HookBase, StepHook, HookName } from './observability/middleware.js';
+export type { Middleware, HookBase, StepHook, HookName, MapProgressHook } from './observability/middleware.js';
 export { stepLog } from './observability/step-log.js';
 export type { StepLogOptions } from './observability/step-log.js';
 export { createActorInspector } from './observability/inspector.js';

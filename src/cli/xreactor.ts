@@ -46,6 +46,11 @@ options:
   --lock-duration-ms <ms>       BullMQ job lock; a dead worker's job is redelivered after it (default 30000)
   --stalled-interval-ms <ms>    how often dead workers' jobs are looked for (default 30000)
   --sweep-interval-ms <ms>      how often executions whose process died are re-enqueued (default 30000; 0: never)
+  --map-stall-ms <ms>           a fan-out map waiting this long with unsettled positions and no report has the
+                                start jobs of its unstarted elements restarted by the sweeper (default 5 x lease ttl)
+  --lock-snooze-max-attempts <n>  lease checks of an element another process holds before a map rollback
+                                reports it element_in_flight (default 20)
+  --lock-snooze-delay-ms <ms>   pause between two of those checks (default 5000)
   --middleware <module>         load middleware (hooks) from a module: its default export, or its
                                 export named middleware (an object or an array); repeatable. An
                                 export named redact filters what the step log writes at debug
@@ -74,6 +79,9 @@ async function worker(argv: readonly string[]): Promise<void> {
       'log-level': { type: 'string', default: 'info' },
       'health-port': { type: 'string' },
       'context-ttl-ms': { type: 'string' },
+      'map-stall-ms': { type: 'string' },
+      'lock-snooze-max-attempts': { type: 'string' },
+      'lock-snooze-delay-ms': { type: 'string' },
       middleware: { type: 'string', multiple: true },
       help: { type: 'boolean', default: false },
     },
@@ -103,6 +111,11 @@ async function worker(argv: readonly string[]): Promise<void> {
   const lockDurationMs = number('lock-duration-ms', values['lock-duration-ms']);
   const stalledIntervalMs = number('stalled-interval-ms', values['stalled-interval-ms']);
   const contextTtlMs = values['context-ttl-ms'] === undefined ? undefined : number('context-ttl-ms', values['context-ttl-ms']);
+  // Map options: given only when the flag is (the engine's defaults follow --lease-ttl-ms).
+  const mapFlags = { mapStallMs: 'map-stall-ms', lockSnoozeMaxAttempts: 'lock-snooze-max-attempts', lockSnoozeDelayMs: 'lock-snooze-delay-ms' } as const;
+  const mapOptions = Object.fromEntries(
+    Object.entries(mapFlags).flatMap(([option, flag]) => (values[flag] === undefined ? [] : [[option, number(flag, values[flag])]])),
+  ) as { mapStallMs?: number; lockSnoozeMaxAttempts?: number; lockSnoozeDelayMs?: number };
   const sweepIntervalMs = Number(values['sweep-interval-ms']);
   if (!Number.isInteger(sweepIntervalMs) || sweepIntervalMs < 0) throw new Error(`--sweep-interval-ms must be an integer >= 0, got ${JSON.stringify(values['sweep-interval-ms'])}`);
   const healthPort = values['health-port'] === undefined ? undefined : Number(values['health-port']);
@@ -142,6 +155,7 @@ async function worker(argv: readonly string[]): Promise<void> {
     logger,
     sweepIntervalMs,
     leaseTtlMs,
+    ...mapOptions,
   });
   const redisAddress = backend.address;
   let stopping = false;

@@ -131,6 +131,19 @@ export class StaleRevisionError extends XreactorError {
  * written; reload the actor (with its inbox), apply the entries its state accepts, and commit again.
  * A subclass of StaleRevisionError: every caller that reloads on a stale revision reloads here too.
  */
+export class MapGateClosedError extends XreactorError {
+  /** The map whose gate was closed. */
+  readonly map: string;
+  /** Why: the stop that closed it (`failed:2`), or the map's status (`cancelled`, `rolling_back`), or `gone`. */
+  readonly why: string;
+
+  constructor(executionId: string, map: string, why: string) {
+    super('map_gate_closed', `element ${executionId} did not start: its map ${map} no longer dispatches (${why}); nothing was written`);
+    this.map = map;
+    this.why = why;
+  }
+}
+
 export class InboxPendingError extends StaleRevisionError {
   /** The highest inbox sequence number the store holds for the actor. */
   readonly inboxSeq: number;

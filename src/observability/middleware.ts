@@ -46,6 +46,36 @@ export interface Middleware {
   readonly awaiting?: (event: HookBase & { readonly step: string; readonly actors: readonly string[] }) => unknown;
   /** The execution waits for time (a retry backoff) with a delayed wake. */
   readonly parked?: (event: HookBase & { readonly step: string; readonly attempt: number; readonly delayMs: number }) => unknown;
+  /**
+   * A map step's progress, once per map commit that changes it (bounded: about two per throw),
+   * from the process advancing the map. `HookBase` is the execution holding the map step.
+   */
+  readonly mapProgress?: (event: MapProgressHook) => unknown;
+}
+
+/** The event of the `mapProgress` hook. */
+export interface MapProgressHook extends HookBase {
+  readonly step: string;
+  /** The map operation actor (`<execution>.<step>`). */
+  readonly map: string;
+  /**
+   * `throw`: a throw created its elements; `settled`: every dispatched position settled (the
+   * forward phase ended: see `outcome`); `rollback_started`, `rollback_throw`, `rolled_back`: the
+   * same for its rollback.
+   */
+  readonly event: 'throw' | 'settled' | 'rollback_started' | 'rollback_throw' | 'rolled_back';
+  /** The throw (forward or rollback) this event is about. */
+  readonly throw?: number;
+  /** Elements in the source (null while a paged source without a count has not ended). */
+  readonly total: number | null;
+  /** Positions dispatched so far. */
+  readonly dispatched: number;
+  /** Positions settled (reported) so far. */
+  readonly settled: number;
+  /** How the forward phase ended (`settled` only). */
+  readonly outcome?: 'completed' | 'failed' | 'halted' | 'aborted';
+  /** The rollback's positions and how many reported (rollback events). */
+  readonly rollback?: { readonly total: number; readonly settled: number };
 }
 
 /** The name of a middleware hook. */

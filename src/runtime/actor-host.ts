@@ -6,6 +6,7 @@ import { jobId } from '../queue/job-ids.js';
 import type { Queue } from '../queue/queue.js';
 import type { Commit, CommitOptions, Inbox, InboxEntry, LoadedExecution, OutboxEffect, PersistedSnapshot, SignalEvent, Store } from '../store/store.js';
 import type { Call } from './call.js';
+import { enterActor, leaveActor } from './call.js';
 import type { HeldLease } from './lease.js';
 import { isConditionalWake, WAKE_EFFECT, wakeOf } from './wake.js';
 
@@ -50,6 +51,11 @@ export interface Transition {
   readonly sent?: (revision: number) => void;
   /** The commit was refused: give back what preparing it took (a lease it was to release). */
   readonly refused?: () => void;
+  /**
+   * A refusal the kind answers with another event instead of failing (nothing was written): a
+   * fan-out element's gated start refused because its map stopped → its skip.
+   */
+  readonly instead?: (error: unknown) => SignalEvent | undefined;
   /** The commit landed (the held actor has its new snapshot): the kind records what it keeps beside it and emits its observations. */
   readonly landed: (call: Call, previous: HeldActor['snapshot']) => Promise<void> | undefined;
 }
@@ -123,7 +129,11 @@ export interface KernelDeps {
   readonly loadLeased: (lease: HeldLease) => Promise<LeasedActor | 'busy' | 'missing'>;
 }
 
-type StepOutcome = { readonly status: 'ignored' } | { readonly status: 'refused' } | { readonly status: 'committed'; readonly next: SignalEvent | undefined };
+/**
+ * `committed` and `replaced` (the commit was refused for a reason its kind answers with another
+ * event, nothing written) go on with `next`; `refused` delivers the event again after the inbox.
+ */
+type StepOutcome = { readonly status: 'ignored' } | { readonly status: 'refused' } | { readonly status: 'committed' | 'replaced'; readonly next: SignalEvent | undefined };
 
 /**
  * The kernel's host loop, the same for every kind of actor: event → the kind's pure transition →
@@ -151,7 +161,7 @@ export class ActorHost<H extends HeldActor> {
       this.#ignored(held, first);
       return false;
     }
-    await this.continueWith(held, outcome.status === 'committed' ? outcome.next : first, call);
+    await this.continueWith(held, outcome.status === 'refused' ? first : outcome.next, call);
     return true;
   }
 
@@ -160,18 +170,23 @@ export class ActorHost<H extends HeldActor> {
    * work), else perform its committed outbox again (after a crash or a lost job); then keep driving.
    */
   async resume(held: H, outbox: readonly OutboxEffect[], call: Call): Promise<void> {
-    call.active.set(held.id, held);
+    let applied: boolean;
+    let next: SignalEvent | undefined;
+    enterActor(call, held);
     try {
-      if (await this.#applyInbox(held, call)) return void (await this.continueWith(held, undefined, call));
-      await this.continueWith(held, await this.performAll(held, outbox, call), call);
+      applied = await this.#applyInbox(held, call);
+      next = applied ? undefined : await this.performAll(held, outbox, call);
     } finally {
-      call.active.delete(held.id);
+      leaveActor(call, held);
     }
+    // Not within this frame: continueWith wakes others once the actor is idle, and a wake of this
+    // actor by one of them must not find it "active" in a frame that is about to end.
+    await this.continueWith(held, next, call);
   }
 
   /** Drive from `event` (when set) until idle, then wake the actors it signalled that this call is not advancing. */
   async continueWith(held: H, event: SignalEvent | undefined, call: Call): Promise<void> {
-    call.active.set(held.id, held);
+    enterActor(call, held);
     try {
       let next = event;
       for (;;) {
@@ -182,7 +197,7 @@ export class ActorHost<H extends HeldActor> {
             break;
           }
           // Refused for a signal it had not seen: the inbox was applied; deliver the event again.
-          next = outcome.status === 'committed' ? outcome.next : next;
+          next = outcome.status === 'refused' ? next : outcome.next;
         }
         if (await this.#applyInbox(held, call)) {
           next = undefined;
@@ -195,7 +210,7 @@ export class ActorHost<H extends HeldActor> {
         if (next === undefined) break;
       }
     } finally {
-      call.active.delete(held.id);
+      leaveActor(call, held);
     }
     if (call.active.size === 0 || !call.active.has(parentOf(held.id))) await this.#wake(call);
   }
@@ -215,11 +230,20 @@ export class ActorHost<H extends HeldActor> {
    * whose lease is free. One another process advances signals when it is done.
    */
   async advance(id: string, call: Call): Promise<void> {
-    call.woken.delete(id);
-    if (call.active.has(id)) return;
+    // Advanced here (or by a frame of this call further out): no wake needed. Held by another
+    // lease (another process, or this call's own wake of it still on the stack): a wake this
+    // commit noted stays noted, so the actor is woken (by a job) once this one is idle.
+    const active = call.active.get(id);
+    if (active !== undefined) {
+      // A frame further out advances it: it reads its inbox again before it goes idle.
+      active.inboxStale = true;
+      call.woken.delete(id);
+      return;
+    }
     const spawned = call.spawned.get(id);
     if (spawned !== undefined) {
       call.spawned.delete(id);
+      call.woken.delete(id);
       try {
         await spawned.start(call);
       } finally {
@@ -230,7 +254,9 @@ export class ActorHost<H extends HeldActor> {
     const lease = this.#deps.lease(id);
     try {
       const found = await this.#deps.loadLeased(lease);
+      if (found === 'missing') call.woken.delete(id);
       if (typeof found === 'string') return;
+      call.woken.delete(id);
       found.held.lease = lease;
       await found.loop.resume(found.held as never, found.held.outbox, call);
     } finally {
@@ -248,7 +274,10 @@ export class ActorHost<H extends HeldActor> {
       const { actor, kind, ifLanded } = wakeOf(effect);
       // A conditional signal's wake: only when its signal landed (or when that is not known).
       if (ifLanded !== undefined && held.landed !== undefined && !held.landed.has(ifLanded)) return undefined;
-      if (!call.active.has(actor)) call.woken.set(actor, kind);
+      const active = call.active.get(actor);
+      // Advanced by a frame of this call further out: it reads its inbox again before it goes idle.
+      if (active !== undefined) active.inboxStale = true;
+      else call.woken.set(actor, kind);
       return undefined;
     }
     return this.#kind.perform(held, effect, call);
@@ -282,10 +311,7 @@ export class ActorHost<H extends HeldActor> {
         held.declined.add(entry.seq);
         continue;
       }
-      if (outcome.status === 'committed') {
-        await this.continueWith(held, outcome.next, call);
-        call.active.set(held.id, held);
-      }
+      if (outcome.status !== 'refused') await this.continueWith(held, outcome.next, call);
       return true;
     }
     const left = held.inbox.entries.filter((e) => held.declined.has(e.seq));
@@ -362,6 +388,8 @@ export class ActorHost<H extends HeldActor> {
       held.revision = await committing;
     } catch (error) {
       transition.refused?.();
+      const instead = transition.instead?.(error);
+      if (instead !== undefined) return { status: 'replaced', next: instead };
       if (!(error instanceof InboxPendingError)) throw error;
       // A signal landed since the actor was read: apply it first (a cancel fences the work in flight).
       held.inbox = await store.readInbox(held.id);

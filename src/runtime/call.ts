@@ -16,6 +16,8 @@ export interface Call {
   readonly place: Place;
   /** Actors this call is advancing right now (on its stack), by id: a signal to one of them is applied when its turn comes back. */
   readonly active: Map<string, HeldActor>;
+  /** How many frames of this call's stack advance each active actor (a nested frame leaving keeps it active for the outer one). */
+  readonly depth: Map<string, number>;
   /** Actors created by commits of this call and not driven yet, by id, with how to start them. */
   readonly spawned: Map<string, { readonly held: HeldActor; readonly start: (call: Call) => Promise<void> }>;
   /** Recipients of signals this call sent that it is not advancing, by id, with their kind; they are woken when the sender is idle. */
@@ -24,5 +26,22 @@ export interface Call {
 
 /** A new call. */
 export function newCall(signal: AbortSignal, place: Place): Call {
-  return { signal, place, active: new Map(), spawned: new Map(), woken: new Map() };
+  return { signal, place, active: new Map(), depth: new Map(), spawned: new Map(), woken: new Map() };
+}
+
+/** A frame of `call` starts advancing `held`. */
+export function enterActor(call: Call, held: HeldActor): void {
+  call.active.set(held.id, held);
+  call.depth.set(held.id, (call.depth.get(held.id) ?? 0) + 1);
+}
+
+/** That frame is done: `held` stays active while an outer frame still advances it. */
+export function leaveActor(call: Call, held: HeldActor): void {
+  const depth = (call.depth.get(held.id) ?? 1) - 1;
+  if (depth > 0) {
+    call.depth.set(held.id, depth);
+    return;
+  }
+  call.depth.delete(held.id);
+  call.active.delete(held.id);
 }

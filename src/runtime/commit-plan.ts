@@ -73,7 +73,9 @@ export function planCommit(actions: readonly { type: string; params?: unknown }[
         if (action.type.startsWith('xreactor.effect.')) effects.push({ type: action.type, params: action.params } as ExecutionEffect);
     }
   }
-  return { writes: { results, pushUndo, truncateUndoTo, trace, ...(map === undefined ? {} : { map }) }, effects: [...effects, ...wakes], signals, spawns, awaits };
+  // Wakes first: they only note the recipients (woken when this actor is idle), so an effect that
+  // advances a recipient in this call (awaitChild) takes it off that list instead of waking it twice.
+  return { writes: { results, pushUndo, truncateUndoTo, trace, ...(map === undefined ? {} : { map }) }, effects: [...wakes, ...effects], signals, spawns, awaits };
 }
 
 /** Two plans of one creating commit (the creation and the input's verdict), as one. */

@@ -1,5 +1,5 @@
 import type { AnyReactorDefinition } from '../definition/compiled.js';
-import type { CancelledResult, ExecutionView } from './results.js';
+import type { CancelledResult, DispatchedResult, ExecutionView } from './results.js';
 import type { Runtime, RunInput, RunOptions, RunReturn } from './runtime.js';
 import { createRuntime } from './runtime.js';
 
@@ -25,7 +25,7 @@ export function find(id: string): Promise<ExecutionView> {
   return defaultRuntime().find(id);
 }
 
-/** Undo an execution of the embedded default runtime. */
-export function undo(id: string): Promise<CancelledResult> {
+/** Undo an execution of the embedded default runtime (`dispatched` while workers finish its rollback: see `Runtime.undo`). */
+export function undo(id: string): Promise<CancelledResult | DispatchedResult> {
   return defaultRuntime().undo(id);
 }

@@ -59,6 +59,24 @@ export interface EngineOptions {
    * @defaultValue 30000
    */
   readonly leaseTtlMs?: number;
+  /**
+   * Fan-out maps: how long a map may wait with dispatched elements (or rollback positions)
+   * unsettled and no report before the sweeper restarts the start jobs of those not started (lost
+   * jobs, or jobs that failed for good). A restart is harmless when the job was only slow.
+   * @defaultValue 5 × leaseTtlMs
+   */
+  readonly mapStallMs?: number;
+  /**
+   * Map rollbacks: lease checks of an element another process still holds before its rollback
+   * reports `element_in_flight` (the element is then left as it is).
+   * @defaultValue 20
+   */
+  readonly lockSnoozeMaxAttempts?: number;
+  /**
+   * Map rollbacks: the pause between two lease checks of a held element (a delayed job in a worker).
+   * @defaultValue 5000
+   */
+  readonly lockSnoozeDelayMs?: number;
 }
 
 /** The parts a runtime and a worker share: store, queue, hosts per reactor, leases. */
@@ -159,6 +177,10 @@ export function createEngine(options: EngineOptions): Engine {
       definitionOf: (ref: { reactor: string; version: number; fingerprint: string }) => engine.definitionOf(ref),
       hostFor: (definition: AnyReactorDefinition) => engine.register(definition),
       rollbacks: () => rollbacks,
+      hooks,
+      stallMs: options.mapStallMs ?? 5 * leaseTtlMs,
+      lockSnoozeMaxAttempts: options.lockSnoozeMaxAttempts ?? 20,
+      lockSnoozeDelayMs: options.lockSnoozeDelayMs ?? 5_000,
     });
     const map = engine.registerKind('map', (kernelDeps) => new MapHost(deps(kernelDeps))) as MapHost;
     const rollbacks = engine.registerKind('element-rollback', (kernelDeps) => new ElementRollbackHost(deps(kernelDeps))) as ElementRollbackHost;

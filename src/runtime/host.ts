@@ -3,7 +3,7 @@ import type { ExecutionMachine } from '../../machines/execution.js';
 import { EXECUTION_MACHINE_READABLE, EXECUTION_MACHINE_VERSION } from '../../machines/execution.js';
 import type { ExecutionContext, ExecutionEffect, ExecutionEvent, ExecutionStatus, PauseRecord } from '../../machines/execution-types.js';
 import type { AnyReactorDefinition, CompiledStep } from '../definition/compiled.js';
-import { DefinitionError, DeserializationError, InputValidationError, InterruptTimeoutError, QueueRequiredError, WorkInterruptedError } from '../errors/index.js';
+import { DefinitionError, DeserializationError, InputValidationError, InterruptTimeoutError, MapGateClosedError, QueueRequiredError, WorkInterruptedError } from '../errors/index.js';
 import { CORRELATION_TTL_MS, correlationKey, interruptKey, rootIdOf } from './lineage.js';
 import type { JobSpec, Queue } from '../queue/queue.js';
 import { jobId } from '../queue/job-ids.js';
@@ -350,13 +350,22 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
       effects,
       // An actor becoming recoverable again (continued after a pause, undone after its end) and a
       // signal's recipient are listed for the sweeper (a spawned child is listed by the store).
-      listed: [...(!isRecoverable(held.snapshot.value) && isRecoverable(next.value) ? [held.id] : []), ...plan.signals.map((s) => s.to)],
+      // (A conditional signal goes to a map, and an undone element's settle to its rollback actor:
+      // both are listed from their creation or first commit until they settle.)
+      listed: [
+        ...(!isRecoverable(held.snapshot.value) && isRecoverable(next.value) ? [held.id] : []),
+        ...plan.signals.filter((s) => s.condition === undefined && s.to !== next.context.undoBy).map((s) => s.to),
+      ],
       sent: (revision) => {
         if (place === 'caller') this.#sendHandOffEarly(held, effects, revision, commit.snapshot);
       },
       refused: () => {
         if (lease !== undefined) lease.taken();
       },
+      instead: (error) =>
+        error instanceof MapGateClosedError && event.type === 'xreactor.element.start'
+          ? { type: 'xreactor.element.skip', at: this.#deps.clock.now(), reason: `skipped: its map no longer dispatches (${error.why})` }
+          : undefined,
       landed: (landedIn, previous) => {
         lease?.released();
         if (fromJob !== undefined) {
@@ -547,14 +556,11 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
       case 'xreactor.effect.awaitChild':
         await this.#advanceChild(held, effect.params.child, call);
         return undefined;
-      case 'xreactor.effect.element.gate': {
+      case 'xreactor.effect.element.gate':
         // A queued fan-out element's start job: it runs only while its map dispatches (an atomic
-        // failure, a halt or a cancel stops it; elements already running finish).
-        const gate = await store.readMapGate(effect.params.map);
-        if (gate.status === 'running' && gate.stop === undefined) return { type: 'xreactor.element.start', at: clock.now() };
-        const why = gate.stop !== undefined ? `its map stopped (${gate.stop})` : gate.status === undefined ? 'its map is gone' : `its map is ${gate.status}`;
-        return { type: 'xreactor.element.skip', at: clock.now(), reason: `skipped: ${why}` };
-      }
+        // failure, a halt or a cancel stops it; elements already running finish). The start's
+        // commit is gated in the store (one round trip): refused, the element skips itself.
+        return { type: 'xreactor.element.start', at: clock.now() };
       case 'xreactor.effect.handOff': {
         // A worker never hands a run to itself through the queue (its own job id would swallow the
         // job): it goes on with the run at once.

@@ -4,6 +4,8 @@ import type { ExecutionId } from '../internal/ids.js';
 import { describeIssues, validateWith } from '../internal/standard-schema.js';
 import { serializeError } from '../serialization/index.js';
 import type { Engine } from './engine.js';
+import { newCall } from './call.js';
+import { jobId } from '../queue/job-ids.js';
 import { statusOf } from './host.js';
 import { CORRELATION_TTL_MS, descendantId, interruptKey } from './lineage.js';
 
@@ -117,12 +119,12 @@ export async function prepareResume(engine: Engine, id: string, request: Continu
 export async function cancelTree(engine: Engine, id: string, reason: string, signal: AbortSignal): Promise<void> {
   const { held } = await engine.load(id);
   const status = statusOf(held.snapshot.value);
-  if (status === 'rolling_back') throw new InvalidStateError(`cannot cancel execution ${id}: a rollback is in progress`);
+  if (status === 'rolling_back') throw new InvalidStateError(`cannot cancel execution ${id}: it is rolling back; wait for the rollback to finish`);
   if (status !== 'paused' && status !== 'running') throw new InvalidStateError(`cannot cancel execution ${id}: it is ${status}; only running or paused runs can be cancelled`);
   const event: ExecutionEvent = { type: 'xreactor.operator.cancel', at: engine.clock.now(), reason };
   const receipt = await engine.store.signal({ to: id, event: event, dedupeKey: 'operator.cancel', cascade: true }, { refuseIn: ['rolling_back'] });
   if (receipt.refusedBy !== undefined) {
-    const who = receipt.refusedBy.id === id ? 'a rollback is in progress' : `its composed child ${receipt.refusedBy.id} is rolling back`;
+    const who = receipt.refusedBy.id === id ? 'it is rolling back; wait for the rollback to finish' : `its composed child ${receipt.refusedBy.id} is rolling back`;
     throw new InvalidStateError(`cannot cancel execution ${id}: ${who}`);
   }
   for (const actor of receipt.landed) await applyInbox(engine, actor, signal);
@@ -130,11 +132,15 @@ export async function cancelTree(engine: Engine, id: string, reason: string, sig
 
 /**
  * Apply an actor's inbox here, without its lease, fenced by its revision: another process that
- * commits first (or applies the same entries) wins, and this looks again.
+ * commits first (or applies the same entries) wins, and this looks again. An actor of another
+ * kind than execution (a map operation the cancel cascaded to) is applied by its kind's host.
  */
 export async function applyInbox(engine: Engine, id: string, signal: AbortSignal): Promise<void> {
   for (let attempt = 1; ; attempt += 1) {
     try {
+      const stored = await engine.store.load(id);
+      if (stored === undefined) return;
+      if (stored.snapshot.kind !== 'execution') return await applyKindInbox(engine, id, stored.snapshot.kind, signal);
       const { host, held } = await engine.load(id);
       await host.resume(held, [], signal, 'caller');
       return;
@@ -142,5 +148,24 @@ export async function applyInbox(engine: Engine, id: string, signal: AbortSignal
       if (error instanceof ExecutionNotFoundError) return;
       if (!(error instanceof StaleRevisionError) || attempt >= 5) throw error;
     }
+  }
+}
+
+/**
+ * Apply the inbox of an actor of another kind under its lease, with its kind's host. One another
+ * process holds meets the signal at its next commit; a wake job covers that process being gone.
+ */
+async function applyKindInbox(engine: Engine, id: string, kind: string, signal: AbortSignal): Promise<void> {
+  const lease = engine.lease(id);
+  try {
+    const found = await engine.loadLeased(lease);
+    if (found === 'missing') return;
+    if (found === 'busy') {
+      await engine.queue?.enqueue([{ id: jobId(id, 'wake', engine.clock.now()), kind: 'advance', actor: { kind, id } }]);
+      return;
+    }
+    await found.loop.resume(found.held as never, [], newCall(signal, 'caller'));
+  } finally {
+    await lease.end();
   }
 }

@@ -28,6 +28,7 @@ import type { RollbackFailure } from '../../machines/execution-types.js';
 import type { ActorBehaviour, HeldActor, KernelDeps, KindHost, SweepLook, SweepVerdict, Transition } from './actor-host.js';
 import { ActorHost } from './actor-host.js';
 import type { Call, Place } from './call.js';
+import type { Hooks, MapProgressHook } from '../observability/middleware.js';
 import { jobId } from '../queue/job-ids.js';
 import type { Queue } from '../queue/queue.js';
 import type { HeldLease } from './lease.js';
@@ -136,7 +137,8 @@ function planOf(id: string, actions: readonly Action[]): KindPlan {
         if (action.type.startsWith('xreactor.effect.')) plan.effects.push({ type: action.type, params: action.params });
     }
   }
-  plan.effects.push(...wakes);
+  // Wakes first (as commit-plan.ts): an awaitChild that advances the recipient in this call takes it off the woken list.
+  plan.effects.unshift(...wakes);
   return plan;
 }
 
@@ -167,17 +169,39 @@ export interface HeldRollback extends HeldActor {
 
 /** What the map hosts need besides the kernel's services. */
 export interface MapHostDeps extends KernelDeps {
+  readonly hooks: Hooks;
   /** The owner reactor (by the map's context), at the version and plan it started with. */
   readonly definitionOf: (ref: { reactor: string; version: number; fingerprint: string }) => AnyReactorDefinition;
   readonly hostFor: (definition: AnyReactorDefinition) => ExecutionHost;
   /** The rollback host (built after the map host). */
   readonly rollbacks: () => ElementRollbackHost;
+  /** How long a fan-out map waits with unsettled positions and no report before a sweep redispatches them (EngineOptions.mapStallMs). */
+  readonly stallMs: number;
   /** Lease checks before a rollback actor reports `element_in_flight`. */
-  readonly lockSnoozeMaxAttempts?: number;
+  readonly lockSnoozeMaxAttempts: number;
+  /** The pause between two lease checks of a held element. */
+  readonly lockSnoozeDelayMs: number;
 }
 
 const newHeldActor = <H extends HeldActor>(id: string, snapshot: Snap, revision: number, outbox: readonly OutboxEffect[], extra: Omit<H, keyof HeldActor>): H =>
   ({ id, snapshot, revision, outbox, inbox: { entries: [], seq: 0 }, declined: new Set(), inboxStale: false, lease: undefined, ...extra }) as unknown as H;
+
+/** Which `mapProgress` event a map transition is, if any. */
+function progressOf(event: MapEvent, next: Snap): Pick<MapProgressHook, 'event' | 'throw' | 'outcome'> | undefined {
+  const context = next.context as MapContext;
+  switch (event.type) {
+    case 'xreactor.map.thrown':
+      return { event: 'throw', throw: event.throw };
+    case 'xreactor.map.concluded':
+      return { event: 'settled', outcome: event.outcome };
+    case 'xreactor.map.rollbackStarted':
+      return { event: 'rollback_started' };
+    case 'xreactor.map.rollbackThrown':
+      return { event: 'rollback_throw', throw: event.throw };
+    default:
+      return next.value === 'undone' && context.rollback !== null ? { event: 'rolled_back' } : undefined;
+  }
+}
 
 /** The queue a map's jobs go to; a runtime without one cannot run fan-out maps. */
 function queueOf(deps: KernelDeps, id: string): Queue {
@@ -290,11 +314,27 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
     return { snapshot: this.#persist(held.snapshot), status: mapStatusOf(held.snapshot.value) };
   }
 
-  sweep(_id: string, loaded: LoadedExecution, _look: SweepLook): SweepVerdict {
+  /**
+   * A map with no live lease: its inbox or a recoverable state → a job (it performs its throw,
+   * enqueue, conclusion or rollback step again); a fan-out map waiting with dispatched positions
+   * unsettled and nothing reported for `stallMs` → a redispatch of the start jobs of those not
+   * started (their jobs were lost or failed for good).
+   */
+  async sweep(id: string, loaded: LoadedExecution, _look: SweepLook): Promise<SweepVerdict> {
     if (loaded.inbox.entries.length > 0) return { action: 'job' };
     const tags = mapTagsOf(loaded.snapshot.value);
     if (tags.has('settled')) return { action: 'drop' };
-    return tags.has('recoverable') ? { action: 'job' } : { action: 'keep' };
+    if (tags.has('recoverable')) return { action: 'job' };
+    const context = loaded.snapshot.context as MapContext;
+    if (context.mode !== 'fanOut' || !tags.has('awaiting')) return { action: 'keep' };
+    const stats = await this.#deps.store.readMapStats(id);
+    if (stats === undefined) return { action: 'keep' };
+    const phase = mapStatusOf(loaded.snapshot.value) === 'rolling_back' ? 'rollback' : 'forward';
+    const unsettled = phase === 'forward' ? context.offset - stats.settled : (context.rollback?.offset ?? 0) - stats.rollback.settled;
+    const quietSince = Math.max(context.updatedAt, phase === 'forward' ? (stats.lastReportAt ?? 0) : 0);
+    const now = this.#deps.clock.now();
+    if (unsettled <= 0 || now - quietSince <= this.#deps.stallMs) return { action: 'keep' };
+    return { action: 'deliver', event: { type: 'xreactor.map.redispatch', at: now, phase } };
   }
 
   async transition(held: HeldMap, event: SignalEvent, _call: Call): Promise<Transition | undefined> {
@@ -325,15 +365,34 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
       listed: plan.signals.filter((s) => s.to !== held.id).map((s) => s.to),
       landed: (landedIn) => {
         if (plan.selfSignal) held.inboxStale = true;
+        const progress = this.#deps.hooks.has('mapProgress') ? progressOf(event as MapEvent, next) : undefined;
         // Inline, the one element or rollback actor is advanced in this call; fan-out ones by their start jobs.
         for (const child of spawned) {
           if (child.lease === undefined) continue;
           child.lease.taken();
           landedIn.spawned.set(child.id, { held: child.held, start: child.start });
         }
-        return undefined;
+        return progress === undefined ? undefined : this.#emitProgress(held.id, context, progress);
       },
     };
+  }
+
+  /** The `mapProgress` hook of a map commit: the counters are read once, after it landed. */
+  async #emitProgress(id: string, context: MapContext, progress: Pick<MapProgressHook, 'event' | 'throw' | 'outcome'>): Promise<void> {
+    const stats = await this.#deps.store.readMapStats(id);
+    const rb = context.rollback;
+    this.#deps.hooks.emit('mapProgress', {
+      reactor: context.reactor,
+      executionId: context.owner,
+      path: context.ownerPath,
+      step: context.step,
+      map: id,
+      ...progress,
+      total: context.total,
+      dispatched: context.offset,
+      settled: stats?.settled ?? 0,
+      ...(rb === null ? {} : { rollback: { total: rb.total, settled: stats?.rollback.settled ?? 0 } }),
+    });
   }
 
   /** One element's creation for the map's throw commit (inline: with this process's lease). */
@@ -383,10 +442,8 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
       }
       case 'xreactor.effect.map.rollbackThrow': {
         const p = effect.params as { throw: number; from: number; size: number; total: number; list: 'started' | 'aborted' };
-        if (p.list === 'aborted') {
-          throw new XreactorError('map_rollback_unsupported', `map ${held.id}: undoAll over interrupted (aborted) elements is not runnable in this build yet`);
-        }
-        const indexes = await store.readMapStarted(held.id, p.total, p.from, p.size);
+        // With undoAll, only the interrupted (aborted) elements replay their own undo stacks; undoAll covers the completed ones.
+        const indexes = await store.readMapStarted(held.id, p.total, p.from, p.size, p.list);
         return { type: 'xreactor.map.rollbackThrown', at: clock.now(), throw: p.throw, from: p.from, positions: indexes.map((index, i) => ({ position: p.from + i, index })) };
       }
       case 'xreactor.effect.map.undoAll':
@@ -405,15 +462,44 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
         if (jobs.length > 0) await queueOf(this.#deps, held.id).enqueue(jobs);
         return { type: 'xreactor.map.enqueued', at: clock.now(), kind: p.kind, from: p.from };
       }
+      case 'xreactor.effect.map.redispatch':
+        return this.#redispatch(held, effect.params as { phase: 'forward' | 'rollback'; from: number; size: number; round: number });
       case 'xreactor.effect.finished':
         store.markActive(held.id, false).catch((error: unknown) => {
           this.#deps.logger.warn({ event: 'xreactor.index.remove_failed', executionId: held.id, err: error }, 'could not remove a settled map from the recovery index');
         });
         return undefined;
       default:
-        // Stall redispatch is not built yet (the sweeper never asks for it in this build).
-        throw new XreactorError('map_effect_unsupported', `map ${held.id}: effect ${effect.type} is not runnable in this build yet`);
+        throw new XreactorError('map_effect_unknown', `map ${held.id}: effect ${effect.type} is not one this build performs`);
     }
+  }
+
+  /**
+   * One redispatch window (at most `batchSize` positions): an element still queued, or a rollback
+   * actor still unstarted, with no lease gets its start job again under a new id (`.start.r<round>`).
+   * Started ones are listed for the sweeper, which recovers them itself. A duplicate start is
+   * harmless: `element.start` is accepted only by a queued element, a resolve only by a resolving actor.
+   */
+  async #redispatch(held: HeldMap, p: { phase: 'forward' | 'rollback'; from: number; size: number; round: number }): Promise<MapEvent> {
+    const { store, clock, logger } = this.#deps;
+    const forward = p.phase === 'forward';
+    const ids = Array.from({ length: p.size }, (_, i) => (forward ? elementIdOf(held.id, p.from + i) : rollbackIdOf(held.id, p.from + i)));
+    const lost = await Promise.all(
+      ids.map(async (id) => {
+        const loaded = await store.load(id);
+        if (loaded === undefined) return undefined;
+        const waiting = forward ? loaded.snapshot.value === 'queued' : loaded.snapshot.value === 'resolving' && loaded.revision === 1;
+        return waiting && !(await store.hasLease(id)) ? id : undefined;
+      }),
+    );
+    const jobs = lost
+      .filter((id): id is string => id !== undefined)
+      .map((id) => ({ id: jobId(id, 'start', `r${p.round}`), kind: 'advance' as const, actor: { kind: forward ? 'execution' : 'element-rollback', id } }));
+    if (jobs.length > 0) {
+      await queueOf(this.#deps, held.id).enqueue(jobs);
+      logger.info({ event: 'xreactor.map.redispatched', executionId: held.id, phase: p.phase, round: p.round, from: p.from, jobs: jobs.length }, 'restarted the start jobs of map positions not started');
+    }
+    return { type: 'xreactor.map.redispatched', at: clock.now(), next: p.from + p.size };
   }
 
   /** A throw: the gate, then the window's items and the elements' inputs. */
@@ -540,7 +626,7 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
       throw: actor.throw,
       lastOfThrow: actor.lastOfThrow,
       mode: actor.mode,
-      maxAttempts: this.#deps.lockSnoozeMaxAttempts ?? 20,
+      maxAttempts: this.#deps.lockSnoozeMaxAttempts,
       at: this.#deps.clock.now(),
     };
     const [snapshot, actions] = this.#stepper.initial(input);
@@ -588,11 +674,31 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
     return { snapshot: this.#persist(held.snapshot), status: elementRollbackStatusOf(held.snapshot.value) };
   }
 
-  sweep(_id: string, loaded: LoadedExecution, _look: SweepLook): SweepVerdict {
+  /**
+   * A rollback actor with no live lease: its inbox or a resolve to perform again → a job; parked
+   * past its pause → the retry itself (its delayed job was lost); undoing an element that is gone →
+   * the loss (it reports `context_unavailable`).
+   */
+  async sweep(_id: string, loaded: LoadedExecution, look: SweepLook): Promise<SweepVerdict> {
     if (loaded.inbox.entries.length > 0) return { action: 'job' };
     const tags = elementRollbackTagsOf(loaded.snapshot.value);
     if (tags.has('settled')) return { action: 'drop' };
-    return tags.has('recoverable') ? { action: 'job' } : { action: 'keep' };
+    const context = loaded.snapshot.context as ElementRollbackContext;
+    const now = this.#deps.clock.now();
+    if (tags.has('parked')) {
+      if (context.parkedUntil !== null && now < context.parkedUntil) return { action: 'keep' };
+      return { action: 'deliver', event: { type: 'xreactor.rollback.retry', at: now, attempt: context.attempt } };
+    }
+    if (tags.has('recoverable')) return { action: 'job' };
+    if (tags.has('awaiting')) {
+      // Undoing its element: gone → the loss; held by a live process → it is being undone; else
+      // (its process died, or it never took up the undo signalled to it) a job advances it here.
+      const element = await look(context.element);
+      if (element === 'not_here') return { action: 'keep' };
+      if (element === undefined) return { action: 'deliver', event: { type: 'xreactor.child.lost', at: now, child: context.element } };
+      return (await this.#deps.store.hasLease(context.element)) ? { action: 'keep' } : { action: 'job' };
+    }
+    return { action: 'keep' };
   }
 
   transition(held: HeldRollback, event: SignalEvent): Transition | undefined {
@@ -609,9 +715,9 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
       ...(plan.awaits === undefined ? {} : { awaits: plan.awaits }),
     };
     const context = held.snapshot.context as ElementRollbackContext;
-    // A fan-out rollback actor lists itself with its first own commit (its creation did not).
-    const self = context.mode === 'fanOut' && held.revision === 1 && !finished ? [held.id] : [];
-    const listed = [...self, ...plan.signals.filter((s) => s.condition === undefined).map((s) => s.to)];
+    // A fan-out rollback actor lists itself with its first own commit (its creation did not). The
+    // element it signals is not listed: while this actor awaits it, this actor's sweep advances it.
+    const listed = context.mode === 'fanOut' && held.revision === 1 && !finished ? [held.id] : [];
     return { next, commit, options: finished ? { announce: true } : undefined, effects: plan.effects, listed, landed: () => undefined };
   }
 
@@ -630,7 +736,7 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
         const status = executionStatusOf(loaded.snapshot.value);
         if (status === 'failed' || status === 'halted' || status === 'cancelled') return { type: 'xreactor.rollback.notNeeded', at: clock.now(), attempt };
         void (loaded.snapshot.context as ExecutionContext);
-        if (await store.hasLease(element)) return { type: 'xreactor.rollback.contended', at: clock.now(), attempt, delayMs: 5_000 };
+        if (await store.hasLease(element)) return { type: 'xreactor.rollback.contended', at: clock.now(), attempt, delayMs: this.#deps.lockSnoozeDelayMs };
         return { type: 'xreactor.rollback.undo', at: clock.now(), attempt };
       }
       case 'xreactor.effect.wait': {

@@ -144,7 +144,7 @@ export async function runMap(
       return { type: 'xreactor.step.halted', at: at(), ...base, reason: halt?.reason ?? `element ${index} of map "${step.name}" halted` };
     }
     case 'aborted':
-      return { type: 'xreactor.execution.abort', at: at(), reason: context.abortReason ?? 'aborted' };
+      return { type: 'xreactor.execution.abort', at: at(), reason: context.abortReason ?? 'aborted', map: { index: step.index } };
     default: {
       const error = new XreactorError('child_cancelled', `map ${id} of step "${step.name}" was cancelled${context.cancelReason ? ` (${context.cancelReason})` : ''}; it has no result`);
       return { type: 'xreactor.step.failed', at: at(), ...base, error: serializeError(error), started: false, retryable: false, args: undefined };

@@ -130,8 +130,16 @@ export interface Runtime {
   continueByCorrelationId(correlationId: string, request: { readonly payload: unknown }, options?: { readonly signal?: AbortSignal }): Promise<ContinueResult | DispatchedResult>;
   /** Cancel a running or paused run: no rollback; it ends `cancelled` and cannot be resumed. Refused while rolling back. */
   cancel(id: string, reason: string): Promise<CancelledResult>;
-  /** Roll back a completed, halted, paused or aborted execution (re-running a cut-off compensate first); it ends `cancelled`. */
-  undo(id: string, options?: { readonly signal?: AbortSignal }): Promise<CancelledResult>;
+  /**
+   * Roll back a completed, halted, paused or aborted execution (re-running a cut-off compensate
+   * first); it ends `cancelled`. When part of the rollback runs in workers (the elements of a
+   * fan-out map), the call returns `dispatched` (reason `awaiting`) once the rest is theirs:
+   * `awaitResult(id)` gives the `cancelled` outcome. Refused while the execution rolls back.
+   * @example
+   * const undone = await runtime.undo(id);
+   * const outcome = undone.status === 'dispatched' ? await runtime.awaitResult(id) : undone;
+   */
+  undo(id: string, options?: { readonly signal?: AbortSignal }): Promise<CancelledResult | DispatchedResult>;
   /**
    * Re-enqueue executions that are running or rolling back with no live lease
    * (their process died). Never touches aborted runs. Returns how many were re-enqueued.
@@ -571,6 +579,8 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         const ended = statusOf(after.held.snapshot.value);
         if (ended !== 'cancelled') {
           const waiting = after.held.inbox.entries.some((e) => e.event.type === 'xreactor.operator.undo');
+          // The undo was applied and the run rolls back on actors that workers advance (a fan-out map's rollback).
+          if (ended === 'rolling_back' && !waiting) return { status: 'dispatched', executionId: id as ExecutionId, reason: 'awaiting' } satisfies DispatchedResult;
           throw new InvalidStateError(
             waiting
               ? `execution ${id} is ${ended}: work in progress in another process comes first (its composed child runs there); the undo waits in its inbox and is applied when the run can be undone — see find(id)`

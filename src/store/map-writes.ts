@@ -149,3 +149,10 @@ export function startedWindow(total: number, fromPosition: number, count: number
   if (!(to > from)) return undefined;
   return { first: total - to, last: total - 1 - from };
 }
+
+/** Why a map no longer dispatches, from its stored status and stop (`Store.readMapGate`), or undefined while it does (the gate of a fan-out element's start). */
+export function mapGateClosedWhy(gate: { readonly status: string | undefined; readonly stop: string | undefined }): string | undefined {
+  if (gate.stop !== undefined) return `stopped by ${gate.stop}`;
+  if (gate.status === undefined) return 'gone';
+  return gate.status === 'running' ? undefined : gate.status;
+}

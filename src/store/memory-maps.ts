@@ -60,7 +60,7 @@ export interface MemoryMaps {
   gate(map: string): MapGate;
   stats(map: string): MapStats | undefined;
   source(map: string, from: number, count: number): unknown[];
-  started(map: string, total: number, fromPosition: number, count: number): number[];
+  started(map: string, total: number, fromPosition: number, count: number, list: 'started' | 'aborted'): number[];
   page(map: string, from: number, count: number, returns: string | null): MapPageEntry[];
   rollbackFailures(map: string): RollbackFailure[];
 }
@@ -150,10 +150,11 @@ export function createMemoryMaps(actors: MemoryActors, machines: MachineVersions
       if (!(count > 0)) return [];
       return (maps.get(map)?.source ?? []).slice(Math.max(0, from), Math.max(0, from) + count).map((bytes) => decode(bytes));
     },
-    started(map, total, fromPosition, count) {
+    started(map, total, fromPosition, count, list) {
       const window = startedWindow(total, fromPosition, count);
       if (window === undefined) return [];
-      return (maps.get(map)?.started ?? []).slice(window.first, window.last + 1).reverse();
+      const row = maps.get(map);
+      return ((list === 'aborted' ? row?.aborted : row?.started) ?? []).slice(window.first, window.last + 1).reverse();
     },
     page(map, from, count, returns) {
       const row = maps.get(map);

@@ -1,5 +1,6 @@
 import type { TraceEntry } from '../../machines/execution-types.js';
-import { ExecutionNotFoundError, InboxPendingError, StaleRevisionError, XreactorError } from '../errors/index.js';
+import { ExecutionNotFoundError, InboxPendingError, MapGateClosedError, StaleRevisionError, XreactorError } from '../errors/index.js';
+import { mapGateClosedWhy } from './map-writes.js';
 import { decode, encode } from '../serialization/index.js';
 import type { Clock } from '../internal/clock.js';
 import { systemClock } from '../internal/clock.js';
@@ -355,6 +356,11 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       const lease = options?.takeLease;
       if (lease !== undefined && heldByOther(id, lease.owner)) throw executionBusyError(id);
       if (commit.spawn !== undefined) checkSpawns(commit, new Set([id]));
+      const gated = commit.writes.map?.started;
+      if (gated?.gate === true) {
+        const why = mapGateClosedWhy(maps.gate(gated.map));
+        if (why !== undefined) throw new MapGateClosedError(id, gated.map, why);
+      }
       const prepared = prepare(commit);
       apply(r, prepared);
       if (commit.consumed !== undefined) for (const seq of commit.consumed) r.inbox.delete(seq);
@@ -422,8 +428,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     async readMapSource(map, from, count) {
       return maps.source(map, from, count);
     },
-    async readMapStarted(map, total, fromPosition, count) {
-      return maps.started(map, total, fromPosition, count);
+    async readMapStarted(map, total, fromPosition, count, list = 'started') {
+      return maps.started(map, total, fromPosition, count, list);
     },
     async readMapPage(map, from, count, returns) {
       return maps.page(map, from, count, returns);

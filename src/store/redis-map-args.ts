@@ -28,7 +28,7 @@ export function mapOps(writes: MapWrites): (string | Buffer)[] {
   const { init, source, started, report, target, rollbackTarget, rollbackReport } = writes;
   if (init !== undefined) op('init', init.total === null ? '' : String(init.total), String(init.batchSize), init.atomic ? '1' : '0', init.mode);
   if (source !== undefined) op('source', String(source.length), ...source.map(bytesOf));
-  if (started !== undefined) op('started', started.map, String(started.index));
+  if (started !== undefined) op('started', started.map, String(started.index), started.gate === true ? '1' : '0');
   if (report !== undefined) op('report', report.map, String(report.index), report.outcome, report.stops ? '1' : '0', String(report.at));
   if (target !== undefined) op('target', String(target.target));
   if (rollbackTarget !== undefined) op('rbtarget', String(rollbackTarget.target));

@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { ReplyError } from 'ioredis';
 import type { Cluster, Redis } from 'ioredis';
-import { DefinitionError, ExecutionNotFoundError, InboxPendingError, StaleRevisionError, XreactorError } from '../errors/index.js';
+import { DefinitionError, ExecutionNotFoundError, InboxPendingError, MapGateClosedError, StaleRevisionError, XreactorError } from '../errors/index.js';
 import { encode } from '../serialization/index.js';
 import { uniqueIds } from './commit-rules.js';
 import { encodeInboxEntry } from './inbox-codec.js';
@@ -347,7 +347,7 @@ export function markActiveManyArgs(activeKey: string, ids: readonly string[]): S
   return { keys: [activeKey], argv: uniqueIds(ids) };
 }
 
-const REPLY = { ok: 0, conflict: 1, missing: 2, undoGap: 3, busy: 4, inboxPending: 5, spawnExists: 6 } as const;
+const REPLY = { ok: 0, conflict: 1, missing: 2, undoGap: 3, busy: 4, inboxPending: 5, spawnExists: 6, mapGateClosed: 7 } as const;
 
 /** The spawned actor a refusal names (`{4, id}`, `{3, position, length, id}`, `{6, id}`), or `id` when it names none. */
 const refusedActor = (id: string, named: unknown): string => (typeof named === 'string' || Buffer.isBuffer(named) ? String(named) : id);
@@ -384,6 +384,7 @@ export function readCommitReply(id: string, expectedRevision: number, reply: unk
   if (code === REPLY.conflict) throw new StaleRevisionError(id, expectedRevision, first);
   if (code === REPLY.missing) throw new ExecutionNotFoundError(id);
   if (code === REPLY.inboxPending) throw new InboxPendingError(id, first, second);
+  if (code === REPLY.mapGateClosed) throw new MapGateClosedError(id, String((reply as unknown[])[1]), String((reply as unknown[])[2]));
   const refused = spawnRefusal(id, code, reply as unknown[]);
   if (refused !== undefined) throw refused;
   throw new XreactorError('script_reply_invalid', `${SCRIPTS.commitExecution.file} replied with unknown code ${code}`);

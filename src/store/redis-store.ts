@@ -382,10 +382,11 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       const items = await read(map, redis.lrangeBuffer(keys.mapKeys(map).source, first, first + Math.floor(count) - 1));
       return items.map((bytes) => decode(bytes));
     },
-    async readMapStarted(map, total, fromPosition, count) {
+    async readMapStarted(map, total, fromPosition, count, list = 'started') {
       const window = startedWindow(total, fromPosition, count);
       if (window === undefined) return [];
-      const indexes = await read(map, redis.lrange(keys.mapKeys(map).started, window.first, window.last));
+      const mk = keys.mapKeys(map);
+      const indexes = await read(map, redis.lrange(list === 'aborted' ? mk.aborted : mk.started, window.first, window.last));
       return indexes.map(Number).reverse();
     },
     async readMapPage(map, from, count, returns) {

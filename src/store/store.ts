@@ -130,8 +130,13 @@ export interface MapWrites {
   readonly init?: { readonly total: number | null; readonly batchSize: number; readonly atomic: boolean; readonly mode: 'inline' | 'fanOut' };
   /** Append the items of an array source (read back a window at a time with `readMapSource`). */
   readonly source?: readonly unknown[];
-  /** Element `index` started: appended to the map's started list (the rollback's work list), counted. */
-  readonly started?: { readonly map: string; readonly index: number };
+  /**
+   * Element `index` started: appended to the map's started list (the rollback's work list),
+   * counted. `gate`: only while the map dispatches (its stored status is `running` and no report
+   * stopped it); otherwise the whole commit is refused, nothing written, with
+   * {@link MapGateClosedError} (a fan-out element's start: it then skips itself).
+   */
+  readonly started?: { readonly map: string; readonly index: number; readonly gate?: boolean };
   /**
    * Element `index` settled forward with `outcome`. First writer wins: only the first report of
    * an index is recorded and counted (`settled`, the outcome's counter, `lastReportAt` = `at`);
@@ -553,9 +558,10 @@ export interface Store {
    * Element indexes of a map's started list by position from the tail, anchored at `total` (the
    * list's length when the rollback started: position p is entry `total - 1 - p`, whatever was
    * appended since): positions `[fromPosition, fromPosition + count)` within `[0, total)`, in
-   * position order (newest-started first).
+   * position order (newest-started first). `list: 'aborted'` reads the aborted list (elements
+   * that reported `aborted`) the same way: a rollback with `undoAll` replays only those.
    */
-  readMapStarted(map: string, total: number, fromPosition: number, count: number): Promise<number[]>;
+  readMapStarted(map: string, total: number, fromPosition: number, count: number, list?: 'started' | 'aborted'): Promise<number[]>;
   /**
    * Elements `[from, from + count)` of a map by index, with their outcomes; each completed
    * element's result (that of step `returns`, or with `returns` null every result by step), each

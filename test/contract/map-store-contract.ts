@@ -5,7 +5,7 @@
  * (`store-contract.ts`), so every adapter runs it.
  */
 import { describe, expect, it } from 'vitest';
-import { EXECUTION_MACHINE_VERSION, XreactorError } from '../../src/index.js';
+import { EXECUTION_MACHINE_VERSION, MapGateClosedError, XreactorError } from '../../src/index.js';
 import type { Commit, Store } from '../../src/index.js';
 import type { CommitOptions, ElementOutcome, MapWrites, RollbackOutcome, Signal, SignalCondition } from '../../src/store/store.js';
 import type { RollbackFailure } from '../../machines/execution-types.js';
@@ -135,6 +135,29 @@ export function describeMapStoreContract(fresh: () => Promise<Store>): void {
       expect(await store.readMapStats('r.m')).toMatchObject({ settled: 4, completed: 1, failed: 1, halted: 1, aborted: 1, skipped: 0, cancelled: 0, stop: { kind: 'failed', index: 1 }, lastReportAt: 190 });
       expect(await store.readMapGate('r.m')).toEqual({ status: 'running', stop: 'failed:1' });
       expect((await store.readMapPage('r.m', 0, 4, null)).map((e) => e.outcome)).toEqual(['completed', 'failed', 'halted', 'aborted']);
+    });
+
+    it('a gated start applies while the map dispatches, and is refused (nothing written) once a report stopped it or the map left running', async () => {
+      const store = await withMap();
+      await store.create({ id: 'r.m.0', reactor: 'element', input: {}, commit: step('queued') });
+      await store.create({ id: 'r.m.1', reactor: 'element', input: {}, commit: step('queued') });
+      const started = (index: number) => ({ started: { map: 'r.m', index, gate: true } });
+      await commitOf(store, 'r.m.0', step('running', {}, started(0)));
+      expect(await store.readMapStats('r.m')).toMatchObject({ started: 1 });
+      await report(store, 2, 'failed', [], true);
+      const refused = await refusal(commitOf(store, 'r.m.1', step('running', {}, started(1))));
+      expect(refused).toBeInstanceOf(MapGateClosedError);
+      expect(refused).toMatchObject({ code: 'map_gate_closed', map: 'r.m', why: 'stopped by failed:2' });
+      expect((await store.load('r.m.1'))?.revision).toBe(1);
+      expect(await store.readMapStats('r.m')).toMatchObject({ started: 1 });
+      expect(await store.readMapStarted('r.m', 1, 0, 5)).toEqual([0]);
+      // A map that is no longer running (cancelled) refuses a gated start too; an ungated one applies.
+      const other = await withMap();
+      await commitOf(other, 'r.m', { ...step('cancelled'), status: 'cancelled' });
+      await other.create({ id: 'r.m.3', reactor: 'element', input: {}, commit: step('queued') });
+      expect(await refusal(commitOf(other, 'r.m.3', step('running', {}, started(3))))).toMatchObject({ code: 'map_gate_closed', why: 'cancelled' });
+      await commitOf(other, 'r.m.3', step('running', {}, { started: { map: 'r.m', index: 3 } }));
+      expect(await other.readMapStats('r.m')).toMatchObject({ started: 1 });
     });
 
     it('refuses a report that stops with an outcome that cannot stop, invalid positions, and a map of another root, writing nothing', async () => {

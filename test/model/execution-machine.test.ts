@@ -652,7 +652,7 @@ function expectedMapWrites(model: PlanModel, before: Snapshot, next: Snapshot, e
   const status = statusOf(next.value);
   const writes: { type: string; params: unknown }[] = [];
   if (statusOf(before.value) !== 'running' && status === 'running' && (before.value === 'pending' || before.value === 'queued')) {
-    writes.push({ type: 'xreactor.write.mapReport', params: { started: { map: link.id, index: link.index } } });
+    writes.push({ type: 'xreactor.write.mapReport', params: { started: { map: link.id, index: link.index, ...(event.type === 'xreactor.element.start' ? { gate: true } : {}) } } });
   }
   if (TERMINAL.has(status) && next.context.undoBy === null) {
     const outcome = link.skipped === true ? 'skipped' : status;

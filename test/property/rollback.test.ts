@@ -441,6 +441,7 @@ async function expectUndoAsReference(h: Harness, sc: Scenario, stack: readonly U
   const cancelled = await h.runtime.undo(h.id);
   const undone = referenceUndo(sc, stack);
   expect(cancelled.status).toBe('cancelled');
+  if (cancelled.status !== 'cancelled') return; // undo may return dispatched (a fan-out map); these runs have none
   expect(failureList(cancelled)).toEqual(undone.rollbackFailures);
   expect(h.log.slice(before)).toEqual(undone.handlers);
   expect(h.recorder.events.slice(hooksBefore)).toEqual(undone.hooks);

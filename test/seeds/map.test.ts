@@ -342,3 +342,10 @@ describe('seed: fan-out maps', () => {
     expect(result).toMatchObject({ status: 'completed' });
   });
 });
+
+describe('seed: maps with async units', () => {
+  // S-map-12 (a fan-out map whose element reactor has an async step: both units run, the failed
+  // element's included, after the rollback) needs async units (`asyncStep`), which this build does
+  // not have yet; the map side it needs (jobs of purpose `async-unit`, drained last in a round) is in place.
+  it.todo('S-map-12: element 1 fails; elements roll back, then a; both elements\' async units run (units are independent)');
+});

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { DefinitionError, ExecutionNotFoundError, InboxPendingError, StaleRevisionError, XreactorError } from '../../src/index.js';
+import { DefinitionError, ExecutionNotFoundError, InboxPendingError, MapGateClosedError, StaleRevisionError, XreactorError } from '../../src/index.js';
 import type { Commit } from '../../src/index.js';
 import type { MapWrites, Signal, SpawnActor } from '../../src/store/store.js';
 import { createKeyBuilder, KEY_KINDS, MAP_KEY_KINDS, rootOf } from '../../src/store/keys.js';
@@ -522,7 +522,7 @@ describe('map writes and reads args', () => {
     expect(section.slice(3, 8)).toEqual(['init', '', '50', '1', 'fanOut']);
     expect(section.slice(8, 10)).toEqual(['source', '2']);
     expect(section.slice(10, 12).map((b) => decode(bytes(b)))).toEqual(['a', { b: 1 }]);
-    expect(section.slice(12)).toEqual(['target', '7', 'rbtarget', '3', 'dropsource', 'e1.m.0', '1', 'started', 'e1.m', '0']);
+    expect(section.slice(12)).toEqual(['target', '7', 'rbtarget', '3', 'dropsource', 'e1.m.0', '1', 'started', 'e1.m', '0', '0']);
     expect(mapSectionArgv('e1', commit)).toEqual([]);
   });
 
@@ -531,7 +531,11 @@ describe('map writes and reads args', () => {
     const rb = mapOps({ rollbackReport: { map: 'e1.m', position: 3, outcome: 'context_unavailable', failures: [failure, failure] } });
     expect(rb.slice(0, 6)).toEqual(['1', 'rbreport', 'e1.m', '3', 'context_unavailable', '2']);
     expect(rb.slice(6).map((b) => decode(bytes(b)))).toEqual([failure, failure]);
-    expect(mapOps({ started: { map: 'e1.m', index: 4 }, init: { total: 9, batchSize: 1, atomic: false, mode: 'inline' } })).toEqual(['2', 'init', '9', '1', '0', 'inline', 'started', 'e1.m', '4']);
+    expect(mapOps({ started: { map: 'e1.m', index: 4 }, init: { total: 9, batchSize: 1, atomic: false, mode: 'inline' } })).toEqual(['2', 'init', '9', '1', '0', 'inline', 'started', 'e1.m', '4', '0']);
+    // A fan-out element's start is gated: commitExecution-5.lua refuses it ({7, map, why}) once the map stopped.
+    expect(mapOps({ started: { map: 'e1.m', index: 4, gate: true } })).toEqual(['1', 'started', 'e1.m', '4', '1']);
+    expect(() => readCommitReply('e1.m.4', 2, [7, 'e1.m', 'stopped by failed:2'])).toThrow(MapGateClosedError);
+    expect(() => readCommitReply('e1.m.4', 2, [7, 'e1.m', 'cancelled'])).toThrow('element e1.m.4 did not start: its map e1.m no longer dispatches (cancelled); nothing was written');
   });
 
   it('a commit with map writes or conditional signals takes the kernel section, so a group commit never batches it', () => {

@@ -56,6 +56,8 @@
     {6, id}                 a spawned actor's id exists (or is named twice); nothing written
     {4, id}                 another owner holds the lease of spawned actor `id`; nothing written
     {3, position, length, id}  an undo push of spawned actor `id` would leave a gap; nothing written
+    {7, map, why}           a gated start (MapWrites.started.gate) of an element whose map no
+                            longer dispatches; nothing written
 ]]
 --- @include "applyCommit"
 --- @include "fencedCommit"
@@ -77,6 +79,8 @@ else
   local id = ARGV[tail]
   local kernel, after = readKernel(tail + 1)
   local maps = readMapSection(after)
+  local gateClosed = checkMapGates(base, maps)
+  if gateClosed then return gateClosed end
   local spawnRefused = checkSpawns(base, kernel, { [id] = true })
   if spawnRefused then return spawnRefused end
   revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, ARGV[2], restamp, stored + 1, undoLength)

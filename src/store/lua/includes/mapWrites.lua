@@ -12,7 +12,7 @@
     depth first): actor id, nOps, then its ops, in this order, each when present:
       'init'       total ('' = unknown), batch size, atomic ('1'/'0'), mode
       'source'     nItems, then that many encoded items
-      'started'    map, index
+      'started'    map, index, gate ('1': the commit applies only while the map dispatches)
       'report'     map, index, outcome, stops ('1'/'0'), at
       'target'     target
       'rbtarget'   target
@@ -40,7 +40,7 @@ local ROLLBACK_OUTCOME = {
 local MAP_BUCKET_SIZE = 1024
 
 -- The op arities after the op name, for the ops of fixed length.
-local MAP_OP_ARITY = { init = 4, started = 2, report = 5, target = 1, rbtarget = 1, dropsource = 0 }
+local MAP_OP_ARITY = { init = 4, started = 3, report = 5, target = 1, rbtarget = 1, dropsource = 0 }
 
 -- Reads the map section from ARGV[i] (none past the end of ARGV). Returns a list of
 -- { id = actor, ops = { { op = name, at = index of its first argument, n = its count }, ... } }.
@@ -74,6 +74,25 @@ local function readMapSection(i)
     section[a] = actor
   end
   return section
+end
+
+-- A gated start (a fan-out element's): refused unless its map dispatches, its stored status
+-- `running` and no report stopped it (mapGateClosedWhy in src/store/map-writes.ts). Returns the
+-- refusal {7, map, why}, or nil. Checked before the step's first write.
+local function checkMapGates(base, section)
+  for _, actor in ipairs(section) do
+    for _, w in ipairs(actor.ops) do
+      if w.op == 'started' and ARGV[w.at + 2] == '1' then
+        local map = ARGV[w.at]
+        local stop = redis.call('HGET', mapKeyOf(base, 'stats', map), 'stop')
+        if stop then return {7, map, 'stopped by ' .. stop} end
+        local status = redis.call('HGET', keyOf(base, 'execution', map), 'status')
+        if not status then return {7, map, 'gone'} end
+        if status ~= 'running' then return {7, map, status} end
+      end
+    end
+  end
+  return nil
 end
 
 -- The items ARGV[from .. from + n - 1] as a list.
