@@ -35,9 +35,9 @@
  *   actor settled; the active index empty; no job pending or failed; `settled == target` and
  *   `rb.settled == rb.target`, the counters agreeing with the elements' outcomes.
  *
- * Two product bugs it found are pinned as deterministic cases at the end of this file (`it.fails`
- * until fixed): undo(id) of a run whose fan-out map rolls back in jobs throws instead of returning
- * `dispatched`, and undo(id) of a run whose map halted never rolls the map back.
+ * Two product bugs it found are pinned as deterministic cases at the end of this file: undo(id) of
+ * a run whose fan-out map rolls back in jobs threw instead of returning `dispatched` (fixed), and
+ * undo(id) of a run whose map halted never rolls the map back (`it.fails` until fixed).
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -426,19 +426,19 @@ describe('map under chaos: inline and fan-out, random failures, delivery orders,
 });
 
 // ---------------------------------------------------------------------------
-// Found by the property: undo(id) of a run whose fan-out map rolls back in jobs
+// Found by the property, fixed on main (1af2006): undo(id) of a run whose fan-out map rolls back in jobs
 // ---------------------------------------------------------------------------
 
-describe('known issue: undo(id) of a completed run with a fan-out map', () => {
-  // The property's minimal counterexample (any seed shrinks to it): one element, fanned out,
-  // jobs in order, no failure, the completed run undone. The undo is applied in the caller: the
-  // root undoes b, reaches the map's entry (rolling_back.undoingChild) and signals the map, whose
-  // rollback throw enqueues the element-rollback job, so the call cannot finish the rollback.
-  // runtime.undo then finds the root rolling_back with no operator.undo left in its inbox and
-  // throws InvalidStateError "it ended by itself before the undo reached it (the undo was
-  // discarded); there is nothing to undo", while the rollback is in fact under way. §11.1 (and
-  // §18 Q8): the call returns { status: 'dispatched', executionId, reason: 'awaiting' }, and
-  // awaitResult(id) gives the cancelled result once the rollback jobs ran.
+describe('fixed: undo(id) of a completed run with a fan-out map', () => {
+  // The property's minimal counterexample: one element, fanned out, jobs in order, no failure, the
+  // completed run undone. The undo is applied in the caller: the root undoes b, reaches the map's
+  // entry (rolling_back.undoingChild) and signals the map, whose rollback throw enqueues the
+  // element-rollback job, so the call cannot finish the rollback. runtime.undo used to find the
+  // root rolling_back with no operator.undo left in its inbox and throw InvalidStateError "it
+  // ended by itself before the undo reached it (the undo was discarded); there is nothing to
+  // undo", while the rollback was under way. §11.1 (and §18 Q8): the call returns
+  // { status: 'dispatched', executionId, reason: 'awaiting' }, and awaitResult(id) gives the
+  // cancelled result once the rollback jobs ran.
   const sc: MapScenario = { count: 1, batchSize: 1, atomic: true, source: 'array', fanOut: true, collect: false, undoAll: 'none', owner: 'none', undo: true, failing: [], halting: [], flaky: [], undoFailing: [] };
 
   async function undoFannedOut(check: (world: MapWorld, undo: () => Promise<unknown>) => Promise<void>): Promise<EffectsLedger> {
@@ -468,7 +468,7 @@ describe('known issue: undo(id) of a completed run with a fan-out map', () => {
     expect([...ledger.placed]).toEqual([]);
   });
 
-  it.fails('undo(id) returns dispatched while the rollback runs in jobs (§11.1), not InvalidStateError', async () => {
+  it('undo(id) returns dispatched while the rollback runs in jobs (§11.1), not InvalidStateError', async () => {
     await undoFannedOut(async (world, undo) => {
       expect(await undo()).toEqual({ status: 'dispatched', executionId: world.id, reason: 'awaiting' });
     });
