@@ -3,11 +3,12 @@
  * (test/property/kernel-chaos.test.ts): one memory store on a test clock, seen through a
  * recording wrapper; a manual in-process queue, seen through a probe of its enqueue calls; and
  * workers that die at their N-th commit, either right after it lands (before its outbox is
- * performed) or while it is sent (it never lands). A dead worker's job is always delivered again
- * (stall redispatch of lost element and rollback jobs is not built, so no job is lost for good).
+ * performed) or while it is sent (it never lands). A dead worker's job is delivered again (as
+ * BullMQ delivers a stalled job) or fails for good (its stalled deliveries exhausted): then only a
+ * sweep recovers the actor, and a map's lost element or rollback jobs only its stall redispatch.
  */
 import pino from 'pino';
-import { createMemoryStore, createRuntime } from '../../src/index.js';
+import { createMemoryStore, createRuntime, JobRejectedError } from '../../src/index.js';
 import type { AnyReactorDefinition, Runtime, Store } from '../../src/index.js';
 import { createEngine } from '../../src/runtime/engine.js';
 import { createJobHandler } from '../../src/runtime/worker.js';
@@ -22,6 +23,8 @@ export const silent = pino({ level: 'silent' });
 export const DOOMED_LEASE_TTL_MS = 5_000;
 /** A job whose handler threw (a dead worker's, or one refused as busy) comes back after this. */
 const REDELIVERY_MS = 1_000;
+/** A fan-out map waiting this long with nothing reported has its lost start jobs redispatched by a sweep. */
+export const MAP_STALL_MS = 20_000;
 /** Deaths per run at most. */
 const MAX_CRASHES = 3;
 /** Copies of jobs per run at most (a copy is never copied again). */
@@ -122,6 +125,8 @@ export interface CrashPlan {
   readonly mode: 'after' | 'before';
   /** The crash waits for this many deliveries of the run (so that crashes reach its later phases too). */
   readonly notBefore: number;
+  /** What becomes of the job the dead worker held: delivered again, or failed for good (then only a sweep recovers its actor). */
+  readonly job: 'redelivered' | 'failed';
 }
 
 export interface Death {
@@ -132,12 +137,14 @@ export interface Death {
   /** Whether that commit landed (an `after` commit can still be refused by the store). */
   readonly landed: boolean;
   readonly job: string;
+  /** Whether that job failed for good. */
+  readonly failed: boolean;
 }
 
 const never = <T>() => new Promise<T>(() => undefined);
 
 /** The store as a worker that dies at its `plan.commit`-th commit sees it: from then on no call returns. */
-function dyingStore(inner: Store, plan: CrashPlan, job: string, died: (death: Death) => void): Store {
+function dyingStore(inner: Store, plan: CrashPlan, job: string, died: (death: Omit<Death, 'failed'>) => void): Store {
   let commits = 0;
   let dead = false;
   return new Proxy(inner, {
@@ -217,13 +224,13 @@ export function createMapWorld(root: AnyReactorDefinition, delivery: Delivery, m
   const deaths: Death[] = [];
   const journal: string[] = [];
   if (delivery.kind === 'rounds') {
-    const runtime = createRuntime({ store, queue, clock: time, logger: silent, worker: true, reactors });
+    const runtime = createRuntime({ store, queue, clock: time, logger: silent, worker: true, reactors, mapStallMs: MAP_STALL_MS });
     const drain = async () => void (await queue.drainRounds({ delayed: 'as-due' }));
     return { id, mapId, time, store, queue, book, runtime, deaths, journal, drain, close: () => closeAll(runtime, queue) };
   }
 
-  const runtime = createRuntime({ store, queue, clock: time, logger: silent, worker: false, reactors });
-  const liveWorker = (): JobHandler => createJobHandler(createEngine({ store, queue, clock: time, logger: silent, reactors }));
+  const runtime = createRuntime({ store, queue, clock: time, logger: silent, worker: false, reactors, mapStallMs: MAP_STALL_MS });
+  const liveWorker = (): JobHandler => createJobHandler(createEngine({ store, queue, clock: time, logger: silent, reactors, mapStallMs: MAP_STALL_MS }));
   const workerA = liveWorker();
   const workerB = liveWorker();
   let handler: JobHandler = workerA;
@@ -235,7 +242,9 @@ export function createMapWorld(root: AnyReactorDefinition, delivery: Delivery, m
     async (job) => {
       let death: ((d: Death) => void) | undefined;
       const died = new Promise<Death>((resolve) => (death = resolve));
-      const engine = createEngine({ store: dyingStore(store, plan, job.id, (d) => death!(d)), queue, clock: createTestClock(time.now()), logger: silent, reactors, leaseTtlMs: DOOMED_LEASE_TTL_MS });
+      const failed = plan.job === 'failed';
+      const doomed = dyingStore(store, plan, job.id, (d) => death!({ ...d, failed }));
+      const engine = createEngine({ store: doomed, queue, clock: createTestClock(time.now()), logger: silent, reactors, leaseTtlMs: DOOMED_LEASE_TTL_MS, mapStallMs: MAP_STALL_MS });
       const handled = createJobHandler(engine)(job, new AbortController().signal).then(
         () => ({ done: true as const }),
         (error: unknown) => ({ error }),
@@ -243,7 +252,8 @@ export function createMapWorld(root: AnyReactorDefinition, delivery: Delivery, m
       const out = await Promise.race([handled, died.then((d) => ({ death: d }))]);
       if ('death' in out) {
         deaths.push(out.death);
-        journal.push(`  died at commit ${plan.commit} (${plan.mode}, ${out.death.landed ? 'landed' : 'not landed'}) of ${out.death.id}: ${out.death.commit.status} ${JSON.stringify(out.death.commit.writes.trace.map((t) => `${t.type}:${t.step ?? ''}`))}`);
+        journal.push(`  died at commit ${plan.commit} (${plan.mode}, job ${plan.job}, ${out.death.landed ? 'landed' : 'not landed'}) of ${out.death.id}: ${out.death.commit.status} ${JSON.stringify(out.death.commit.writes.trace.map((t) => `${t.type}:${t.step ?? ''}`))}`);
+        if (failed) throw new JobRejectedError(`worker died handling ${job.id}; the job failed for good`);
         throw new Error(`worker died handling ${job.id}`);
       }
       if ('error' in out) throw out.error;
@@ -282,7 +292,7 @@ export function createMapWorld(root: AnyReactorDefinition, delivery: Delivery, m
         deliveries += 1;
         const dup = run.dup === 'later' && (copies >= MAX_COPIES || job.id.includes('.dup')) ? 'none' : run.dup;
         if (dup === 'later') copies += 1;
-        journal.push(`${time.now()}: ${job.id}${crash === undefined ? '' : ` (dies at commit ${crash.commit}, ${crash.mode})`}${dup === 'none' ? '' : ` dup ${dup}`}`);
+        journal.push(`${time.now()}: ${job.id}${crash === undefined ? '' : ` (dies at commit ${crash.commit}, ${crash.mode}, job ${crash.job})`}${dup === 'none' ? '' : ` dup ${dup}`}`);
         if (dup === 'later') {
           const { delayMs: _delay, ...copy } = job;
           await queue.enqueue([{ ...copy, id: `${job.id}.dup${copies}` }]);
@@ -305,8 +315,8 @@ export function createMapWorld(root: AnyReactorDefinition, delivery: Delivery, m
         tick();
         continue;
       }
-      // Nothing pending: let every dead worker's lease run out and sweep. Quiet once a sweep finds nothing twice.
-      time.advance(DOOMED_LEASE_TTL_MS + 1);
+      // Nothing pending: let every dead worker's lease run out, and a map that lost start jobs stall, and sweep. Quiet once a sweep finds nothing twice.
+      time.advance(Math.max(DOOMED_LEASE_TTL_MS, MAP_STALL_MS) + 1);
       await sweep('final sweep');
       if (queue.inspect().length === 0) {
         quiet += 1;
