@@ -425,6 +425,15 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
                 actions: [
                   { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'halt', step: stepAt(event.index).name, reason: event.reason, at: event.at }) },
                   assign(({ event }) => ({ halt: { step: stepAt(event.index).name, reason: event.reason }, updatedAt: event.at })),
+                  // A map step halted by an element: its completed elements are its pending
+                  // compensation, so an undo(id) of the halted run rolls them back (halted
+                  // elements report not_needed) before the undo stack.
+                  enqueueActions(({ context, event, enqueue }) => {
+                    const step = stepAt(event.index);
+                    if (step.child !== 'map' || context.failure !== null) return;
+                    const error = { name: 'XreactorError', code: 'map_halted', message: `map step "${step.name}" halted: ${event.reason}`, retryable: false };
+                    enqueue.assign({ failure: { step: step.name, index: event.index, error, args: undefined, compensationPending: true, compensationFailed: false } });
+                  }),
                 ],
               },
               'xreactor.step.failed': [

@@ -95,7 +95,7 @@ interface SpawnedChild {
 }
 
 /** Hand-off jobs carry the run's input up to this size (encoded); a larger input is read from the store. */
-const CARRIED_INPUT_MAX_BYTES = 16 * 1024;
+export const CARRIED_INPUT_MAX_BYTES = 16 * 1024;
 
 /**
  * Whether a transition's effects take the run out of this process: its end, or a hand-off made by

@@ -30,9 +30,12 @@ import { ActorHost } from './actor-host.js';
 import type { Call, Place } from './call.js';
 import type { Hooks, MapProgressHook } from '../observability/middleware.js';
 import { jobId } from '../queue/job-ids.js';
-import type { Queue } from '../queue/queue.js';
+import type { JobSpec, Queue } from '../queue/queue.js';
+import { encode } from '../serialization/index.js';
+import { encodeSnapshot } from '../store/snapshot-codec.js';
 import type { HeldLease } from './lease.js';
 import type { ExecutionHost, HeldExecution } from './host.js';
+import { CARRIED_INPUT_MAX_BYTES } from './host.js';
 import type { MapSpawnArgs, MapStoredInput } from './map.js';
 import { completedElements, mapResultsOf, mapResultsRef } from './map-results.js';
 import { performRollbackHandler } from './step-performer.js';
@@ -158,6 +161,12 @@ interface Spawned {
 export interface HeldMap extends HeldActor {
   snapshot: Snap;
   readonly inputs: MapStoredInput;
+  /**
+   * The creating commits of the queued elements of the last throw, by id, while their start jobs
+   * are to be enqueued: each job carries its element's state (one read fewer per element). Not
+   * kept across processes: start jobs enqueued again after a crash read the store.
+   */
+  carried?: Map<string, NonNullable<JobSpec['handoff']>> | undefined;
   /** The page of a paged source read last: `page` is called once per `batchSize` elements. */
   page?: { readonly from: number; readonly items: readonly unknown[]; readonly ended: boolean } | undefined;
 }
@@ -185,6 +194,18 @@ export interface MapHostDeps extends KernelDeps {
 
 const newHeldActor = <H extends HeldActor>(id: string, snapshot: Snap, revision: number, outbox: readonly OutboxEffect[], extra: Omit<H, keyof HeldActor>): H =>
   ({ id, snapshot, revision, outbox, inbox: { entries: [], seq: 0 }, declined: new Set(), inboxStale: false, lease: undefined, ...extra }) as unknown as H;
+
+/** The state a queued element's start job carries: its creating commit's snapshot and input (a large input is read from the store). */
+function carriedStarts(spawned: readonly Spawned[]): Map<string, NonNullable<JobSpec['handoff']>> {
+  const carried = new Map<string, NonNullable<JobSpec['handoff']>>();
+  for (const child of spawned) {
+    if (child.create.commit.status !== 'queued') continue;
+    const input = encode(child.create.input);
+    if (input.byteLength > CARRIED_INPUT_MAX_BYTES) continue;
+    carried.set(child.id, { revision: 1, snapshot: Uint8Array.from(encodeSnapshot(child.create.commit.snapshot)), input: Uint8Array.from(input) });
+  }
+  return carried;
+}
 
 /** Which `mapProgress` event a map transition is, if any. */
 function progressOf(event: MapEvent, next: Snap): Pick<MapProgressHook, 'event' | 'throw' | 'outcome'> | undefined {
@@ -366,7 +387,9 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
       landed: (landedIn) => {
         if (plan.selfSignal) held.inboxStale = true;
         const progress = this.#deps.hooks.has('mapProgress') ? progressOf(event as MapEvent, next) : undefined;
-        // Inline, the one element or rollback actor is advanced in this call; fan-out ones by their start jobs.
+        // Inline, the one element or rollback actor is advanced in this call; fan-out ones by
+        // their start jobs, which carry the creations of queued elements.
+        if (plan.elements !== undefined && !plan.elements.lease) held.carried = carriedStarts(spawned);
         for (const child of spawned) {
           if (child.lease === undefined) continue;
           child.lease.taken();
@@ -455,9 +478,16 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
       case 'xreactor.effect.map.enqueue': {
         // One enqueue call for the whole throw (at most batchSize jobs), ids deterministic: performed again after a crash, it enqueues nothing twice.
         const p = effect.params as { kind: 'element' | 'rollback'; from: number; count: number };
-        const jobs = Array.from({ length: p.count }, (_, i) => {
+        const carried = p.kind === 'element' ? held.carried : undefined;
+        held.carried = undefined;
+        const at = clock.now();
+        const jobs = Array.from({ length: p.count }, (_, i): JobSpec => {
           const id = p.kind === 'element' ? elementIdOf(held.id, p.from + i) : rollbackIdOf(held.id, p.from + i);
-          return { id: jobId(id, 'start'), kind: 'advance' as const, actor: { kind: p.kind === 'element' ? 'execution' : 'element-rollback', id } };
+          const job: JobSpec = { id: jobId(id, 'start'), kind: 'advance', actor: { kind: p.kind === 'element' ? 'execution' : 'element-rollback', id } };
+          // A queued element's creation rides with its start: the worker's first commit takes the
+          // lease and applies only if the element is still exactly that (else it reads the store).
+          const handoff = carried?.get(id);
+          return handoff === undefined ? job : { ...job, event: { type: 'xreactor.element.start', at }, handoff };
         });
         if (jobs.length > 0) await queueOf(this.#deps, held.id).enqueue(jobs);
         return { type: 'xreactor.map.enqueued', at: clock.now(), kind: p.kind, from: p.from };

@@ -553,7 +553,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         result: await buildResult(definition, status, context, store),
         undoStack,
         trace,
-        pendingCompensation: failure?.compensationPending === true && status === 'aborted' ? { step: failure.step } : undefined,
+        pendingCompensation: failure?.compensationPending === true && (status === 'aborted' || status === 'halted') ? { step: failure.step } : undefined,
         waiting: waitingOf(loaded.snapshot.value, context, definition),
         maps: await mapProgressOf(id, definition),
         createdAt: context.createdAt,

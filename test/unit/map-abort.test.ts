@@ -1,9 +1,10 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createMemoryStore, createRuntime, defineReactor, ExecutionAbortedError } from '../../src/index.js';
+import { createMemoryStore, createRuntime, defineReactor, ExecutionAbortedError, halt } from '../../src/index.js';
 import { createTestClock } from '../../src/testing/index.js';
 
+// A map that halts: an undo(id) of the halted run rolls back its completed elements first.
 // An inline map whose caller is interrupted mid-element (docs/design/map.md §11.3): the element,
 // the map and the owner end `aborted`, nothing is rolled back; `undo(id)` then compensates the
 // map (its completed and aborted elements) and undoes the owner's stack, ending `cancelled`.
@@ -85,5 +86,40 @@ describe('inline map interrupted mid-element', () => {
     expect(await runtime.undo(result.executionId)).toMatchObject({ status: 'cancelled' });
     expect(log).toEqual(['undo:e1[2]', 'undoAll', 'undo:a']);
     expect(calls).toEqual([[0, 1]]);
+  });
+
+  it('a halted map: undo(id) of the halted run rolls back its completed elements (the halted one is not needed), then the undo stack', async () => {
+    // The embedded default (system clock, its in-process queue run by its own worker): a fan-out map's jobs run as they come.
+    const runtime = createRuntime({ logger });
+    const log: string[] = [];
+    const element = defineReactor({ name: 'halting-element' })
+      .step('e1', { run: (i: unknown) => void log.push(`run:e1[${String(i)}]`), undo: (_r: unknown, i: unknown) => void log.push(`undo:e1[${String(i)}]`) })
+      .step('e2', {
+        waitFor: ['e1'],
+        run: (i: unknown) => {
+          log.push(`run:e2[${String(i)}]`);
+          return i === 1 ? halt(`e2[1] halted`) : i;
+        },
+        undo: (_r: unknown, i: unknown) => void log.push(`undo:e2[${String(i)}]`),
+      })
+      .build();
+    for (const fanOut of [false, true]) {
+      log.length = 0;
+      const reactor = defineReactor({ name: `halting-${String(fanOut)}`, input })
+        .step('a', { run: () => void log.push('run:a'), undo: () => void log.push('undo:a') })
+        .map('m', element, { source: ({ input }) => input('items'), waitFor: ['a'], fanOut, batchSize: 1 })
+        .build();
+      const started = await runtime.run(reactor, { items: [0, 1, 2] });
+      const result = fanOut ? await runtime.awaitResult(started.executionId, { timeoutMs: 1_000 }) : started;
+      expect(result, `fanOut ${String(fanOut)}`).toMatchObject({ status: 'halted', step: 'm', reason: 'e2[1] halted' });
+      expect((await runtime.find(result.executionId)).pendingCompensation).toEqual({ step: 'm' });
+      log.length = 0;
+      const undone = await runtime.undo(result.executionId);
+      const end = undone.status === 'dispatched' ? await runtime.awaitResult(result.executionId, { timeoutMs: 1_000 }) : undone;
+      expect(end, `fanOut ${String(fanOut)}`).toMatchObject({ status: 'cancelled' });
+      // Element 1 halted (its e1 stays, as a halted run's completed steps do); element 0 is undone, then a.
+      expect(log, `fanOut ${String(fanOut)}`).toEqual(['undo:e2[0]', 'undo:e1[0]', 'undo:a']);
+    }
+    await runtime.close();
   });
 });
