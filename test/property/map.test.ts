@@ -37,9 +37,9 @@
  *   failed; `settled == target` and
  *   `rb.settled == rb.target`, the counters agreeing with the elements' outcomes.
  *
- * Two product bugs it found are pinned as deterministic cases at the end of this file: undo(id) of
- * a run whose fan-out map rolls back in jobs threw instead of returning `dispatched` (fixed), and
- * undo(id) of a run whose map halted never rolls the map back (`it.fails` until fixed).
+ * Two product bugs it found are pinned as deterministic cases at the end of this file (both fixed
+ * since): undo(id) of a run whose fan-out map rolls back in jobs threw instead of returning
+ * `dispatched`, and undo(id) of a run whose map halted never rolled the map back.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -483,19 +483,19 @@ describe('fixed: undo(id) of a completed run with a fan-out map', () => {
 });
 
 // ---------------------------------------------------------------------------
-// Found by the property: undo(id) of a run halted at its map leaves the completed elements
+// Found by the property, fixed on main (25ad5d1): undo(id) of a run halted at its map left the completed elements
 // ---------------------------------------------------------------------------
 
-describe('known issue: undo(id) of a run whose map halted', () => {
+describe('fixed: undo(id) of a run whose map halted', () => {
   // The property's minimal counterexample with a completed element: two elements, inline, element
   // 1's e1 halts. The map halts and the run halts at m with nothing rolled back (S-map-11), as
-  // designed. undo(id) then undoes a and returns cancelled with no rollback failure, but element
-  // 0's e1 and e2 stay in place: the halted map step is neither on the root's undo stack (only
+  // designed. undo(id) used to undo a and return cancelled with no rollback failure, leaving
+  // element 0's e1 and e2 in place: the halted map step was neither on the root's undo stack (only
   // completed steps are) nor recorded as pending compensation (as an aborted map step is, §11.3),
-  // so the root's rollback never reaches the map, which stays `halted` (undoable) for good. The
+  // so the root's rollback never reached the map, which stayed `halted` (undoable) for good. The
   // design rolls a halted map back like any forward end (compensateMap: `completed`, `failed`,
   // `halted`, `aborted` → compensate.child; §10.5 and §18 Q3: the halted element is `not_needed`,
-  // its own completed steps stay), and a composed child that halted is undone with its run.
+  // its own completed steps stay), as a composed child that halted is undone with its run.
   const sc: MapScenario = {
     count: 2,
     batchSize: 1,
@@ -532,7 +532,7 @@ describe('known issue: undo(id) of a run whose map halted', () => {
     expect(undone).toMatchObject({ status: 'cancelled', rollbackFailures: [] });
   });
 
-  it.fails('undo(id) rolls the halted map back: element 0 is undone, element 1 stays as it halted (not_needed)', async () => {
+  it('undo(id) rolls the halted map back: element 0 is undone, element 1 stays as it halted (not_needed)', async () => {
     const { ledger, map } = await haltThenUndo();
     expect({ events: ledger.events, placed: [...ledger.placed], map }).toEqual({
       events: ['run:a', 'run:e1[0]', 'run:e2[0]', 'run:e1[1]', 'undo:e2[0]', 'undo:e1[0]', 'undo:a'],
