@@ -192,3 +192,90 @@ export function runBench(main: () => Promise<void>): void {
       process.exitCode = 0;
     });
 }
+
+// ---------------------------------------------------------------------------------------------
+// `xreactor worker` processes that log a lot
+
+/** An `xreactor worker` process started by {@link startCliWorker}. */
+export interface CliWorker extends BenchChild {
+  readonly pid: number;
+  /** How many output lines so far contained `marker` (one of the markers it was started with). */
+  count(marker: string): number;
+}
+
+const OUTPUT_TAIL = 64 * 1024;
+
+/**
+ * Start `xreactor worker` through the real CLI (as `startWorkerProcess` in test/support does) for
+ * a benchmark whose workers write a line per step: only the last 64 KB of output are kept (for
+ * error messages), the ready line is looked for in the new output only, and the lines holding
+ * each of `markers` are counted as they arrive. Keeping and searching a worker's whole output
+ * costs the benchmark's process CPU that grows with the square of the output. Above `info` the
+ * worker logs nothing when it starts: `ready` then resolves once the process has spawned, and
+ * the caller waits for the worker some other way (BullMQ's `Queue.getWorkersCount()`).
+ */
+export function startCliWorker(options: {
+  readonly redisUrl: string;
+  readonly modules: readonly string[];
+  readonly args?: readonly string[];
+  readonly env?: Readonly<Record<string, string>>;
+  readonly logLevel?: string;
+  readonly markers?: readonly string[];
+}): CliWorker {
+  const cli = fileURLToPath(new URL('../src/cli/xreactor.ts', import.meta.url));
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', cli, 'worker', '--redis', options.redisUrl, '--log-level', options.logLevel ?? 'info', ...(options.args ?? []), ...options.modules],
+    { cwd: ROOT, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const counts = new Map<string, number>((options.markers ?? []).map((m) => [m, 0]));
+  let tail = '';
+  let partial = '';
+  let isReady = false;
+  let markReady: () => void = () => undefined;
+  let markFailed: (error: Error) => void = () => undefined;
+  const ready = new Promise<void>((resolve, reject) => {
+    markReady = resolve;
+    markFailed = reject;
+  });
+  const onData = (chunk: Buffer) => {
+    const text = chunk.toString();
+    tail = (tail + text).slice(-OUTPUT_TAIL);
+    const lines = (partial + text).split('\n');
+    partial = lines.pop() ?? '';
+    for (const line of lines) {
+      if (!isReady && line.includes('xreactor.worker.started')) {
+        isReady = true;
+        markReady();
+      }
+      for (const [marker, n] of counts) if (line.includes(marker)) counts.set(marker, n + 1);
+    }
+  };
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
+  if (!['trace', 'debug', 'info'].includes(options.logLevel ?? 'info')) child.once('spawn', () => markReady());
+  const exited = new Promise<number | string | null>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
+  void exited.then((code) => markFailed(new Error(`xreactor worker exited (${String(code)}) before it was ready:\n${tail.slice(-2000)}`)));
+  return { child, pid: child.pid!, ready, exited, output: () => tail, count: (marker) => counts.get(marker) ?? 0 };
+}
+
+/** {@link startTsxProcess} with node flags before `--import tsx` (`--cpu-prof`, ...). */
+export function startTsxProcessWithFlags(file: string, env: Readonly<Record<string, string>>, readyLine: string, nodeArgs: readonly string[]): BenchChild {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', file], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  let markReady: () => void = () => undefined;
+  let markFailed: (error: Error) => void = () => undefined;
+  const ready = new Promise<void>((resolve, reject) => {
+    markReady = resolve;
+    markFailed = reject;
+  });
+  const onData = (chunk: Buffer) => {
+    output += chunk.toString();
+    if (output.includes(readyLine)) markReady();
+  };
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
+  const exited = new Promise<number | string | null>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
+  void exited.then((code) => markFailed(new Error(`${file} exited (${String(code)}) before it was ready:\n${output.slice(-2000)}`)));
+  return { child, ready, exited, output: () => output };
+}
