@@ -341,6 +341,9 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
         : {
             ...(lease === undefined ? {} : { releaseLease: lease.letGo() }),
             ...(fromJob === undefined || held.lease === undefined ? {} : { takeLease: held.lease.request, ifSnapshot: fromJob.ifSnapshot }),
+            // Carried from its creating commit (a fan-out element's start, a run handed off at its
+            // start), which gave every key its retention: the first commit here need not again.
+            ...(fromJob !== undefined && held.revision === 1 ? { stampedAt: held.snapshot.context.createdAt } : {}),
             announce,
             // A settle leaves the recovery index with the commit.
             ...(announce ? { unlist: true } : {}),

@@ -127,6 +127,8 @@ interface StampRecords {
   due(id: string, now: number): boolean;
   /** Record a full stamp of `id`, sent at `at` (before the script ran, so the keys expire no earlier than `at` + TTL). */
   note(id: string, at: number): void;
+  /** Record a stamp of `id` another process made at `at`, unless a later one is recorded. */
+  noteEarlier(id: string, at: number): void;
 }
 
 function createStampRecords(windowMs: number, capacity: number): StampRecords {
@@ -141,6 +143,10 @@ function createStampRecords(windowMs: number, capacity: number): StampRecords {
       stamped.delete(id);
       stamped.set(id, at);
       if (stamped.size > capacity) stamped.delete(stamped.keys().next().value!);
+    },
+    noteEarlier(id, at) {
+      const known = stamped.get(id);
+      if (known === undefined || known < at) this.note(id, at);
     },
   };
 }
@@ -288,6 +294,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       const announce = options?.announce === true;
       if (announce) await settled.subscribed(k.settled);
       const at = config.clock.now();
+      if (options?.stampedAt !== undefined) stamps.noteEarlier(id, options.stampedAt);
       const restamp = stamps.due(id, at);
       const list = options?.list ?? [];
       const unlist = options?.unlist === true;

@@ -386,6 +386,13 @@ export interface CommitOptions {
   /** Remove the committing actor from the active index with this commit (it settled), as `markActive(id, false)`. */
   readonly unlist?: boolean;
   /**
+   * When the actor's keys were last given their retention, if the caller knows it from another
+   * process (a hand-off's or a start job's carried state: its creating commit): a store that
+   * re-stamps retention at most once per window and process counts the window from there, so a
+   * first commit in a new process does not re-stamp keys that were just created.
+   */
+  readonly stampedAt?: number;
+  /**
    * Apply only if the stored snapshot is byte-for-byte these bytes (the envelope bytes
    * `encodeSnapshot` in `snapshot-codec.ts` produces, which every adapter stores); otherwise
    * nothing is written and commit throws StaleRevisionError (naming the stored revision).

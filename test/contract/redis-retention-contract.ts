@@ -178,6 +178,23 @@ export function describeRedisRetentionContract(name: string, open: (contextTtlMs
       for (const key of mapKeys) expect(await redis.pttl(key), key).toBeGreaterThan(50_000);
     });
 
+    it('a commit whose caller knows when the keys were last stamped (stampedAt: a carried creation) re-stamps only once the window has passed since then', async () => {
+      const clock = createTestClock(1_000_000);
+      const { redis, store, prefix } = await fresh(clock);
+      const key = createKeyBuilder(prefix).executionKeys('st').execution;
+      await store.create({ id: 'st', reactor: 'r', input: {}, commit: full() });
+      const window = retentionRefreshMs(TTL_MS);
+      clock.advance(window);
+      await redis.pexpire(key, 20_000);
+      // Due by this process's own record, but stamped (elsewhere) just now: not re-stamped.
+      await store.commit('st', 1, empty(), { stampedAt: clock.now() });
+      expect(await redis.pttl(key)).toBeLessThanOrEqual(20_000);
+      // A window after that stamp it is.
+      clock.advance(window);
+      await store.commit('st', 2, empty(), { stampedAt: clock.now() - window });
+      expect(await redis.pttl(key)).toBeGreaterThan(50_000);
+    });
+
     it('a detached spawn gets the retention on every key it creates, and the parent keeps no children set for it', async () => {
       const clock = createTestClock(1_000_000);
       const { redis, store, prefix } = await fresh(clock);
