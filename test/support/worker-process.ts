@@ -32,9 +32,16 @@ export function startWorkerProcess(options: {
   let output = '';
   let markReady: () => void = () => undefined;
   const ready = new Promise<void>((resolve) => (markReady = resolve));
+  let started = false;
   const onData = (chunk: Buffer) => {
-    output += chunk.toString();
-    if (output.includes('xreactor.worker.started')) markReady();
+    const text = chunk.toString();
+    // Searched in the new chunk with the tail before it (a marker may span two chunks), not in
+    // the whole output: a worker logging a line per step writes megabytes.
+    if (!started && (output.slice(-64) + text).includes('xreactor.worker.started')) {
+      started = true;
+      markReady();
+    }
+    output += text;
   };
   child.stdout.on('data', onData);
   child.stderr.on('data', onData);
