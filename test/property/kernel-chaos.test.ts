@@ -44,6 +44,8 @@ import { createInProcessQueue, createTestClock } from '../../src/testing/index.j
 import type { InProcessQueue, TestClock } from '../../src/testing/index.js';
 import { buildTree, composeSteps, expectedResult, INPUT, plainSteps, reference, resultShape, scenarioArb } from './support/compose-tree.js';
 import type { ExpectedFailure, HandlerLog, PlainSpec, ReactorSpec, Scenario } from './support/compose-tree.js';
+import { dyingStore } from '../support/dying-store.js';
+import type { CommitCrash, CommitDeath } from '../support/dying-store.js';
 
 /** `KERNEL_CHAOS_RUNS` overrides the number of runs (for a longer local soak). */
 const RUNS = { numRuns: Number(process.env['KERNEL_CHAOS_RUNS'] ?? 300) };
@@ -64,11 +66,7 @@ const MAX_LOOP = 600;
 // Schedules
 // ---------------------------------------------------------------------------
 
-interface CrashPlan {
-  /** The dying worker's commit at which it dies (counted over every store commit it makes). */
-  readonly commit: number;
-  /** `after`: the commit lands, then the process dies before it performs the outbox. `before`: the commit never lands. */
-  readonly mode: 'after' | 'before';
+interface CrashPlan extends CommitCrash {
   /**
    * What becomes of the job the dead worker held: `redelivered` (as BullMQ delivers a stalled job
    * again), or `failed` for good (its stalled deliveries exhausted): then only a sweep recovers the
@@ -200,48 +198,8 @@ function recordingStore(inner: Store, book: CommitBook): Store {
 // Workers that die
 // ---------------------------------------------------------------------------
 
-interface Death {
-  /** The actor whose commit the worker died at, and that commit. */
-  readonly id: string;
-  readonly commit: Commit;
-  readonly mode: CrashPlan['mode'];
-  /** Whether that commit landed (an `after` commit can still be refused by the store). */
-  readonly landed: boolean;
-  /** The job the dying worker was handling. */
-  readonly job: string;
-}
+type Death = CommitDeath;
 
-const never = <T>() => new Promise<T>(() => undefined);
-
-/**
- * The store as a worker that dies at its `plan.commit`-th commit sees it: from then on no call
- * returns (the process is gone), and `died` resolves with what it died at.
- */
-function dyingStore(inner: Store, plan: CrashPlan, job: string, died: (death: Death) => void): Store {
-  let commits = 0;
-  let dead = false;
-  return new Proxy(inner, {
-    get(target, key, receiver) {
-      const value = Reflect.get(target, key, receiver) as unknown;
-      if (typeof value !== 'function') return value;
-      const method = value as (...a: unknown[]) => Promise<unknown>;
-      return (...args: unknown[]) => {
-        if (dead) return never();
-        if (key !== 'commit' || ++commits < plan.commit) return method.apply(target, args);
-        dead = true;
-        const [id, , commit] = args as [string, number, Commit];
-        if (plan.mode === 'before') {
-          died({ id, commit, mode: plan.mode, landed: false, job });
-          return never();
-        }
-        return method.apply(target, args).then(
-          () => (died({ id, commit, mode: plan.mode, landed: true, job }), never()),
-          () => (died({ id, commit, mode: plan.mode, landed: false, job }), never()),
-        );
-      };
-    },
-  });
-}
 
 // ---------------------------------------------------------------------------
 // One run in the chaos world

@@ -53,56 +53,27 @@ const items = [0, 1, 2, 3];
 const input = z.object({ items: z.array(z.number()) });
 const el = (i: number, steps = ['e1', 'e2']) => steps.map((s) => `run:${s}[${i}]`);
 
-describe('seed: inline maps', () => {
-  it('S-map-01: atomic, element 2 fails: it rolls itself back, then elements 1, 0 are undone newest first, then a; element 3 never runs', async () => {
-    const h = seedHarness();
-    const reactor = defineReactor({ name: 'map01', input })
-      .step('a', plainStep(h, 'a'))
-      .map('m', elementReactor(h, 'map01-element', (i) => (i === 2 ? 'fail' : 'ok')), { source: ({ input }) => input('items'), waitFor: ['a'] })
-      .step('b', { waitFor: ['m'], ...plainStep(h, 'b') })
-      .build();
-    const result = await h.runtime.run(reactor, { items });
-    expect(h.events).toEqual([
-      'run:a',
-      ...el(0),
-      ...el(1),
-      'run:e1[2]',
-      'run:e2[2]',
-      'compensate:e2[2]',
-      'undo:e1[2]',
-      'undo:e2[1]',
-      'undo:e1[1]',
-      'undo:e2[0]',
-      'undo:e1[0]',
-      'undo:a',
-    ]);
-    expect(h.hooks).toEqual(h.events);
-    expect(result).toMatchObject({ status: 'failed', step: 'm', message: 'e2[2] failed', rollbackFailures: [] });
-    expect((await h.runtime.find(`${result.executionId}.m`)).status).toBe('undone');
-  });
-
-  it('S-map-02: atomic false: element 2 fails and rolls itself back, the map completes, b runs', async () => {
-    const h = seedHarness();
-    const reactor = defineReactor({ name: 'map02', input })
-      .step('a', plainStep(h, 'a'))
-      .map('m', elementReactor(h, 'map02-element', (i) => (i === 2 ? 'fail' : 'ok')), { source: ({ input }) => input('items'), atomic: false, waitFor: ['a'] })
-      .step('b', { waitFor: ['m'], ...plainStep(h, 'b') })
-      .build();
-    const result = await h.runtime.run(reactor, { items });
-    expect(h.events).toEqual(['run:a', ...el(0), ...el(1), 'run:e1[2]', 'run:e2[2]', 'compensate:e2[2]', 'undo:e1[2]', ...el(3), 'run:b']);
-    expect(h.hooks).toEqual(h.events);
-    expect(result).toMatchObject({ status: 'completed' });
-  });
-
-  it('S-map-03: b fails after the map: the map entry is undone, positions 3, 2, 1, 0, then a', async () => {
-    const h = seedHarness();
-    const reactor = defineReactor({ name: 'map03', input })
-      .step('a', plainStep(h, 'a'))
-      .map('m', elementReactor(h, 'map03-element'), { source: ({ input }) => input('items'), waitFor: ['a'] })
-      .step('b', { waitFor: ['m'], ...plainStep(h, 'b', 'fail') })
-      .build();
-    const result = await h.runtime.run(reactor, { items });
-    expect(h.events).toEqual([
+// Seed 001's map table gives S-map-04 and S-map-01, S-map-05 and S-map-02, S-map-06 and S-map-03
+// the same events: one array each.
+/** S-map-01 / S-map-04: element 2 fails (atomic); it rolls itself back, then 1 and 0 are undone newest first, then a. */
+const S_MAP_01_EVENTS = [
+  'run:a',
+  ...el(0),
+  ...el(1),
+  'run:e1[2]',
+  'run:e2[2]',
+  'compensate:e2[2]',
+  'undo:e1[2]',
+  'undo:e2[1]',
+  'undo:e1[1]',
+  'undo:e2[0]',
+  'undo:e1[0]',
+  'undo:a',
+];
+/** S-map-02 / S-map-05: atomic false: element 2 fails and rolls itself back, the map completes, b runs. */
+const S_MAP_02_EVENTS = ['run:a', ...el(0), ...el(1), 'run:e1[2]', 'run:e2[2]', 'compensate:e2[2]', 'undo:e1[2]', ...el(3), 'run:b'];
+/** S-map-03 / S-map-06: b fails after the map: the map entry is undone, positions 3, 2, 1, 0, then a. */
+const S_MAP_03_EVENTS = [
       'run:a',
       ...el(0),
       ...el(1),
@@ -119,7 +90,45 @@ describe('seed: inline maps', () => {
       'undo:e2[0]',
       'undo:e1[0]',
       'undo:a',
-    ]);
+];
+
+describe('seed: inline maps', () => {
+  it('S-map-01: atomic, element 2 fails: it rolls itself back, then elements 1, 0 are undone newest first, then a; element 3 never runs', async () => {
+    const h = seedHarness();
+    const reactor = defineReactor({ name: 'map01', input })
+      .step('a', plainStep(h, 'a'))
+      .map('m', elementReactor(h, 'map01-element', (i) => (i === 2 ? 'fail' : 'ok')), { source: ({ input }) => input('items'), waitFor: ['a'] })
+      .step('b', { waitFor: ['m'], ...plainStep(h, 'b') })
+      .build();
+    const result = await h.runtime.run(reactor, { items });
+    expect(h.events).toEqual(S_MAP_01_EVENTS);
+    expect(h.hooks).toEqual(h.events);
+    expect(result).toMatchObject({ status: 'failed', step: 'm', message: 'e2[2] failed', rollbackFailures: [] });
+    expect((await h.runtime.find(`${result.executionId}.m`)).status).toBe('undone');
+  });
+
+  it('S-map-02: atomic false: element 2 fails and rolls itself back, the map completes, b runs', async () => {
+    const h = seedHarness();
+    const reactor = defineReactor({ name: 'map02', input })
+      .step('a', plainStep(h, 'a'))
+      .map('m', elementReactor(h, 'map02-element', (i) => (i === 2 ? 'fail' : 'ok')), { source: ({ input }) => input('items'), atomic: false, waitFor: ['a'] })
+      .step('b', { waitFor: ['m'], ...plainStep(h, 'b') })
+      .build();
+    const result = await h.runtime.run(reactor, { items });
+    expect(h.events).toEqual(S_MAP_02_EVENTS);
+    expect(h.hooks).toEqual(h.events);
+    expect(result).toMatchObject({ status: 'completed' });
+  });
+
+  it('S-map-03: b fails after the map: the map entry is undone, positions 3, 2, 1, 0, then a', async () => {
+    const h = seedHarness();
+    const reactor = defineReactor({ name: 'map03', input })
+      .step('a', plainStep(h, 'a'))
+      .map('m', elementReactor(h, 'map03-element'), { source: ({ input }) => input('items'), waitFor: ['a'] })
+      .step('b', { waitFor: ['m'], ...plainStep(h, 'b', 'fail') })
+      .build();
+    const result = await h.runtime.run(reactor, { items });
+    expect(h.events).toEqual(S_MAP_03_EVENTS);
     expect(h.hooks).toEqual(h.events);
     expect(result).toMatchObject({ status: 'failed', step: 'b', message: 'b failed', rollbackFailures: [] });
     expect((await h.runtime.find(result.executionId)).undoStack).toEqual([]);
@@ -230,20 +239,7 @@ describe('seed: fan-out maps', () => {
       .step('b', { waitFor: ['m'], ...plainStep(h, 'b') })
       .build();
     const result = await runFannedOut(h, reactor, { items });
-    expect(h.events).toEqual([
-      'run:a',
-      ...el(0),
-      ...el(1),
-      'run:e1[2]',
-      'run:e2[2]',
-      'compensate:e2[2]',
-      'undo:e1[2]',
-      'undo:e2[1]',
-      'undo:e1[1]',
-      'undo:e2[0]',
-      'undo:e1[0]',
-      'undo:a',
-    ]);
+    expect(h.events).toEqual(S_MAP_01_EVENTS);
     expect(h.hooks).toEqual(h.events);
     expect(result).toMatchObject({ status: 'failed', step: 'm', message: 'e2[2] failed', rollbackFailures: [] });
     const view = await h.runtime.find(result.executionId);
@@ -289,7 +285,7 @@ describe('seed: fan-out maps', () => {
       .step('b', { waitFor: ['m'], ...plainStep(h, 'b') })
       .build();
     const result = await runFannedOut(h, reactor, { items });
-    expect(h.events).toEqual(['run:a', ...el(0), ...el(1), 'run:e1[2]', 'run:e2[2]', 'compensate:e2[2]', 'undo:e1[2]', ...el(3), 'run:b']);
+    expect(h.events).toEqual(S_MAP_02_EVENTS);
     expect(h.hooks).toEqual(h.events);
     expect(result).toMatchObject({ status: 'completed' });
   });
@@ -302,24 +298,7 @@ describe('seed: fan-out maps', () => {
       .step('b', { waitFor: ['m'], ...plainStep(h, 'b', 'fail') })
       .build();
     const result = await runFannedOut(h, reactor, { items });
-    expect(h.events).toEqual([
-      'run:a',
-      ...el(0),
-      ...el(1),
-      ...el(2),
-      ...el(3),
-      'run:b',
-      'compensate:b',
-      'undo:e2[3]',
-      'undo:e1[3]',
-      'undo:e2[2]',
-      'undo:e1[2]',
-      'undo:e2[1]',
-      'undo:e1[1]',
-      'undo:e2[0]',
-      'undo:e1[0]',
-      'undo:a',
-    ]);
+    expect(h.events).toEqual(S_MAP_03_EVENTS);
     expect(h.hooks).toEqual(h.events);
     expect(result).toMatchObject({ status: 'failed', step: 'b', message: 'b failed', rollbackFailures: [] });
     expect((await h.runtime.find(result.executionId)).undoStack).toEqual([]);

@@ -16,6 +16,8 @@ import type { JobHandler, JobSpec } from '../../src/queue/queue.js';
 import type { Commit, InboxEntry, SpawnActor } from '../../src/store/store.js';
 import { createInProcessQueue, createTestClock, jobPurpose } from '../../src/testing/index.js';
 import type { InProcessQueue, JobPurpose, TestClock } from '../../src/testing/index.js';
+import { dyingStore } from './dying-store.js';
+import type { CommitCrash, CommitDeath } from './dying-store.js';
 
 export const silent = pino({ level: 'silent' });
 
@@ -118,57 +120,18 @@ function probedQueue(inner: InProcessQueue, book: CommitBook, mapId: string): In
 // Workers that die
 // ---------------------------------------------------------------------------
 
-export interface CrashPlan {
-  /** The dying worker's commit at which it dies (counted over every store commit it makes). */
-  readonly commit: number;
-  /** `after`: the commit lands, then the process dies before it performs the outbox. `before`: the commit never lands. */
-  readonly mode: 'after' | 'before';
+export interface CrashPlan extends CommitCrash {
   /** The crash waits for this many deliveries of the run (so that crashes reach its later phases too). */
   readonly notBefore: number;
   /** What becomes of the job the dead worker held: delivered again, or failed for good (then only a sweep recovers its actor). */
   readonly job: 'redelivered' | 'failed';
 }
 
-export interface Death {
-  /** The actor whose commit the worker died at, and that commit. */
-  readonly id: string;
-  readonly commit: Commit;
-  readonly mode: CrashPlan['mode'];
-  /** Whether that commit landed (an `after` commit can still be refused by the store). */
-  readonly landed: boolean;
-  readonly job: string;
+export interface Death extends CommitDeath {
   /** Whether that job failed for good. */
   readonly failed: boolean;
 }
 
-const never = <T>() => new Promise<T>(() => undefined);
-
-/** The store as a worker that dies at its `plan.commit`-th commit sees it: from then on no call returns. */
-function dyingStore(inner: Store, plan: CrashPlan, job: string, died: (death: Omit<Death, 'failed'>) => void): Store {
-  let commits = 0;
-  let dead = false;
-  return new Proxy(inner, {
-    get(target, key, receiver) {
-      const value = Reflect.get(target, key, receiver) as unknown;
-      if (typeof value !== 'function') return value;
-      const method = value as (...a: unknown[]) => Promise<unknown>;
-      return (...args: unknown[]) => {
-        if (dead) return never();
-        if (key !== 'commit' || ++commits < plan.commit) return method.apply(target, args);
-        dead = true;
-        const [id, , commit] = args as [string, number, Commit];
-        if (plan.mode === 'before') {
-          died({ id, commit, mode: plan.mode, landed: false, job });
-          return never();
-        }
-        return method.apply(target, args).then(
-          () => (died({ id, commit, mode: plan.mode, landed: true, job }), never()),
-          () => (died({ id, commit, mode: plan.mode, landed: false, job }), never()),
-        );
-      };
-    },
-  });
-}
 
 // ---------------------------------------------------------------------------
 // Schedules
