@@ -74,22 +74,22 @@ const S_MAP_01_EVENTS = [
 const S_MAP_02_EVENTS = ['run:a', ...el(0), ...el(1), 'run:e1[2]', 'run:e2[2]', 'compensate:e2[2]', 'undo:e1[2]', ...el(3), 'run:b'];
 /** S-map-03 / S-map-06: b fails after the map: the map entry is undone, positions 3, 2, 1, 0, then a. */
 const S_MAP_03_EVENTS = [
-      'run:a',
-      ...el(0),
-      ...el(1),
-      ...el(2),
-      ...el(3),
-      'run:b',
-      'compensate:b',
-      'undo:e2[3]',
-      'undo:e1[3]',
-      'undo:e2[2]',
-      'undo:e1[2]',
-      'undo:e2[1]',
-      'undo:e1[1]',
-      'undo:e2[0]',
-      'undo:e1[0]',
-      'undo:a',
+  'run:a',
+  ...el(0),
+  ...el(1),
+  ...el(2),
+  ...el(3),
+  'run:b',
+  'compensate:b',
+  'undo:e2[3]',
+  'undo:e1[3]',
+  'undo:e2[2]',
+  'undo:e1[2]',
+  'undo:e2[1]',
+  'undo:e1[1]',
+  'undo:e2[0]',
+  'undo:e1[0]',
+  'undo:a',
 ];
 
 describe('seed: inline maps', () => {
