@@ -261,6 +261,10 @@ describe('a continuer that dies', () => {
     const expected = runReference('kernelPausingAll', input, payload);
     const id = await startReal('kernelPausingAll', input);
     expect(await env.runtime.awaitResult(id, { timeoutMs: 20_000 })).toMatchObject({ status: 'paused' });
+    // The pause is visible as soon as its commit lands; the worker that paused the tree lets go of
+    // the leases a moment later. This test is about a continuer that takes the run up itself, so it
+    // continues once no lease is held (held, the continue is left to a worker: run_busy).
+    await expect.poll(async () => (await env.store.hasLease(id)) || (await env.store.hasLease(`${id}.child`)), { timeout: 10_000, interval: 10 }).toBe(false);
     const dying = continuer;
     const answer = dying.continue(id, APPROVE, payload);
     answer.catch(() => undefined);
