@@ -12,6 +12,7 @@ import type { Engine, EngineOptions } from './engine.js';
 import { createEngine } from './engine.js';
 import { checkBackendOptions } from './backend.js';
 import { mapIdOf } from './map.js';
+import { isMapResultsRef, mapResultsOf } from './map-results.js';
 import type { Backend } from './backend.js';
 import { statusOf } from './host.js';
 import type { CancelledResult, DispatchedResult, ExecutionView, FailedResult, MapProgress, RunResult } from './results.js';
@@ -255,12 +256,29 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
   const signalFor = (signal: AbortSignal | undefined) => (signal === undefined ? stopping.signal : AbortSignal.any([signal, stopping.signal]));
   const busy = (id: string) => new XreactorError('execution_busy', `execution ${id} is being advanced by another live process; try again when it settles`);
 
+  /**
+   * The store's results of a run as its outcome shows them: a map step's stored reference becomes
+   * its `MapResults` reader (as `run()` returns it), with the element reactor when the definition
+   * is known.
+   */
+  const resultsOf = (definition: AnyReactorDefinition | undefined): Pick<Store, 'readResults'> => ({
+    readResults: async (id, steps) => {
+      const read = await store.readResults(id, steps);
+      for (const [step, value] of read) {
+        if (!isMapResultsRef(value)) continue;
+        const element = id.includes('.') ? undefined : definition?.steps.find((s) => s.name === step)?.map?.element;
+        read.set(step, mapResultsOf(store, value, element));
+      }
+      return read;
+    },
+  });
+
   const outcome = async (
     definition: AnyReactorDefinition | undefined,
     id: string,
     status: ExecutionStatus,
     context: Parameters<typeof buildResult>[2],
-    results: Parameters<typeof buildResult>[3] = store,
+    results: Parameters<typeof buildResult>[3] = resultsOf(definition),
   ) => {
     if (status === 'aborted') throw new ExecutionAbortedError(id, context.reactor);
     return buildResult(definition, status, context, results);
@@ -550,7 +568,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         reactor: context.reactor,
         status,
         revision: loaded.revision,
-        result: await buildResult(definition, status, context, store),
+        result: await buildResult(definition, status, context, resultsOf(definition)),
         undoStack,
         trace,
         pendingCompensation: failure?.compensationPending === true && (status === 'aborted' || status === 'halted') ? { step: failure.step } : undefined,

@@ -2,7 +2,7 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createMemoryStore, createRuntime, defineReactor, fail } from '../../src/index.js';
-import type { MapProgressHook } from '../../src/index.js';
+import type { MapProgressHook, MapResults } from '../../src/index.js';
 import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
 
 // The mapProgress hook (docs/design/map.md §14): once per map commit that changes the map's
@@ -36,5 +36,26 @@ describe('mapProgress hook', () => {
       { event: 'rollback_throw', throw: 2, dispatched: 6, settled: 6, outcome: undefined, rollback: { total: 5, settled: 4 } },
       { event: 'rolled_back', throw: undefined, dispatched: 6, settled: 6, outcome: undefined, rollback: { total: 5, settled: 5 } },
     ]);
+  });
+});
+
+describe('a fan-out map step\'s value, read after the run', () => {
+  it('awaitResult and find give the map step\'s MapResults reader, as run() does for an inline map', async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const runtime = createRuntime({ store, queue, clock: time, logger, worker: true });
+    const element = defineReactor({ name: 'value-element' }).step('double', { run: (i: unknown) => Number(i) * 2 }).returns('double').build();
+    const reactor = defineReactor({ name: 'value-owner', input }).map('m', element, { source: ({ input }) => input('items'), fanOut: true, batchSize: 2 }).build();
+    const started = await runtime.run(reactor, { items: [1, 2, 3] });
+    await queue.drainRounds();
+    const result = await runtime.awaitResult(started.executionId, { timeoutMs: 10 });
+    expect(result.status).toBe('completed');
+    for (const value of [(result as { value: { m: MapResults<number> } }).value.m, ((await runtime.find(started.executionId)).result as { value: { m: MapResults<number> } }).value.m]) {
+      expect(value.total).toBe(3);
+      const seen: unknown[] = [];
+      for await (const r of value) seen.push(r.status === 'completed' ? r.value : r.status);
+      expect(seen).toEqual([2, 4, 6]);
+    }
   });
 });
