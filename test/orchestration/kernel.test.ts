@@ -106,7 +106,7 @@ async function finishReal(id: string, payload: unknown, onPaused?: () => Promise
     expect(result.readyInterrupts, id).toEqual([[...APPROVE]]);
     await onPaused?.();
     const reply = await continuer.continue(id, APPROVE, payload);
-    expect(reply, `continue ${id}`).toMatchObject({ ok: true });
+    expect(reply, `continue ${id}: ${JSON.stringify(reply)}`).toMatchObject({ ok: true });
     continued = true;
   }
 }
