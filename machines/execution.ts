@@ -89,6 +89,19 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
     { type: 'xreactor.effect.finished' as const, params: { status } },
     { type: 'reportSettle' as const, params: { status } },
   ];
+  /**
+   * A map step that ended with the run (interrupted, or halted by an element) without being
+   * rolled back: its completed elements are the step's pending compensation, so an undo(id)
+   * rolls them back before the undo stack.
+   */
+  const mapPendingCompensation = (index: number, name: string, code: string, what: string) => ({
+    step: stepAt(index).name,
+    index,
+    error: { name, code, message: `map step "${stepAt(index).name}" ${what}`, retryable: false },
+    args: undefined,
+    compensationPending: true,
+    compensationFailed: false,
+  });
   /** A composed child tells its parent it left its pause by itself (resumed, or failed there). */
   const signalResumed = {
     type: 'xreactor.write.signal' as const,
@@ -184,8 +197,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
         // pending compensation, so a later undo(id) rolls them back before the undo stack.
         const mapIndex = e.map?.index ?? (context.awaiting?.kind === 'map' && context.awaiting.purpose === 'run' ? context.awaiting.index : undefined);
         if (mapIndex !== undefined && context.failure === null) {
-          const error = { name: 'ExecutionAbortedError', code: 'execution_aborted', message: `map step "${stepAt(mapIndex).name}" was interrupted: ${e.reason}`, retryable: false };
-          enqueue.assign({ failure: { step: stepAt(mapIndex).name, index: mapIndex, error, args: undefined, compensationPending: true, compensationFailed: false } });
+          enqueue.assign({ failure: mapPendingCompensation(mapIndex, 'ExecutionAbortedError', 'execution_aborted', `was interrupted: ${e.reason}`) });
         }
         if (context.awaiting !== null) enqueue({ type: 'xreactor.write.awaits', params: { actors: [] } });
         enqueue({ type: 'xreactor.write.trace', params: { type: 'aborted', at: e.at, reason: e.reason } });
@@ -429,10 +441,8 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
                   // compensation, so an undo(id) of the halted run rolls them back (halted
                   // elements report not_needed) before the undo stack.
                   enqueueActions(({ context, event, enqueue }) => {
-                    const step = stepAt(event.index);
-                    if (step.child !== 'map' || context.failure !== null) return;
-                    const error = { name: 'XreactorError', code: 'map_halted', message: `map step "${step.name}" halted: ${event.reason}`, retryable: false };
-                    enqueue.assign({ failure: { step: step.name, index: event.index, error, args: undefined, compensationPending: true, compensationFailed: false } });
+                    if (stepAt(event.index).child !== 'map' || context.failure !== null) return;
+                    enqueue.assign({ failure: mapPendingCompensation(event.index, 'XreactorError', 'map_halted', `halted: ${event.reason}`) });
                   }),
                 ],
               },

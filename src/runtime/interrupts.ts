@@ -141,7 +141,10 @@ export async function applyInbox(engine: Engine, id: string, signal: AbortSignal
       const stored = await engine.store.load(id);
       if (stored === undefined) return;
       if (stored.snapshot.kind !== 'execution') return await applyKindInbox(engine, id, stored.snapshot.kind, signal);
-      const { host, held } = await engine.load(id);
+      // The execution as just read (one read, not two): its host loads the input beside it.
+      const host = engine.register(engine.definitionOf(stored.snapshot.context as { reactor: string }));
+      const held = await host.load(id, stored);
+      if (held === undefined) return;
       await host.resume(held, [], signal, 'caller');
       return;
     } catch (error) {
