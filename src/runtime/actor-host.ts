@@ -212,6 +212,10 @@ export class ActorHost<H extends HeldActor> {
     } finally {
       leaveActor(call, held);
     }
+    // A frame further out still advances it: that frame wakes them when it is done. Waking here
+    // would advance other actors while that frame is suspended, and one whose lease a commit of
+    // this frame released (a settle) would then take their signals without holding it.
+    if (call.active.has(held.id)) return;
     if (call.active.size === 0 || !call.active.has(parentOf(held.id))) await this.#wake(call);
   }
 
@@ -304,6 +308,12 @@ export class ActorHost<H extends HeldActor> {
         held.inbox = loaded.inbox;
       }
     }
+    // A commit of this call released its lease (it settled, or left for a worker): a signal it may
+    // accept (an undo after its end) is applied under the lease taken again, or by its holder.
+    // (One settled for good accepts none: its entries are discarded, fenced by its revision.)
+    if (held.lease !== undefined && !held.lease.held && !this.#settledForGood(held) && held.inbox.entries.some((e) => !held.declined.has(e.seq))) {
+      if (!(await held.lease.retake())) return false;
+    }
     for (const entry of held.inbox.entries) {
       if (held.declined.has(entry.seq)) continue;
       const outcome = await this.#step(held, entry.event, entry, call);
@@ -315,9 +325,14 @@ export class ActorHost<H extends HeldActor> {
       return true;
     }
     const left = held.inbox.entries.filter((e) => held.declined.has(e.seq));
-    const tags = this.#kind.tags(held.snapshot.value);
-    if (left.length > 0 && tags.has('settled') && !tags.has('undoable')) await this.#discard(held, left);
+    if (left.length > 0 && this.#settledForGood(held)) await this.#discard(held, left);
     return false;
+  }
+
+  /** Settled, and no signal will move it again (it cannot be undone). */
+  #settledForGood(held: H): boolean {
+    const tags = this.#kind.tags(held.snapshot.value);
+    return tags.has('settled') && !tags.has('undoable');
   }
 
   /** A settled actor's inbox entries no state of it will accept: consumed with a trace entry each, nothing else changes. */

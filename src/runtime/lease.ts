@@ -60,6 +60,17 @@ export class HeldLease {
     return this.request.owner;
   }
 
+  /**
+   * Take the lease again after a commit released it (the actor settled, and a signal came that
+   * moves it on): false when another owner holds it now, and that one applies the signal.
+   */
+  async retake(): Promise<boolean> {
+    if (this.#held) return true;
+    if (!(await this.#store.acquireLease(this.id, this.request.owner, this.request.ttlMs))) return false;
+    this.taken();
+    return true;
+  }
+
   /** The commit that released the lease landed. */
   released(): void {
     this.#held = false;

@@ -79,8 +79,6 @@ export interface KernelEnv {
   startContinuer(): Promise<Continuer>;
   /** The effects recorded for a tree (all its actors), in order. */
   effects(root: string): Promise<Effect[]>;
-  /** The last effect process `pid` recorded: `{ root, label }`. */
-  lastEffectOf(pid: number): Promise<{ root: string; label: string } | undefined>;
   close(): Promise<void>;
 }
 
@@ -172,12 +170,6 @@ export async function startKernelEnv(): Promise<KernelEnv> {
         const at = entry.lastIndexOf('@');
         return { label: entry.slice(0, at), pid: Number(entry.slice(at + 1)) };
       });
-    },
-    async lastEffectOf(pid) {
-      const raw = await redis.get(`klast:${pid}`);
-      if (raw === null) return undefined;
-      const space = raw.indexOf(' ');
-      return { root: raw.slice(0, space), label: raw.slice(space + 1) };
     },
     async close() {
       for (const worker of workers) worker.child.kill('SIGKILL');

@@ -5,7 +5,7 @@
  */
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { createMemoryStore, createRuntime, createWorker, defineReactor } from '../../src/index.js';
+import { createMemoryStore, createRuntime, createWorker, defineReactor, fail } from '../../src/index.js';
 import type { Store } from '../../src/index.js';
 import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
 
@@ -100,6 +100,50 @@ describe('kernel recovery', () => {
     expect(result).toMatchObject({ status: 'failed', step: 'sub' });
     if (result.status === 'failed') expect(result.error).toMatchObject({ code: 'context_unavailable' });
     expect(ran).toEqual(['a', 'undo:a']);
+    await worker.close();
+  });
+
+  it('a child that settled in a call woken by its grandchild, then undone by its root in that call: the undo runs under its lease again, and a sweep meanwhile does not run it twice', async () => {
+    // root: a → sub → b (fails); sub: c1 → grand → c2; grand: g1 → g2 (fails once, parks on its
+    // backoff). The backoff's delayed job wakes the grandchild in a worker; its end wakes the
+    // child, whose end wakes the root, whose failure undoes the child: all in that one job.
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const ran: string[] = [];
+    // The caller, which also sweeps (its reactors: those it runs).
+    const operator = createRuntime({ store, queue, clock: time, logger, worker: false, leaseTtlMs: 5_000, generateId: () => 'r3' });
+    let swept = -1;
+    const grand = defineReactor({ name: 'kl_grand' })
+      .step('g1', { run: () => (ran.push('g1'), 'G1') })
+      .step('g2', { waitFor: ['g1'], retries: { maxAttempts: 2, backoff: 'fixed', baseDelayMs: 100 }, run: (_a, ctx) => (ran.push(`g2#${ctx.attempt}`), ctx.attempt === 1 ? fail(new Error('once')) : 'G2') })
+      .build();
+    const sub = defineReactor({ name: 'kl_sub' })
+      .step('c1', { run: () => (ran.push('c1'), 'C1'), undo: () => void ran.push('undo:c1') })
+      .compose('grand', grand, { waitFor: ['c1'] })
+      .step('c2', {
+        waitFor: ['grand'],
+        run: () => (ran.push('c2'), 'C2'),
+        // A sweep while the child is being undone: the child must be held, so the sweep leaves it be.
+        undo: async () => {
+          ran.push('undo:c2');
+          time.advance(10_000);
+          swept = await operator.sweepOnce();
+        },
+      })
+      .build();
+    const root = defineReactor({ name: 'kl_root' })
+      .step('a', { run: () => (ran.push('a'), 'A'), undo: () => void ran.push('undo:a') })
+      .compose('sub', sub, { waitFor: ['a'] })
+      .step('b', { waitFor: ['sub'], run: () => (ran.push('b'), fail(new Error('b failed'))) })
+      .background({ all: true })
+      .build();
+    const worker = createWorker({ store, queue, clock: time, logger, reactors: [root], leaseTtlMs: 5_000, sweepIntervalMs: 0 });
+    expect(await operator.run(root, {})).toMatchObject({ status: 'dispatched' });
+    await queue.drain({ includeDelayed: true });
+    expect(await operator.awaitResult('r3', { timeoutMs: 10 })).toMatchObject({ status: 'failed', step: 'b' });
+    expect(swept).toBe(0);
+    expect(ran).toEqual(['a', 'c1', 'g1', 'g2#1', 'g2#2', 'c2', 'b', 'undo:c2', 'undo:c1', 'undo:a']);
     await worker.close();
   });
 });
