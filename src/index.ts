@@ -87,6 +87,7 @@ export type {
   PersistedSnapshot,
   Commit,
   CommitWrites,
+  LoadedActor,
   LoadedExecution,
   CreateExecution,
   OutboxEffect,

@@ -4,7 +4,7 @@ import { InboxPendingError } from '../errors/index.js';
 import type { Clock } from '../internal/clock.js';
 import { jobId } from '../queue/job-ids.js';
 import type { Queue } from '../queue/queue.js';
-import type { Commit, CommitOptions, Inbox, InboxEntry, LoadedExecution, OutboxEffect, PersistedSnapshot, SignalEvent, Store } from '../store/store.js';
+import type { Commit, CommitOptions, Inbox, InboxEntry, LoadedActor, LoadedExecution, OutboxEffect, PersistedSnapshot, SignalEvent, Store } from '../store/store.js';
 import type { Call } from './call.js';
 import { enterActor, leaveActor } from './call.js';
 import type { HeldLease } from './lease.js';
@@ -84,7 +84,7 @@ export interface ActorBehaviour<H extends HeldActor> {
  * (the sweep marks it failed in the store); `'not_here'` when this build cannot read it (a kind
  * or machine version another build wrote).
  */
-export type SweepLook = (id: string) => Promise<LoadedExecution | undefined | 'not_here'>;
+export type SweepLook = (id: string) => Promise<LoadedActor | undefined | 'not_here'>;
 
 /**
  * What a sweep does for a listed actor with no live lease: `job` enqueues a job that applies its

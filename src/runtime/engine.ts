@@ -13,7 +13,7 @@ import { createActorInspector } from '../observability/inspector.js';
 import type { InspectionObserver } from '../observability/inspector.js';
 import { createHooks } from '../observability/middleware.js';
 import type { Queue } from '../queue/queue.js';
-import type { LoadedExecution, PersistedSnapshot, Store } from '../store/store.js';
+import type { LoadedActor, LoadedExecution, PersistedSnapshot, Store } from '../store/store.js';
 import type { Clock } from '../internal/clock.js';
 import { systemClock } from '../internal/clock.js';
 import { ExecutionHost } from './host.js';
@@ -302,7 +302,7 @@ export function createEngine(options: EngineOptions): Engine {
    * (logged, and failed in the store: `markUnreadable`); 'not_here' when it was written by a
    * build this one does not know (logged).
    */
-  const look = async (id: string): Promise<LoadedExecution | undefined | 'not_here'> => {
+  const look = async (id: string): Promise<LoadedActor | undefined | 'not_here'> => {
     try {
       return await store.load(id);
     } catch (error) {
@@ -360,7 +360,8 @@ export function createEngine(options: EngineOptions): Engine {
         continue;
       }
       if (decision.action === 'keep' || loaded === undefined || loaded === 'not_here') continue;
-      if (await store.hasLease(id)) continue;
+      // Leased when it was read: a live process advances it.
+      if (loaded.leased) continue;
       if (await isMarkedUnreadable(id)) {
         // Failed in the store though its snapshot reads (its input or outbox did not): no job can advance it.
         await store.markActive(id, false);

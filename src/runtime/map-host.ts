@@ -8,7 +8,6 @@
  */
 import { createActor } from 'xstate';
 import type { ActorScope, AnyStateMachine } from 'xstate';
-import type { ExecutionContext } from '../../machines/execution-types.js';
 import { createMapMachine, elementIdOf, MAP_MACHINE_VERSION, mapStatusOf, mapTagsOf, rollbackIdOf } from '../../machines/map.js';
 import type { ElementCreation, ElementSpawn, MapContext, MapEvent, MapInput, MapStop, RollbackCreation } from '../../machines/map-types.js';
 import {
@@ -23,7 +22,7 @@ import type { ActorTag } from '../../machines/registry-types.js';
 import type { AnyReactorDefinition, CompiledStep } from '../definition/compiled.js';
 import { DeserializationError, WorkInterruptedError, XreactorError } from '../errors/index.js';
 import { serializeError } from '../serialization/index.js';
-import type { Commit, LoadedExecution, MapWrites, OutboxEffect, PersistedSnapshot, Signal, SignalEvent, SpawnActor } from '../store/store.js';
+import type { Commit, CommitOptions, LoadedExecution, MapWrites, OutboxEffect, PersistedSnapshot, Signal, SignalEvent, SpawnActor } from '../store/store.js';
 import type { RollbackFailure } from '../../machines/execution-types.js';
 import type { ActorBehaviour, HeldActor, KernelDeps, KindHost, SweepLook, SweepVerdict, Transition } from './actor-host.js';
 import { ActorHost } from './actor-host.js';
@@ -521,7 +520,7 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
         const loaded = await store.load(id);
         if (loaded === undefined) return undefined;
         const waiting = forward ? loaded.snapshot.value === 'queued' : loaded.snapshot.value === 'resolving' && loaded.revision === 1;
-        return waiting && !(await store.hasLease(id)) ? id : undefined;
+        return waiting && !loaded.leased ? id : undefined;
       }),
     );
     const jobs = lost
@@ -728,7 +727,7 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
       const element = await look(context.element);
       if (element === 'not_here') return { action: 'keep' };
       if (element === undefined) return { action: 'deliver', event: { type: 'xreactor.child.lost', at: now, child: context.element } };
-      return (await this.#deps.store.hasLease(context.element)) ? { action: 'keep' } : { action: 'job' };
+      return element.leased ? { action: 'keep' } : { action: 'job' };
     }
     return { action: 'keep' };
   }
@@ -750,7 +749,18 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
     // A fan-out rollback actor lists itself with its first own commit (its creation did not). The
     // element it signals is not listed: while this actor awaits it, this actor's sweep advances it.
     const listed = context.mode === 'fanOut' && held.revision === 1 && !finished ? [held.id] : [];
-    return { next, commit, options: finished ? { announce: true, unlist: true } : undefined, effects: plan.effects, listed, landed: () => undefined };
+    // The settling commit releases the lease with it (no release call after the job).
+    const lease = finished && held.lease?.held === true ? held.lease : undefined;
+    const options: CommitOptions | undefined = finished ? { announce: true, unlist: true, ...(lease === undefined ? {} : { releaseLease: lease.letGo() }) } : undefined;
+    return {
+      next,
+      commit,
+      options,
+      effects: plan.effects,
+      listed,
+      refused: () => lease?.taken(),
+      landed: () => void lease?.released(),
+    };
   }
 
   perform(held: HeldRollback, effect: OutboxEffect, call: Call): Promise<SignalEvent | undefined> {
@@ -767,8 +777,8 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
         if (loaded === undefined) return { type: 'xreactor.rollback.unavailable', at: clock.now(), attempt };
         const status = executionStatusOf(loaded.snapshot.value);
         if (status === 'failed' || status === 'halted' || status === 'cancelled') return { type: 'xreactor.rollback.notNeeded', at: clock.now(), attempt };
-        void (loaded.snapshot.context as ExecutionContext);
-        if (await store.hasLease(element)) return { type: 'xreactor.rollback.contended', at: clock.now(), attempt, delayMs: this.#deps.lockSnoozeDelayMs };
+        // Held by a live process (read with it): the element is in flight; snooze.
+        if (loaded.leased) return { type: 'xreactor.rollback.contended', at: clock.now(), attempt, delayMs: this.#deps.lockSnoozeDelayMs };
         return { type: 'xreactor.rollback.undo', at: clock.now(), attempt };
       }
       case 'xreactor.effect.wait': {

@@ -332,7 +332,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     },
     async load(id) {
       const r = rows.get(id);
-      return r === undefined ? undefined : decodeRow(id, r);
+      return r === undefined ? undefined : { ...decodeRow(id, r), leased: liveLease(id) !== undefined };
     },
     async readInbox(id) {
       const r = rows.get(id);

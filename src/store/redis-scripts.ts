@@ -36,7 +36,7 @@ export const SCRIPTS = {
   commitExecution: { file: 'commitExecution-5.lua', numberOfKeys: 5 },
   // Five keys per batched commit: the call passes its number of keys (`numberOfKeys: 'per5'`).
   commitBatch: { file: 'commitBatch-5n.lua', numberOfKeys: 'per5' },
-  loadExecution: { file: 'loadExecution-2.lua', numberOfKeys: 2 },
+  loadExecution: { file: 'loadExecution-3.lua', numberOfKeys: 3 },
   readInbox: { file: 'readInbox-2.lua', numberOfKeys: 2 },
   signalActor: { file: 'signalActor-1.lua', numberOfKeys: 1 },
   acquireLease: { file: 'acquireLease-1.lua', numberOfKeys: 1 },
@@ -318,9 +318,9 @@ export function acquireAndLoadArgs(keys: ExecutionKeys, lease: LeaseRequest): Sc
   return { keys: [keys.execution, keys.lease, keys.inbox], argv: [lease.owner, ttlArg(lease.ttlMs)] };
 }
 
-/** Arguments of `loadExecution-2.lua`. */
+/** Arguments of `loadExecution-3.lua`. */
 export function loadArgs(keys: ExecutionKeys): ScriptCall {
-  return { keys: [keys.execution, keys.inbox], argv: [] };
+  return { keys: [keys.execution, keys.inbox, keys.lease], argv: [] };
 }
 
 /** Arguments of `readInbox-2.lua`. */
@@ -425,7 +425,7 @@ export function readCreateReply(id: string, reply: unknown): number {
 /** Stored inbox entries as a script replies them: seq and entry bytes, in the order HGETALL listed them. */
 export type InboxReplyEntries = readonly (readonly [seq: number, bytes: Buffer])[];
 
-/** An execution's stored fields as `loadExecution-2.lua` replies them, still bytes (the store decodes and checks them). */
+/** An execution's stored fields as `loadExecution-3.lua` and `acquireAndLoad-3.lua` reply them, still bytes (the store decodes and checks them). */
 export interface LoadReply {
   readonly revision: Buffer | null;
   readonly snapshot: Buffer | null;
@@ -471,14 +471,21 @@ function entriesOf(value: unknown, file: string): InboxReplyEntries {
 }
 
 /**
- * Reads the reply of `loadExecution-2.lua` (run with binary replies): the stored fields (null
- * when absent), the inbox seq and the entries.
+ * Reads the reply of `loadExecution-3.lua` (run with binary replies): the stored fields (null
+ * when absent), the inbox seq and the entries, and whether the lease is held.
  * @throws XreactorError `script_reply_invalid` for a reply of another shape.
  */
-export function readLoadReply(reply: unknown): LoadReply {
+export function readLoadReply(reply: unknown): LoadReply & { readonly leased: boolean } {
   const file = SCRIPTS.loadExecution.file;
-  if (!Array.isArray(reply) || reply.length !== 5) throw invalidReply(file, reply);
-  return { revision: bytesOrNull(reply[0], file), snapshot: bytesOrNull(reply[1], file), outbox: bytesOrNull(reply[2], file), inboxSeq: seqOf(reply[3], file), entries: entriesOf(reply[4], file) };
+  if (!Array.isArray(reply) || reply.length !== 6) throw invalidReply(file, reply);
+  return {
+    revision: bytesOrNull(reply[0], file),
+    snapshot: bytesOrNull(reply[1], file),
+    outbox: bytesOrNull(reply[2], file),
+    inboxSeq: seqOf(reply[3], file),
+    entries: entriesOf(reply[4], file),
+    leased: reply[5] === 1,
+  };
 }
 
 /**

@@ -87,6 +87,11 @@ export interface LoadedExecution {
   readonly inbox: Inbox;
 }
 
+/** An actor as `load` reads it: with whether a lease on it was live at that instant (a sweep, a rollback's resolve). */
+export interface LoadedActor extends LoadedExecution {
+  readonly leased: boolean;
+}
+
 /** An undo-stack entry: a completed step, its arguments and its result. */
 export interface UndoEntry {
   readonly step: string;
@@ -505,8 +510,11 @@ export interface Store {
    * positions, then the spawned actors.
    */
   create(execution: CreateExecution, options?: CreateOptions): Promise<number>;
-  /** Load the current snapshot, revision, outbox and inbox (in one atomic read), or undefined when unknown. */
-  load(id: string): Promise<LoadedExecution | undefined>;
+  /**
+   * Load the current snapshot, revision, outbox and inbox, and whether any owner holds its lease
+   * (in one atomic read), or undefined when unknown.
+   */
+  load(id: string): Promise<LoadedActor | undefined>;
   /**
    * Commit the next snapshot with its writes; returns the new revision. `options` take or release
    * the lease and announce the settle in the same atomic step. Checks, all before the first write:

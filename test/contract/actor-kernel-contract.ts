@@ -246,6 +246,7 @@ export function describeActorKernelContract(fresh: () => Promise<Store>): void {
         snapshot: { kind: 'execution', machineVersion: V, value: 'running', context: { n: 'running' } },
         outbox: [{ type: 'enqueue', params: { job: 'j' } }],
         inbox: { entries: [entry(1, 'r.a', 'hello')], seq: 1 },
+        leased: true,
       });
       expect(await store.readInput('r.a')).toEqual({ x: 1 });
       expect(await store.readResults('r.a')).toEqual(new Map([['a', 1]]));

@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DeserializationError, EXECUTION_MACHINE_VERSION, ExecutionNotFoundError, StaleRevisionError, XreactorError } from '../../src/index.js';
-import type { Commit, CommitWrites, Store } from '../../src/index.js';
+import type { Commit, CommitWrites, LoadedActor, LoadedExecution, Store } from '../../src/index.js';
 import { encodeSnapshot } from '../../src/store/snapshot-codec.js';
 import type { OutboxEffect } from '../../src/store/store.js';
 import { describeActorKernelContract } from './actor-kernel-contract.js';
@@ -21,6 +21,13 @@ export interface StoreUnderTest {
 const V = EXECUTION_MACHINE_VERSION;
 /** The inbox of an actor no signal ever reached. */
 const NO_INBOX = { entries: [], seq: 0 };
+
+/** A load as other reads return it: without `leased` (which only `load` says). */
+function withoutLeased(loaded: LoadedActor | undefined): LoadedExecution | undefined {
+  if (loaded === undefined) return undefined;
+  const { leased: _leased, ...rest } = loaded;
+  return rest;
+}
 
 const commit = (value: string, writes: Partial<CommitWrites> = {}, outbox: readonly OutboxEffect[] = []): Commit => ({
   snapshot: { kind: 'execution', machineVersion: V, value, context: { n: value } },
@@ -54,7 +61,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
       it('creates at revision 1, loads that snapshot, and refuses a duplicate id', async () => {
         const store = await fresh();
         expect(await store.create({ id: 'e1', reactor: 'r', input: { a: 1 }, commit: commit('pending') })).toBe(1);
-        expect(await store.load('e1')).toEqual({ revision: 1, snapshot: { kind: 'execution', machineVersion: V, value: 'pending', context: { n: 'pending' } }, outbox: [], inbox: NO_INBOX });
+        expect(await store.load('e1')).toEqual({ revision: 1, snapshot: { kind: 'execution', machineVersion: V, value: 'pending', context: { n: 'pending' } }, outbox: [], inbox: NO_INBOX, leased: false });
         const duplicate = store.create({ id: 'e1', reactor: 'r', input: { a: 2 }, commit: commit('other') });
         await expect(duplicate).rejects.toBeInstanceOf(XreactorError);
         await expect(duplicate).rejects.toMatchObject({ code: 'execution_exists' });
@@ -112,7 +119,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         const outbox = [{ type: 'enqueue', params: { id: 'job-1', at: new Date(5) } }, { type: 'publish', params: null }];
         expect(await store.commit('e1', 1, commit('running', {}, outbox))).toBe(2);
         expect(await store.commit('e1', 2, commit('completed', {}, outbox))).toBe(3);
-        expect(await store.load('e1')).toEqual({ revision: 3, snapshot: { kind: 'execution', machineVersion: V, value: 'completed', context: { n: 'completed' } }, outbox, inbox: NO_INBOX });
+        expect(await store.load('e1')).toEqual({ revision: 3, snapshot: { kind: 'execution', machineVersion: V, value: 'completed', context: { n: 'completed' } }, outbox, inbox: NO_INBOX, leased: false });
         expect(await store.commit('e1', 3, commit('completed'))).toBe(4);
         expect((await store.load('e1'))?.outbox).toEqual([]);
       });
@@ -134,7 +141,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         await expect(stale).rejects.toBeInstanceOf(StaleRevisionError);
         await expect(stale).rejects.toThrow(/revision 2, not 1/);
 
-        expect(await store.load('e1')).toEqual({ revision: 2, snapshot: { kind: 'execution', machineVersion: V, value: 'by A', context: { n: 'by A' } }, outbox: [{ type: 'x', params: 'A' }], inbox: NO_INBOX });
+        expect(await store.load('e1')).toEqual({ revision: 2, snapshot: { kind: 'execution', machineVersion: V, value: 'by A', context: { n: 'by A' } }, outbox: [{ type: 'x', params: 'A' }], inbox: NO_INBOX, leased: false });
         expect(await store.readResults('e1')).toEqual(new Map([['a', 'from A'], ['only-A', 'A']]));
         expect(await store.readUndoStack('e1')).toEqual([stored('a-A')]);
         expect(await store.readTrace('e1')).toEqual([{ type: 'run', step: 'A', at: 1 }]);
@@ -289,6 +296,17 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         expect(await store.acquireLease('e1', 'host-b', 60_000)).toBe(true);
       });
 
+      it('load says whether a lease is live, read with the rest (held, released, expired)', async () => {
+        const store = await created();
+        expect((await store.load('e1'))?.leased).toBe(false);
+        expect(await store.acquireLease('e1', 'host-a', 60_000)).toBe(true);
+        expect((await store.load('e1'))?.leased).toBe(true);
+        await store.releaseLease('e1', 'host-a');
+        expect((await store.load('e1'))?.leased).toBe(false);
+        expect(await store.acquireLease('e1', 'host-a', 50)).toBe(true);
+        await vi.waitFor(async () => expect((await store.load('e1'))?.leased).toBe(false), { timeout: 5_000, interval: 10 });
+      });
+
       it('expires a lease that is not renewed, after which another owner takes it', async () => {
         const store = await created();
         expect(await store.acquireLease('e1', 'host-a', 50)).toBe(true);
@@ -426,7 +444,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         await expect(refused).rejects.toMatchObject({ code: 'execution_busy', retryable: true });
         await expect(refused).rejects.toThrow(/execution e1 .*another live process holds its lease/);
         expect(await waiting).toBe(false);
-        expect(await store.load('e1')).toEqual({ revision: 1, snapshot: { kind: 'execution', machineVersion: V, value: 'pending', context: { n: 'pending' } }, outbox: [], inbox: NO_INBOX });
+        expect(await store.load('e1')).toEqual({ revision: 1, snapshot: { kind: 'execution', machineVersion: V, value: 'pending', context: { n: 'pending' } }, outbox: [], inbox: NO_INBOX, leased: true });
         expect(await store.readResults('e1')).toEqual(new Map());
         expect(await store.readUndoStack('e1')).toEqual([]);
         expect(await store.readTrace('e1')).toEqual([]);
@@ -475,7 +493,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         await expect(refused).rejects.toThrow(/execution e1 is at revision 1/);
         expect(await waiting).toBe(false);
         expect(await store.hasLease('e1')).toBe(false);
-        expect(await store.load('e1')).toEqual({ revision: 1, snapshot: { kind: 'execution', machineVersion: V, value: 'pending', context: { n: 'pending' } }, outbox: [], inbox: NO_INBOX });
+        expect(await store.load('e1')).toEqual({ revision: 1, snapshot: { kind: 'execution', machineVersion: V, value: 'pending', context: { n: 'pending' } }, outbox: [], inbox: NO_INBOX, leased: false });
         expect(await store.readResults('e1')).toEqual(new Map());
         expect(await store.readTrace('e1')).toEqual([]);
         // A prefix of the stored bytes, or the bytes with one more, is not the stored snapshot either.
@@ -522,7 +540,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         const store = await created();
         await store.commit('e1', 1, commit('running', {}, [{ type: 'enqueue', params: { at: new Date(5) } }]));
         const found = await store.acquireAndLoad('e1', lease('host-a'));
-        expect(found).toEqual({ status: 'leased', execution: await store.load('e1'), input: await store.readInput('e1') });
+        expect(found).toEqual({ status: 'leased', execution: withoutLeased(await store.load('e1')), input: await store.readInput('e1') });
         expect(found.status === 'leased' && found.execution.revision).toBe(2);
         expect(await store.hasLease('e1')).toBe(true);
         expect(await store.acquireLease('e1', 'host-b', 60_000)).toBe(false);

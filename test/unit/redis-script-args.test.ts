@@ -296,8 +296,8 @@ describe('acquireAndLoadArgs', () => {
 });
 
 describe('load, inbox and signal args', () => {
-  it('loads and reads the inbox from the execution hash and the inbox hash', () => {
-    expect(loadArgs(keys)).toEqual({ keys: [keys.execution, keys.inbox], argv: [] });
+  it('loads from the execution hash, the inbox hash and the lease; reads the inbox from the first two', () => {
+    expect(loadArgs(keys)).toEqual({ keys: [keys.execution, keys.inbox, keys.lease], argv: [] });
     expect(readInboxArgs(keys)).toEqual({ keys: [keys.execution, keys.inbox], argv: [] });
   });
 
@@ -404,17 +404,19 @@ describe('script replies', () => {
     expect(() => readAcquireAndLoadReply([0, rev, snapshot, outbox, input, '1', [entry]])).toThrow(/not field\/value pairs/);
   });
 
-  it('reads a load reply: the stored fields, the inbox seq and the entries as listed', () => {
+  it('reads a load reply: the stored fields, the inbox seq, the entries as listed and whether the lease is held', () => {
     const entry = Buffer.from([7]);
-    expect(readLoadReply([Buffer.from('2'), Buffer.from([1]), Buffer.from([2]), Buffer.from('3'), [Buffer.from('3'), entry]])).toEqual({
+    expect(readLoadReply([Buffer.from('2'), Buffer.from([1]), Buffer.from([2]), Buffer.from('3'), [Buffer.from('3'), entry], 1])).toEqual({
       revision: Buffer.from('2'),
       snapshot: Buffer.from([1]),
       outbox: Buffer.from([2]),
       inboxSeq: 3,
       entries: [[3, entry]],
+      leased: true,
     });
-    expect(readLoadReply([null, null, null, null, []])).toEqual({ revision: null, snapshot: null, outbox: null, inboxSeq: 0, entries: [] });
-    expect(() => readLoadReply([null, null])).toThrow(/loadExecution-2\.lua replied/);
+    expect(readLoadReply([null, null, null, null, [], 0])).toEqual({ revision: null, snapshot: null, outbox: null, inboxSeq: 0, entries: [], leased: false });
+    expect(() => readLoadReply([null, null, null, null, []])).toThrow(/loadExecution-3\.lua replied/);
+    expect(() => readLoadReply([null, null])).toThrow(/loadExecution-3\.lua replied/);
   });
 
   it('reads an inbox reply and a signal reply', () => {
