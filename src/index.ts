@@ -100,6 +100,7 @@ export type {
   Signal,
   SignalEvent,
   InboxEntry,
+  DeliveredSignal,
   Inbox,
   SpawnActor,
   SignalReceipt,

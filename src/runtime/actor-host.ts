@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
 import type { ActorTag } from '../../machines/registry-types.js';
-import { InboxPendingError } from '../errors/index.js';
+import { InboxPendingError, StaleRevisionError } from '../errors/index.js';
 import type { Clock } from '../internal/clock.js';
 import { jobId } from '../queue/job-ids.js';
 import type { Queue } from '../queue/queue.js';
-import type { Commit, CommitOptions, Inbox, InboxEntry, LoadedActor, LoadedExecution, OutboxEffect, PersistedSnapshot, SignalEvent, Store } from '../store/store.js';
+import type { Commit, CommitOptions, DeliveredSignal, Inbox, InboxEntry, LoadedActor, LoadedExecution, OutboxEffect, PersistedSnapshot, SignalEvent, Store } from '../store/store.js';
 import type { Call } from './call.js';
 import { enterActor, leaveActor } from './call.js';
 import type { HeldLease } from './lease.js';
@@ -23,6 +23,11 @@ export interface HeldActor {
   readonly declined: Set<number>;
   /** Signals may have landed since the inbox was read (after waiting for another actor): read it again before going idle. */
   inboxStale: boolean;
+  /**
+   * Stale only for the signal of this actor, which it waits for (see {@link awaitActor}): when
+   * that signal is handed to it in the call, it need not read its inbox again.
+   */
+  expects?: string | undefined;
   /** The last commit's effects wait for the inbox entries that landed meanwhile (which may supersede them). */
   outboxPending?: boolean;
   /** This process's lease on the actor, when it holds one. */
@@ -33,6 +38,16 @@ export interface HeldActor {
    * outbox was loaded, or the commit asked for none), and then a conditional wake is performed.
    */
   landed?: ReadonlySet<string> | undefined;
+  /**
+   * Recipients this call is advancing that the last commit's signals were handed to in-process
+   * (`CommitOptions.delivered`): their wakes have nothing left to do.
+   */
+  handed?: ReadonlySet<string> | undefined;
+  /**
+   * An entry another actor of this call handed to this one is in its inbox, not applied yet: the
+   * next event's commit would have been refused for it, so it is applied first (as that refusal would).
+   */
+  handedPending?: boolean;
 }
 
 /** A transition of one actor, computed by its kind and committed by the kernel. */
@@ -240,7 +255,7 @@ export class ActorHost<H extends HeldActor> {
     const active = call.active.get(id);
     if (active !== undefined) {
       // A frame further out advances it: it reads its inbox again before it goes idle.
-      active.inboxStale = true;
+      markStale(active);
       call.woken.delete(id);
       return;
     }
@@ -278,9 +293,11 @@ export class ActorHost<H extends HeldActor> {
       const { actor, kind, ifLanded } = wakeOf(effect);
       // A conditional signal's wake: only when its signal landed (or when that is not known).
       if (ifLanded !== undefined && held.landed !== undefined && !held.landed.has(ifLanded)) return undefined;
+      // Handed to it in this call: it applies the entry when its turn comes back.
+      if (held.handed?.has(actor) === true) return undefined;
       const active = call.active.get(actor);
       // Advanced by a frame of this call further out: it reads its inbox again before it goes idle.
-      if (active !== undefined) active.inboxStale = true;
+      if (active !== undefined) markStale(active);
       else call.woken.set(actor, kind);
       return undefined;
     }
@@ -293,11 +310,14 @@ export class ActorHost<H extends HeldActor> {
    * settled actor that cannot be undone discards the entries it does not accept, with a trace entry each.
    */
   async #applyInbox(held: H, call: Call): Promise<boolean> {
+    // Every entry is tried here, a handed one too.
+    held.handedPending = false;
     if (held.inboxStale) {
       // The actor and its inbox in one read: another process may have applied the entries (and
       // moved the actor on) meanwhile; then this one goes on from where it left the actor.
       const loaded = await this.#deps.store.load(held.id);
       held.inboxStale = false;
+      held.expects = undefined;
       if (loaded !== undefined) {
         if (loaded.revision !== held.revision) {
           this.#kind.adopt(held, loaded);
@@ -388,6 +408,13 @@ export class ActorHost<H extends HeldActor> {
    */
   async #step(held: H, event: SignalEvent, entry: InboxEntry | undefined, call: Call): Promise<StepOutcome> {
     const { store } = this.#deps;
+    if (entry === undefined && held.handedPending === true) {
+      // A signal handed to it in this call comes first, as the refusal of this commit would have had it.
+      held.handedPending = false;
+      held.declined.clear();
+      await this.#applyInbox(held, call);
+      return { status: 'refused' };
+    }
     // Most transitions are computed without waiting (only one that spawns validates input): no extra tick per step.
     const computed = this.#kind.transition(held, event, call);
     const transition = computed instanceof Promise ? await computed : computed;
@@ -397,7 +424,12 @@ export class ActorHost<H extends HeldActor> {
     const receipt = transition.effects.some(isConditionalWake) ? [] : undefined;
     // Listed for the sweeper with the commit (the store does it atomically where it can).
     const listing = transition.listed.length > 0 ? { list: transition.listed } : undefined;
-    const options = receipt === undefined && listing === undefined ? transition.options : { ...transition.options, ...listing, ...(receipt === undefined ? {} : { landedSignals: receipt }) };
+    // Signals to actors this call advances: the store's receipt hands them their entries.
+    const delivered = commit.signals?.some((signal) => signal.to !== held.id && call.active.has(signal.to)) === true ? [] : undefined;
+    const options =
+      receipt === undefined && listing === undefined && delivered === undefined
+        ? transition.options
+        : { ...transition.options, ...listing, ...(receipt === undefined ? {} : { landedSignals: receipt }), ...(delivered === undefined ? {} : { delivered }) };
     const committing = store.commit(held.id, held.revision, commit, options);
     transition.sent?.(held.revision + 1);
     try {
@@ -406,6 +438,13 @@ export class ActorHost<H extends HeldActor> {
       transition.refused?.();
       const instead = transition.instead?.(error);
       if (instead !== undefined) return { status: 'replaced', next: instead };
+      if (error instanceof StaleRevisionError && !(error instanceof InboxPendingError) && entry !== undefined && handedEntries.has(entry)) {
+        // Applying an entry handed to it in this call, without the read of its inbox that would
+        // have shown it: another writer (an operator applying its inbox) moved it meanwhile. It
+        // reads it now and goes on from there, as that read would have had it.
+        markStale(held);
+        return { status: 'refused' };
+      }
       if (!(error instanceof InboxPendingError)) throw error;
       // A signal landed since the actor was read: apply it first (a cancel fences the work in flight).
       held.inbox = await store.readInbox(held.id);
@@ -417,6 +456,7 @@ export class ActorHost<H extends HeldActor> {
     held.snapshot = transition.next;
     held.outbox = transition.effects;
     held.landed = receipt === undefined ? undefined : new Set(receipt);
+    held.handed = delivered === undefined ? undefined : handOver(delivered, held.id, call);
     held.outboxPending = false;
     held.declined.clear();
     if (entry !== undefined) held.inbox = { entries: held.inbox.entries.filter((e) => e.seq !== entry.seq), seq: held.inbox.seq };
@@ -431,6 +471,46 @@ export class ActorHost<H extends HeldActor> {
     }
     return { status: 'committed', next: await this.performAll(held, transition.effects, call) };
   }
+}
+
+/** Inbox entries handed to their recipient in a call (`handOver`), not read from the store. */
+const handedEntries = new WeakSet<InboxEntry>();
+
+/**
+ * Hand each delivered entry to its recipient when this call advances it and the entry follows the
+ * last seq it has seen (nothing it has not seen landed before it; otherwise it reads its inbox
+ * again, as its wake has it). Returns the recipients handed their entries.
+ */
+function handOver(delivered: readonly DeliveredSignal[], sender: string, call: Call): ReadonlySet<string> | undefined {
+  let handed: Set<string> | undefined;
+  for (const { to, entry } of delivered) {
+    const recipient = call.active.get(to);
+    if (recipient === undefined || to === sender || (recipient.inboxStale && recipient.expects !== sender) || entry.seq !== recipient.inbox.seq + 1) continue;
+    recipient.inbox = { entries: [...recipient.inbox.entries, entry], seq: entry.seq };
+    handedEntries.add(entry);
+    recipient.inboxStale = false;
+    recipient.expects = undefined;
+    recipient.handedPending = true;
+    (handed ??= new Set()).add(to);
+  }
+  return handed;
+}
+
+/** Signals landed for `held` that it has not read (from anyone): it reads its inbox again before going idle. */
+export function markStale(held: HeldActor): void {
+  held.inboxStale = true;
+  held.expects = undefined;
+}
+
+/**
+ * `held` waits for the signal of actor `awaited`, which this call is about to advance (or which
+ * another process advances): it reads its inbox again before going idle, unless that signal is
+ * handed to it in the call.
+ */
+export function awaitActor(held: HeldActor, awaited: string): void {
+  if (held.inboxStale) return;
+  held.inboxStale = true;
+  held.expects = awaited;
 }
 
 /** The parent of an actor id (`<root>.<step>...`), or '' for a root. */

@@ -27,7 +27,7 @@ import { newCall } from './call.js';
 import { mergePlans, planCommit } from './commit-plan.js';
 import type { CommitPlan } from './commit-plan.js';
 import type { ActorInspector } from '../observability/inspector.js';
-import { ActorHost } from './actor-host.js';
+import { ActorHost, awaitActor } from './actor-host.js';
 import type { ActorBehaviour, HeldActor, KernelDeps, KindHost, SweepLook, SweepVerdict, Transition } from './actor-host.js';
 import { sweepExecution } from './execution-sweep.js';
 import type { MapHost } from './map-host.js';
@@ -662,7 +662,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
    * child's settle or pause signal lands. A child another process advances signals when it is done.
    */
   async #advanceChild(held: HeldExecution, child: string, call: Call): Promise<void> {
-    held.inboxStale = true;
+    awaitActor(held, child);
     await this.loop.advance(child, call);
   }
 

@@ -25,7 +25,7 @@ import { serializeError } from '../serialization/index.js';
 import type { Commit, CommitOptions, LoadedExecution, MapWrites, OutboxEffect, PersistedSnapshot, Signal, SignalEvent, SpawnActor } from '../store/store.js';
 import type { RollbackFailure } from '../../machines/execution-types.js';
 import type { ActorBehaviour, HeldActor, KernelDeps, KindHost, SweepLook, SweepVerdict, Transition } from './actor-host.js';
-import { ActorHost } from './actor-host.js';
+import { ActorHost, awaitActor, markStale } from './actor-host.js';
 import type { Call, Place } from './call.js';
 import type { Hooks, MapProgressHook } from '../observability/middleware.js';
 import { jobId } from '../queue/job-ids.js';
@@ -384,7 +384,7 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
       effects: plan.effects,
       listed: plan.signals.filter((s) => s.to !== held.id).map((s) => s.to),
       landed: (landedIn) => {
-        if (plan.selfSignal) held.inboxStale = true;
+        if (plan.selfSignal) markStale(held);
         const progress = this.#deps.hooks.has('mapProgress') ? progressOf(event as MapEvent, next) : undefined;
         // Inline, the one element or rollback actor is advanced in this call; fan-out ones by
         // their start jobs, which carry the creations of queued elements.
@@ -470,10 +470,12 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
       }
       case 'xreactor.effect.map.undoAll':
         return this.#undoAll(held, context, call);
-      case 'xreactor.effect.awaitChild':
-        held.inboxStale = true;
-        await this.loop.advance((effect.params as { child: string }).child, call);
+      case 'xreactor.effect.awaitChild': {
+        const { child } = effect.params as { child: string };
+        awaitActor(held, child);
+        await this.loop.advance(child, call);
         return undefined;
+      }
       case 'xreactor.effect.map.enqueue': {
         // One enqueue call for the whole throw (at most batchSize jobs), ids deterministic: performed again after a crash, it enqueues nothing twice.
         const p = effect.params as { kind: 'element' | 'rollback'; from: number; count: number };
@@ -793,7 +795,7 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
         return { type: 'xreactor.rollback.retry', at: clock.now(), attempt };
       }
       case 'xreactor.effect.awaitChild':
-        held.inboxStale = true;
+        awaitActor(held, context.element);
         await this.loop.advance(context.element, call);
         return undefined;
       case 'xreactor.effect.finished':

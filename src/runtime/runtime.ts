@@ -14,6 +14,7 @@ import { checkBackendOptions } from './backend.js';
 import { mapIdOf } from './map.js';
 import { isMapResultsRef, mapResultsOf } from './map-results.js';
 import type { Backend } from './backend.js';
+import { markStale } from './actor-host.js';
 import { statusOf } from './host.js';
 import type { CancelledResult, DispatchedResult, ExecutionView, FailedResult, MapProgress, RunResult } from './results.js';
 import { buildResult } from './results.js';
@@ -591,7 +592,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         const undo: ExecutionEvent = { type: 'xreactor.operator.undo', at: clock.now() };
         await store.signal({ to: id, event: undo, dedupeKey: `operator.undo.${held.snapshot.context.rollbackEpoch}` });
         held.lease = lease;
-        held.inboxStale = true;
+        markStale(held);
         await host.resume(held, [], signalFor(undoOptions.signal), 'caller');
         const after = await engine.load(id);
         const ended = statusOf(after.held.snapshot.value);

@@ -2,7 +2,7 @@
  * The stored form of an inbox entry: msgpack `{ event, dedupeKey }` (the seq is where it is
  * stored). Both adapters store exactly these bytes.
  */
-import { DeserializationError } from '../errors/index.js';
+import { DeserializationError, XreactorError } from '../errors/index.js';
 import { decode, encode } from '../serialization/index.js';
 import type { Inbox, InboxEntry, Signal } from './store.js';
 
@@ -27,4 +27,13 @@ export function decodeInboxEntry(id: string, seq: number, bytes: Uint8Array): In
 export function inboxOf(id: string, seq: number, entries: Iterable<readonly [seq: number, bytes: Uint8Array]>): Inbox {
   const read = [...entries].sort(([a], [b]) => a - b).map(([at, bytes]) => decodeInboxEntry(id, at, bytes));
   return { entries: read, seq };
+}
+
+/**
+ * The entry `signal` left at `seq` in actor `to`'s inbox, as a read of that inbox gives it (through
+ * the same bytes): a commit's receipt of the signals it landed (`CommitOptions.delivered`).
+ */
+export function deliveredEntry(to: string, seq: number, signal: Signal | undefined): InboxEntry {
+  if (signal === undefined) throw new XreactorError('script_reply_invalid', `a commit's receipt names a signal it did not send (landed on ${to} at seq ${seq})`);
+  return decodeInboxEntry(to, seq, encodeInboxEntry(signal));
 }

@@ -7,10 +7,10 @@ import { systemClock } from '../internal/clock.js';
 import { decodeSnapshot, DEFAULT_MACHINES, encodeSnapshot } from './snapshot-codec.js';
 import type { MachineVersions } from './snapshot-codec.js';
 import { checkCommitRules, uniqueIds } from './commit-rules.js';
-import { encodeInboxEntry, inboxOf } from './inbox-codec.js';
+import { decodeInboxEntry, encodeInboxEntry, inboxOf } from './inbox-codec.js';
 import { decodeUnreadable, encodeUnreadable } from './unreadable-codec.js';
 import { executionBusyError, executionExistsError, MAX_CASCADE_DEPTH, undoGapError } from './store.js';
-import type { Commit, CommitWrites, CreateExecution, CreateOptions, LeasedLoad, LoadedExecution, OutboxEffect, Signal, SpawnActor, Store, UndoEntry } from './store.js';
+import type { Commit, CommitWrites, CreateExecution, CreateOptions, DeliveredSignal, LeasedLoad, LoadedExecution, OutboxEffect, Signal, SpawnActor, Store, UndoEntry } from './store.js';
 import { createMemoryMaps, prepareMapWrites } from './memory-maps.js';
 import type { MapFlags, PreparedMapWrites } from './memory-maps.js';
 
@@ -199,13 +199,13 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     }
     return reached;
   };
-  /** Lands the entry in `r`'s inbox unless it has seen the key; whether it landed. */
-  const land = (r: Row, dedupeKey: string, entry: Uint8Array): boolean => {
-    if (r.dedupe.has(dedupeKey)) return false;
+  /** Lands the entry in `r`'s inbox unless it has seen the key; the seq it landed under, or undefined. */
+  const land = (r: Row, dedupeKey: string, entry: Uint8Array): number | undefined => {
+    if (r.dedupe.has(dedupeKey)) return undefined;
     r.inboxSeq += 1;
     r.inbox.set(r.inboxSeq, entry);
     r.dedupe.set(dedupeKey, r.inboxSeq);
-    return true;
+    return r.inboxSeq;
   };
   const row = (id: string): Row => {
     const found = rows.get(id);
@@ -300,13 +300,16 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
    * Delivers a prepared commit's signals, then those of its spawned actors, depth first; a
    * conditional one only when its condition holds, its key then noted in `landed` if it landed.
    */
-  const deliverAll = (p: Prepared, flags: ReadonlyMap<Prepared, MapFlags> | undefined, landed: string[] | undefined): void => {
+  const deliverAll = (p: Prepared, flags: ReadonlyMap<Prepared, MapFlags> | undefined, landed: string[] | undefined, delivered?: DeliveredSignal[]): void => {
     if (p.signals.length === 0 && p.spawn.length === 0) return;
     for (const [signal, entry] of p.signals) {
-      if (signal.condition === undefined) {
-        for (const [, r] of reach(signal.to, signal.cascade === true)) land(r, signal.dedupeKey, entry);
-      } else if (maps.holds(signal, flags?.get(p))) {
-        for (const [, r] of reach(signal.to, false)) if (land(r, signal.dedupeKey, entry)) landed?.push(signal.dedupeKey);
+      const conditional = signal.condition !== undefined;
+      if (conditional && !maps.holds(signal, flags?.get(p))) continue;
+      for (const [to, r] of reach(signal.to, !conditional && signal.cascade === true)) {
+        const seq = land(r, signal.dedupeKey, entry);
+        if (seq === undefined) continue;
+        if (conditional) landed?.push(signal.dedupeKey);
+        delivered?.push({ to, entry: decodeInboxEntry(to, seq, entry) });
       }
     }
     for (const spawned of p.spawn) deliverAll(spawned.prepared, flags, landed);
@@ -365,7 +368,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       apply(r, prepared);
       if (commit.consumed !== undefined) for (const seq of commit.consumed) r.inbox.delete(seq);
       spawnAll(id, prepared);
-      deliverAll(prepared, applyMaps(id, prepared), options?.landedSignals);
+      deliverAll(prepared, applyMaps(id, prepared), options?.landedSignals, options?.delivered);
       for (const listed of options?.list ?? []) markActive(listed, true);
       if (options?.unlist === true) markActive(id, false);
       if (lease !== undefined) takeLease(id, lease.owner, lease.ttlMs);

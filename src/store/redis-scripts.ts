@@ -378,8 +378,8 @@ function replyCode(reply: unknown, script: string): [code: number, first: number
 }
 
 /**
- * Reads the reply of `commitExecution-5.lua`: the new revision (the keys of the conditional
- * signals that landed, which follow it, are {@link readLandedSignals}'s).
+ * Reads the reply of `commitExecution-5.lua`: the new revision (the receipt of the signals that
+ * landed, which follows it, is {@link readCommitReceipt}'s).
  * @throws StaleRevisionError when another writer advanced the execution (or its snapshot is not
  * the `ifSnapshot` bytes); InboxPendingError when a signal landed that the commit has not seen;
  * ExecutionNotFoundError when it does not exist; XreactorError `undo_position_invalid` for an undo
@@ -399,12 +399,25 @@ export function readCommitReply(id: string, expectedRevision: number, reply: unk
   throw new XreactorError('script_reply_invalid', `${SCRIPTS.commitExecution.file} replied with unknown code ${code}`);
 }
 
+/** A landing of a commit's own signal as `commitExecution-5.lua` replies it: the signal's index in `commit.signals`, the actor, the seq. */
+export type CommitLanding = readonly [index: number, to: string, seq: number];
+
 /**
- * The dedupe keys of the conditional signals that landed, from the success reply of
- * `commitExecution-5.lua` or `createExecution-5.lua` (`{0, revision, key...}`).
+ * The receipt in the success reply of `commitExecution-5.lua` (`{0, revision}` or
+ * `{0, revision, n, key1..keyn, (i, to, seq)...}`): the dedupe keys of the conditional signals
+ * that landed, and each landing of the commit's own signals.
+ * @throws XreactorError `script_reply_invalid` for a receipt of another shape.
  */
-export function readLandedSignals(reply: unknown): string[] {
-  return Array.isArray(reply) ? reply.slice(2).map((key: unknown) => String(key)) : [];
+export function readCommitReceipt(reply: unknown): { readonly landed: string[]; readonly landings: CommitLanding[] } {
+  if (!Array.isArray(reply) || reply.length <= 2) return { landed: [], landings: [] };
+  const file = SCRIPTS.commitExecution.file;
+  const n = Number(reply[2]);
+  const rest = reply.length - 3 - n;
+  if (!Number.isSafeInteger(n) || n < 0 || rest < 0 || rest % 3 !== 0) throw invalidReply(file, reply);
+  const landed = reply.slice(3, 3 + n).map((key: unknown) => String(key));
+  const landings: CommitLanding[] = [];
+  for (let i = 3 + n; i < reply.length; i += 3) landings.push([Number(reply[i]) - 1, String(reply[i + 1]), Number(reply[i + 2])]);
+  return { landed, landings };
 }
 
 /**

@@ -8,7 +8,7 @@ import { createKeyBuilder, EXECUTION_FIELDS } from './keys.js';
 import { batchedCommits, unbatchedCommits } from './commit-batcher.js';
 import { DEFAULT_REDIS_TIMEOUT_MS, withStoreDeadlines } from './redis-deadline.js';
 import { checkCommitRules } from './commit-rules.js';
-import { inboxOf } from './inbox-codec.js';
+import { deliveredEntry, inboxOf } from './inbox-codec.js';
 import {
   acquireAndLoadArgs,
   acquireLeaseArgs,
@@ -20,9 +20,9 @@ import {
   markActiveArgs,
   markActiveManyArgs,
   readAcquireAndLoadReply,
+  readCommitReceipt,
   readCommitReply,
   readCreateReply,
-  readLandedSignals,
   readInboxArgs,
   readInboxReply,
   readLoadReply,
@@ -313,7 +313,11 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       const send = async () => {
         const reply = await sendCommit(call);
         const committed = readCommitReply(id, expectedRevision, reply);
-        options?.landedSignals?.push(...readLandedSignals(reply));
+        if (options?.landedSignals !== undefined || options?.delivered !== undefined) {
+          const receipt = readCommitReceipt(reply);
+          options.landedSignals?.push(...receipt.landed);
+          if (options.delivered !== undefined) for (const [index, to, seq] of receipt.landings) options.delivered.push({ to, entry: deliveredEntry(to, seq, commit.signals?.[index]) });
+        }
         return committed;
       };
       const revision = inScript ? await send() : await withListedSpawns(commit, send, list);

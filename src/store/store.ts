@@ -68,6 +68,12 @@ export interface InboxEntry {
   readonly dedupeKey: string;
 }
 
+/** A signal of a commit that landed: the actor it landed on, and the entry as that actor's inbox holds it. */
+export interface DeliveredSignal {
+  readonly to: string;
+  readonly entry: InboxEntry;
+}
+
 /** An actor's inbox: its unconsumed entries, oldest first, and the highest seq ever assigned (0: none). */
 export interface Inbox {
   readonly entries: readonly InboxEntry[];
@@ -380,6 +386,13 @@ export interface CommitOptions {
    * wake that depends on a landing (`ifLanded`) is performed only when its key is here.
    */
   readonly landedSignals?: string[];
+  /**
+   * Filled with each landing of the commit's own signals (not its spawned actors'; a cascade's on
+   * every actor it reached), in delivery order, with the entry as the recipient's inbox now holds
+   * it. A process advancing the recipient in the same call hands it the entry instead of reading
+   * its inbox again (when the entry's seq follows the last one the recipient has seen).
+   */
+  readonly delivered?: DeliveredSignal[];
   /**
    * Actors to record in the active index (`markActiveMany`) with this commit: listed no later than
    * the commit lands (should the process die right after it), and still listed once it has (a

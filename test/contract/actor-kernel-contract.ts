@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { DeserializationError, EXECUTION_MACHINE_VERSION, InboxPendingError, StaleRevisionError, XreactorError } from '../../src/index.js';
-import type { Commit, Store } from '../../src/index.js';
+import type { Commit, DeliveredSignal, Store } from '../../src/index.js';
 import type { Signal } from '../../src/store/store.js';
 
 const V = EXECUTION_MACHINE_VERSION;
@@ -76,6 +76,27 @@ export function describeActorKernelContract(fresh: () => Promise<Store>): void {
       expect(await store.signal(ping('r', 'done'))).toEqual({ landed: [] });
       expect(await store.readInbox('r')).toEqual({ entries: [entry(1, 'r', 'done'), entry(2, 'r', 'other')], seq: 2 });
       expect((await store.load('r'))?.revision).toBe(1);
+    });
+
+    it("a commit's receipt (`delivered`) names each landing of its own signals with the entry the recipient's inbox holds: none for a key seen, each actor a cascade reached, none for a spawned actor's", async () => {
+      const store = await holding('r', 'r.a', 'r.b');
+      expect(await store.commit('r', 1, step('awaiting', { awaits: ['r.a'] }))).toBe(2);
+      const delivered: DeliveredSignal[] = [];
+      const spawn = [{ id: 'r.b.n', reactor: 'child', input: null, commit: step('created', { signals: [ping('r', 'from-spawned')] }) }];
+      const signals = [ping('r', 'done'), ping('r', 'done'), ping('r', 'cancel', { cascade: true })];
+      expect(await store.commit('r.b', 1, step('done', { signals, spawn }), { delivered })).toBe(2);
+      expect(delivered).toEqual([
+        { to: 'r', entry: entry(1, 'r', 'done') },
+        { to: 'r', entry: entry(2, 'r', 'cancel') },
+        { to: 'r.a', entry: entry(1, 'r.a', 'cancel') },
+      ]);
+      // Exactly what a read of the inbox gives (the spawned actor's signal landed after, unnamed).
+      expect((await store.readInbox('r')).entries.slice(0, 2)).toEqual(delivered.slice(0, 2).map((d) => d.entry));
+      expect((await store.readInbox('r')).entries.map((e) => e.dedupeKey)).toEqual(['done', 'cancel', 'from-spawned']);
+      expect((await store.readInbox('r.a')).entries).toEqual([delivered[2]!.entry]);
+      const again: DeliveredSignal[] = [];
+      expect(await store.commit('r.b', 2, step('done', { signals: [ping('r', 'done')] }), { delivered: again })).toBe(3);
+      expect(again).toEqual([]);
     });
 
     it('two commits of different actors racing to signal one recipient with one key leave exactly one entry', async () => {

@@ -53,11 +53,22 @@ async function childFinishesWhileTheCancelReachesIt(operatorFirst: boolean) {
   const cancelReturned = deferred();
   const runSettled = deferred();
   const rootRefusals: unknown[] = [];
+  /** With the operator first: the refusal of the caller's commit of the handed settle (the operator moved the root). */
+  const staleRefusals: unknown[] = [];
   let settleCommits = 0;
   const callerStore = interceptStore(inner, {
     commit: async (next, id, _revision, commit) => {
-      // The root's first commit of an inbox entry (the child's settle) waits until the cancel landed.
-      if (id === 'root' && !operatorFirst && commit.consumed !== undefined && (settleCommits += 1) === 1) {
+      // The root's first commit of an inbox entry (the child's settle, handed to it in the call):
+      // the caller's waits until the cancel landed; with the operator first, until the cancel returned.
+      if (id === 'root' && commit.consumed !== undefined && (settleCommits += 1) === 1) {
+        if (operatorFirst) {
+          await cancelReturned.promise;
+          return next().catch((error: unknown) => {
+            staleRefusals.push(error);
+            throw error;
+          });
+        }
+        rootReadInbox.resolve();
         await cancelLanded.promise;
         return next().catch((error: unknown) => {
           rootRefusals.push(error);
@@ -68,7 +79,7 @@ async function childFinishesWhileTheCancelReachesIt(operatorFirst: boolean) {
       if (id === 'root.sub' && commit.status === 'completed') childCompleted.resolve();
       return revision;
     },
-    // The root reads its inbox again (with its snapshot, in one load) after waiting for its child.
+    // Were the settle not handed to it, the root would read its inbox again (with its snapshot, in one load): the same gates.
     load: async (next, id) => {
       if (id !== 'root') return next();
       if (operatorFirst) await cancelReturned.promise;
@@ -112,7 +123,7 @@ async function childFinishesWhileTheCancelReachesIt(operatorFirst: boolean) {
   const looked = await lookedAt.promise;
   c1Go.resolve();
   const [cancelOutcome, runOutcome, receipt] = await Promise.all([cancelled, running, cancelLanded.promise]);
-  return { inner, ran, lookedAt: looked, receipt, cancelOutcome, runOutcome, rootRefusals };
+  return { inner, ran, lookedAt: looked, receipt, cancelOutcome, runOutcome, rootRefusals, staleRefusals };
 }
 
 /**
@@ -378,7 +389,7 @@ describe('cancel with a composed child', () => {
     { who: "the caller's run (the operator's application waits)", operatorFirst: false },
     { who: 'the operator (the run reads its inbox after the cancel returned)', operatorFirst: true },
   ])('a child that finishes while the cancel reaches it does not make the cancel fail; the cancel is applied to the root by $who', async ({ operatorFirst }) => {
-    const { inner, ran, lookedAt, receipt, cancelOutcome, runOutcome, rootRefusals } = await childFinishesWhileTheCancelReachesIt(operatorFirst);
+    const { inner, ran, lookedAt, receipt, cancelOutcome, runOutcome, rootRefusals, staleRefusals } = await childFinishesWhileTheCancelReachesIt(operatorFirst);
     // The cancel saw the root running, awaiting the child that ran c1; its cascade then reached the
     // root and the completed child, which the root still awaited.
     expect(lookedAt).toEqual({ running: 'awaiting' });
@@ -392,6 +403,11 @@ describe('cancel with a composed child', () => {
       expect(asCancellation(runOutcome)).toBe('cancelled (invalid_state)');
     } else {
       expect(rootRefusals).toEqual([]);
+      // The settle was handed to the caller's root in its call; the operator moved the root first,
+      // so that commit was refused as stale (not for the inbox), and the caller read the root then.
+      expect(staleRefusals).toHaveLength(1);
+      expect(staleRefusals[0]).toBeInstanceOf(StaleRevisionError);
+      expect(staleRefusals[0]).not.toBeInstanceOf(InboxPendingError);
     }
     expect(ran).toEqual(['c1']);
     expect(await statusOf(inner, 'root')).toBe('cancelled');

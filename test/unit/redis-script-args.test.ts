@@ -12,7 +12,6 @@ import {
   commitArgs,
   commitBatchArgs,
   isBatchable,
-  readLandedSignals,
   createArgs,
   hasKernelWork,
   loadArgs,
@@ -22,6 +21,7 @@ import {
   markActiveManyArgs,
   markUnreadableArgs,
   readAcquireAndLoadReply,
+  readCommitReceipt,
   readCommitReply,
   readCreateReply,
   readInboxArgs,
@@ -578,10 +578,12 @@ describe('map writes and reads args', () => {
     expect([tail[6], tail[10], tail[14]]).toEqual(['reportNew', 'mapSettled', '0']);
   });
 
-  it('reads the landed keys of a commit or create reply', () => {
-    expect(readLandedSignals([0, 4])).toEqual([]);
-    expect(readLandedSignals([0, 4, 'throw.1', Buffer.from('settled')])).toEqual(['throw.1', 'settled']);
-    expect(readCommitReply('e1', 3, [0, 4, 'throw.1'])).toBe(4);
+  it('reads the receipt of a commit reply: the landed conditional keys, then each landing of its own signals', () => {
+    expect(readCommitReceipt([0, 4])).toEqual({ landed: [], landings: [] });
+    expect(readCommitReceipt([0, 4, 2, 'throw.1', Buffer.from('settled')])).toEqual({ landed: ['throw.1', 'settled'], landings: [] });
+    expect(readCommitReceipt([0, 4, 1, 'throw.1', 1, 'e1.m', 7, 2, Buffer.from('e1.p'), 3])).toEqual({ landed: ['throw.1'], landings: [[0, 'e1.m', 7], [1, 'e1.p', 3]] });
+    expect(() => readCommitReceipt([0, 4, 0, 1, 'e1.m'])).toThrow(/commitExecution-5\.lua replied/);
+    expect(readCommitReply('e1', 3, [0, 4, 1, 'throw.1'])).toBe(4);
   });
 
   it('lays out readMapPage-1.lua and reads its reply', () => {

@@ -51,8 +51,12 @@
   it (CommitOptions.unlist: it settled) or '0'. Applied only when the commit applies.
 
   Returns
-    {0, revision, key...}   committed; the new revision, then the dedupe keys of the conditional
-                            signals that landed (none on the per-step fast path)
+    {0, revision}           committed, with no signal landed (always on the per-step fast path)
+    {0, revision, n, key1..keyn, (i, to, seq)...}
+                            committed; the new revision, the dedupe keys of the n conditional
+                            signals that landed, then each landing of the commit's own signals
+                            (not its spawned actors'): the signal's position (1-based), the
+                            actor it landed on and its inbox seq there
     {1, actualRevision}     stale: the stored revision differs from ARGV[1], or the stored
                             snapshot from ARGV[12]; nothing written
     {2, 0}                  no such execution (unknown id, or its retention expired)
@@ -71,7 +75,7 @@
 local refused, commit, stored, undoLength = checkCommit(KEYS, 0)
 if refused then return refused end
 
-local restamp, base, revision, landed = ARGV[3] == '1', ARGV[14], nil, nil
+local restamp, base, revision, landed, delivered = ARGV[3] == '1', ARGV[14], nil, nil, nil
 if base == '' then
   -- The per-step fast path: no kernel section (and no re-stamp). The kernel code of the other
   -- branch is not run, so not even its functions are created.
@@ -96,8 +100,8 @@ else
   if spawnRefused then return spawnRefused end
   revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, ARGV[2], restamp, stored + 1, undoLength)
   applyKernel(base, id, kernel, ARGV[2], restamp)
-  landed = {}
-  deliverKernel(base, id, kernel, ARGV[2], applyMapWrites(base, maps, ARGV[2]), landed)
+  landed, delivered = {}, {}
+  deliverKernel(base, id, kernel, ARGV[2], applyMapWrites(base, maps, ARGV[2]), landed, delivered)
   if activeKey ~= '' then
     if nList > 0 then markActive(activeKey, listed) end
     if unlist then redis.call('ZREM', activeKey, id) end
@@ -105,7 +109,8 @@ else
 end
 
 finishCommit(KEYS, 0)
-if not landed or #landed == 0 then return {0, revision} end
-local reply = {0, revision}
+if not landed or (#landed == 0 and #delivered == 0) then return {0, revision} end
+local reply = {0, revision, #landed}
 for _, key in ipairs(landed) do reply[#reply + 1] = key end
+for _, field in ipairs(delivered) do reply[#reply + 1] = field end
 return reply

@@ -162,16 +162,28 @@ end
 
 -- Delivers the signals of kernel tail `k` of actor `id`, then those of its spawned actors, depth
 -- first: a conditional one only when its condition holds (`flags`: by actor id, from
--- applyMapWrites), its dedupe key then appended to `landed` if it landed.
-local function deliverKernel(base, id, k, ttlMs, flags, landed)
-  for _, s in ipairs(k.signals) do
+-- applyMapWrites), its dedupe key then appended to `landed` if it landed. With `delivered`, each
+-- landing of `k`'s own signals (not its spawned actors') is appended to it as three fields: the
+-- signal's position in `k` (1-based), the actor it landed on and the seq it landed under.
+local function deliverKernel(base, id, k, ttlMs, flags, landed, delivered)
+  for i, s in ipairs(k.signals) do
+    local reached = {}
     if not s.condition then
-      for _, actor in ipairs(reachSignal(base, s.to, s.cascade)) do landSignal(base, actor.id, s.key, s.entry, ttlMs) end
+      reached = reachSignal(base, s.to, s.cascade)
     elseif conditionHolds(base, s, flags[id]) then
-      for _, actor in ipairs(reachSignal(base, s.to, false)) do
-        if landSignal(base, actor.id, s.key, s.entry, ttlMs) then landed[#landed + 1] = s.key end
+      reached = reachSignal(base, s.to, false)
+    end
+    for _, actor in ipairs(reached) do
+      local seq = landSignal(base, actor.id, s.key, s.entry, ttlMs)
+      if seq then
+        if s.condition then landed[#landed + 1] = s.key end
+        if delivered then
+          delivered[#delivered + 1] = i
+          delivered[#delivered + 1] = actor.id
+          delivered[#delivered + 1] = seq
+        end
       end
     end
   end
-  for _, s in ipairs(k.spawn) do deliverKernel(base, s.id, s.kernel, ttlMs, flags, landed) end
+  for _, s in ipairs(k.spawn) do deliverKernel(base, s.id, s.kernel, ttlMs, flags, landed, nil) end
 end

@@ -34,7 +34,7 @@ end
 
 -- Lands the entry in the inbox of existing actor `id` unless it has seen `dedupeKey`: the next
 -- inbox seq (field iseq of its execution hash), the entry under it, the key recorded. The inbox
--- and dedupe hashes get `ttl` when this creates them. Returns whether it landed.
+-- and dedupe hashes get `ttl` when this creates them. Returns the seq it landed under, or false.
 local function landSignal(base, id, dedupeKey, entry, ttl)
   local dedupe = keyOf(base, 'dedupe', id)
   if redis.call('HEXISTS', dedupe, dedupeKey) == 1 then return false end
@@ -44,5 +44,5 @@ local function landSignal(base, id, dedupeKey, entry, ttl)
   redis.call('HSET', dedupe, dedupeKey, seq)
   stampIfNew(inbox, ttl)
   stampIfNew(dedupe, ttl)
-  return true
+  return seq
 end
