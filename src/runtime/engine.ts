@@ -331,15 +331,6 @@ export function createEngine(options: EngineOptions): Engine {
     if (host === undefined) return { action: 'keep' };
     return host.sweep(id, found, look);
   };
-  /** Whether `id` was marked unreadable (`Store.markUnreadable`); a record that cannot be read counts as one. */
-  const isMarkedUnreadable = async (id: string): Promise<boolean> => {
-    try {
-      return (await store.readUnreadable(id)) !== undefined;
-    } catch (error) {
-      if (error instanceof DeserializationError) return true;
-      throw error;
-    }
-  };
   // Where the next sweep starts in the index: each sweep looks at the next `limit` entries, from
   // the oldest again after the last, so runs behind many live ones are reached too.
   let sweepFrom: string | undefined;
@@ -362,7 +353,7 @@ export function createEngine(options: EngineOptions): Engine {
       if (decision.action === 'keep' || loaded === undefined || loaded === 'not_here') continue;
       // Leased when it was read: a live process advances it.
       if (loaded.leased) continue;
-      if (await isMarkedUnreadable(id)) {
+      if (loaded.marked) {
         // Failed in the store though its snapshot reads (its input or outbox did not): no job can advance it.
         await store.markActive(id, false);
         continue;

@@ -192,7 +192,11 @@ async function orUnreadable<T>(read: Promise<T>): Promise<T | DeserializationErr
  * when its snapshot still decodes (it was its input or outbox that did not): it is failed.
  */
 async function loadOrUnreadable(store: Store, id: string) {
-  const [loaded, marked] = await Promise.all([orUnreadable(store.load(id)), orUnreadable(store.readUnreadable(id))]);
+  const loaded = await orUnreadable(store.load(id));
+  // Read and not marked (the load says so): the common case, one read. Marked, or not readable:
+  // the record says why.
+  if (loaded !== undefined && !(loaded instanceof DeserializationError) && !loaded.marked) return loaded;
+  const marked = await orUnreadable(store.readUnreadable(id));
   if (marked === undefined) return loaded;
   if (marked instanceof DeserializationError) return loaded instanceof DeserializationError ? loaded : marked;
   return new DeserializationError(marked.message);

@@ -335,7 +335,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     },
     async load(id) {
       const r = rows.get(id);
-      return r === undefined ? undefined : { ...decodeRow(id, r), leased: liveLease(id) !== undefined };
+      return r === undefined ? undefined : { ...decodeRow(id, r), leased: liveLease(id) !== undefined, marked: r.unreadable !== undefined };
     },
     async readInbox(id) {
       const r = rows.get(id);

@@ -485,12 +485,13 @@ function entriesOf(value: unknown, file: string): InboxReplyEntries {
 
 /**
  * Reads the reply of `loadExecution-3.lua` (run with binary replies): the stored fields (null
- * when absent), the inbox seq and the entries, and whether the lease is held.
+ * when absent), the inbox seq and the entries, whether the lease is held and whether the
+ * execution is marked unreadable.
  * @throws XreactorError `script_reply_invalid` for a reply of another shape.
  */
-export function readLoadReply(reply: unknown): LoadReply & { readonly leased: boolean } {
+export function readLoadReply(reply: unknown): LoadReply & { readonly leased: boolean; readonly marked: boolean } {
   const file = SCRIPTS.loadExecution.file;
-  if (!Array.isArray(reply) || reply.length !== 6) throw invalidReply(file, reply);
+  if (!Array.isArray(reply) || reply.length !== 7) throw invalidReply(file, reply);
   return {
     revision: bytesOrNull(reply[0], file),
     snapshot: bytesOrNull(reply[1], file),
@@ -498,6 +499,7 @@ export function readLoadReply(reply: unknown): LoadReply & { readonly leased: bo
     inboxSeq: seqOf(reply[3], file),
     entries: entriesOf(reply[4], file),
     leased: reply[5] === 1,
+    marked: reply[6] === 1,
   };
 }
 

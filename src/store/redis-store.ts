@@ -278,7 +278,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     async load(id) {
       const reply = readLoadReply(await read(id, run('loadExecution', loadArgs(keys.executionKeys(id)), true)));
       if (reply.revision == null && reply.snapshot == null && reply.outbox == null) return undefined;
-      return { ...loaded(id, reply), leased: reply.leased };
+      return { ...loaded(id, reply), leased: reply.leased, marked: reply.marked };
     },
     async readInbox(id) {
       const { seq, entries } = readInboxReply(await read(id, run('readInbox', readInboxArgs(keys.executionKeys(id)), true)));

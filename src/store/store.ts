@@ -93,9 +93,12 @@ export interface LoadedExecution {
   readonly inbox: Inbox;
 }
 
-/** An actor as `load` reads it: with whether a lease on it was live at that instant (a sweep, a rollback's resolve). */
+/** An actor as `load` reads it, with two flags read at the same instant. */
 export interface LoadedActor extends LoadedExecution {
+  /** A lease on it was live (a sweep, a rollback's resolve). */
   readonly leased: boolean;
+  /** It is marked unreadable (`markUnreadable`; its record is `readUnreadable`'s). */
+  readonly marked: boolean;
 }
 
 /** An undo-stack entry: a completed step, its arguments and its result. */
@@ -524,8 +527,8 @@ export interface Store {
    */
   create(execution: CreateExecution, options?: CreateOptions): Promise<number>;
   /**
-   * Load the current snapshot, revision, outbox and inbox, and whether any owner holds its lease
-   * (in one atomic read), or undefined when unknown.
+   * Load the current snapshot, revision, outbox and inbox, whether any owner holds its lease and
+   * whether it is marked unreadable (in one atomic read), or undefined when unknown.
    */
   load(id: string): Promise<LoadedActor | undefined>;
   /**

@@ -268,6 +268,7 @@ export function describeActorKernelContract(fresh: () => Promise<Store>): void {
         outbox: [{ type: 'enqueue', params: { job: 'j' } }],
         inbox: { entries: [entry(1, 'r.a', 'hello')], seq: 1 },
         leased: true,
+        marked: false,
       });
       expect(await store.readInput('r.a')).toEqual({ x: 1 });
       expect(await store.readResults('r.a')).toEqual(new Map([['a', 1]]));

@@ -22,10 +22,10 @@ const V = EXECUTION_MACHINE_VERSION;
 /** The inbox of an actor no signal ever reached. */
 const NO_INBOX = { entries: [], seq: 0 };
 
-/** A load as other reads return it: without `leased` (which only `load` says). */
+/** A load as other reads return it: without `leased` and `marked` (which only `load` says). */
 function withoutLeased(loaded: LoadedActor | undefined): LoadedExecution | undefined {
   if (loaded === undefined) return undefined;
-  const { leased: _leased, ...rest } = loaded;
+  const { leased: _leased, marked: _marked, ...rest } = loaded;
   return rest;
 }
 
@@ -61,7 +61,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
       it('creates at revision 1, loads that snapshot, and refuses a duplicate id', async () => {
         const store = await fresh();
         expect(await store.create({ id: 'e1', reactor: 'r', input: { a: 1 }, commit: commit('pending') })).toBe(1);
-        expect(await store.load('e1')).toEqual({ revision: 1, snapshot: { kind: 'execution', machineVersion: V, value: 'pending', context: { n: 'pending' } }, outbox: [], inbox: NO_INBOX, leased: false });
+        expect(await store.load('e1')).toEqual({ revision: 1, snapshot: { kind: 'execution', machineVersion: V, value: 'pending', context: { n: 'pending' } }, outbox: [], inbox: NO_INBOX, leased: false, marked: false });
         const duplicate = store.create({ id: 'e1', reactor: 'r', input: { a: 2 }, commit: commit('other') });
         await expect(duplicate).rejects.toBeInstanceOf(XreactorError);
         await expect(duplicate).rejects.toMatchObject({ code: 'execution_exists' });
@@ -119,7 +119,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         const outbox = [{ type: 'enqueue', params: { id: 'job-1', at: new Date(5) } }, { type: 'publish', params: null }];
         expect(await store.commit('e1', 1, commit('running', {}, outbox))).toBe(2);
         expect(await store.commit('e1', 2, commit('completed', {}, outbox))).toBe(3);
-        expect(await store.load('e1')).toEqual({ revision: 3, snapshot: { kind: 'execution', machineVersion: V, value: 'completed', context: { n: 'completed' } }, outbox, inbox: NO_INBOX, leased: false });
+        expect(await store.load('e1')).toEqual({ revision: 3, snapshot: { kind: 'execution', machineVersion: V, value: 'completed', context: { n: 'completed' } }, outbox, inbox: NO_INBOX, leased: false, marked: false });
         expect(await store.commit('e1', 3, commit('completed'))).toBe(4);
         expect((await store.load('e1'))?.outbox).toEqual([]);
       });
@@ -141,7 +141,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         await expect(stale).rejects.toBeInstanceOf(StaleRevisionError);
         await expect(stale).rejects.toThrow(/revision 2, not 1/);
 
-        expect(await store.load('e1')).toEqual({ revision: 2, snapshot: { kind: 'execution', machineVersion: V, value: 'by A', context: { n: 'by A' } }, outbox: [{ type: 'x', params: 'A' }], inbox: NO_INBOX, leased: false });
+        expect(await store.load('e1')).toEqual({ revision: 2, snapshot: { kind: 'execution', machineVersion: V, value: 'by A', context: { n: 'by A' } }, outbox: [{ type: 'x', params: 'A' }], inbox: NO_INBOX, leased: false, marked: false });
         expect(await store.readResults('e1')).toEqual(new Map([['a', 'from A'], ['only-A', 'A']]));
         expect(await store.readUndoStack('e1')).toEqual([stored('a-A')]);
         expect(await store.readTrace('e1')).toEqual([{ type: 'run', step: 'A', at: 1 }]);
@@ -444,7 +444,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         await expect(refused).rejects.toMatchObject({ code: 'execution_busy', retryable: true });
         await expect(refused).rejects.toThrow(/execution e1 .*another live process holds its lease/);
         expect(await waiting).toBe(false);
-        expect(await store.load('e1')).toEqual({ revision: 1, snapshot: { kind: 'execution', machineVersion: V, value: 'pending', context: { n: 'pending' } }, outbox: [], inbox: NO_INBOX, leased: true });
+        expect(await store.load('e1')).toEqual({ revision: 1, snapshot: { kind: 'execution', machineVersion: V, value: 'pending', context: { n: 'pending' } }, outbox: [], inbox: NO_INBOX, leased: true, marked: false });
         expect(await store.readResults('e1')).toEqual(new Map());
         expect(await store.readUndoStack('e1')).toEqual([]);
         expect(await store.readTrace('e1')).toEqual([]);
@@ -493,7 +493,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         await expect(refused).rejects.toThrow(/execution e1 is at revision 1/);
         expect(await waiting).toBe(false);
         expect(await store.hasLease('e1')).toBe(false);
-        expect(await store.load('e1')).toEqual({ revision: 1, snapshot: { kind: 'execution', machineVersion: V, value: 'pending', context: { n: 'pending' } }, outbox: [], inbox: NO_INBOX, leased: false });
+        expect(await store.load('e1')).toEqual({ revision: 1, snapshot: { kind: 'execution', machineVersion: V, value: 'pending', context: { n: 'pending' } }, outbox: [], inbox: NO_INBOX, leased: false, marked: false });
         expect(await store.readResults('e1')).toEqual(new Map());
         expect(await store.readTrace('e1')).toEqual([]);
         // A prefix of the stored bytes, or the bytes with one more, is not the stored snapshot either.

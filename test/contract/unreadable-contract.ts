@@ -47,8 +47,11 @@ export function describeUnreadableContract(fresh: () => Promise<Store>): void {
     await store.markActive('other', true);
     const before = await contents(store, 'u1');
     expect(await store.readUnreadable('u1')).toBeUndefined();
+    expect((await store.load('u1'))?.marked).toBe(false);
 
     expect(await store.markUnreadable('u1', truncated)).toBe('marked');
+    // Its snapshot still reads: load says it is marked (the record is readUnreadable's).
+    expect((await store.load('u1'))?.marked).toBe(true);
 
     expect(await storedStatus(store, 'u1')).toBe('failed');
     expect(await store.readUnreadable('u1')).toEqual(truncated);

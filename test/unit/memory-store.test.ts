@@ -27,7 +27,7 @@ describe('memory store', () => {
     expect(await store.commit('e1', hostA!.revision, commit('running', { results: [['a', 'from A']] }))).toBe(2);
     await expect(store.commit('e1', hostB!.revision, commit('failed', { results: [['a', 'from B']] }))).rejects.toBeInstanceOf(StaleRevisionError);
     const now = await store.load('e1');
-    expect(now).toEqual({ revision: 2, snapshot: { kind: 'execution', machineVersion: EXECUTION_MACHINE_VERSION, value: 'running', context: { n: 'running' } }, outbox: [], inbox: { entries: [], seq: 0 }, leased: false });
+    expect(now).toEqual({ revision: 2, snapshot: { kind: 'execution', machineVersion: EXECUTION_MACHINE_VERSION, value: 'running', context: { n: 'running' } }, outbox: [], inbox: { entries: [], seq: 0 }, leased: false, marked: false });
     expect(await store.readResults('e1')).toEqual(new Map([['a', 'from A']]));
   });
 

@@ -404,18 +404,19 @@ describe('script replies', () => {
     expect(() => readAcquireAndLoadReply([0, rev, snapshot, outbox, input, '1', [entry]])).toThrow(/not field\/value pairs/);
   });
 
-  it('reads a load reply: the stored fields, the inbox seq, the entries as listed and whether the lease is held', () => {
+  it('reads a load reply: the stored fields, the inbox seq, the entries as listed, whether the lease is held and whether it is marked unreadable', () => {
     const entry = Buffer.from([7]);
-    expect(readLoadReply([Buffer.from('2'), Buffer.from([1]), Buffer.from([2]), Buffer.from('3'), [Buffer.from('3'), entry], 1])).toEqual({
+    expect(readLoadReply([Buffer.from('2'), Buffer.from([1]), Buffer.from([2]), Buffer.from('3'), [Buffer.from('3'), entry], 1, 0])).toEqual({
       revision: Buffer.from('2'),
       snapshot: Buffer.from([1]),
       outbox: Buffer.from([2]),
       inboxSeq: 3,
       entries: [[3, entry]],
       leased: true,
+      marked: false,
     });
-    expect(readLoadReply([null, null, null, null, [], 0])).toEqual({ revision: null, snapshot: null, outbox: null, inboxSeq: 0, entries: [], leased: false });
-    expect(() => readLoadReply([null, null, null, null, []])).toThrow(/loadExecution-3\.lua replied/);
+    expect(readLoadReply([null, null, null, null, [], 0, 1])).toEqual({ revision: null, snapshot: null, outbox: null, inboxSeq: 0, entries: [], leased: false, marked: true });
+    expect(() => readLoadReply([null, null, null, null, [], 0])).toThrow(/loadExecution-3\.lua replied/);
     expect(() => readLoadReply([null, null])).toThrow(/loadExecution-3\.lua replied/);
   });
 
