@@ -33,3 +33,27 @@ export const systemClock: Clock = {
     return () => clearInterval(timer);
   },
 };
+
+/**
+ * The reason of an abort that ends a wait this code no longer needs. Aborting without a reason
+ * builds a DOMException (with its stack trace) every time; on a path taken once per awaited run
+ * that showed in profiles.
+ */
+export const WAIT_OVER: Error = new Error('the wait is over');
+
+/**
+ * Call `onEnd` after `ms` on `clock`, or as soon as `signal` aborts, whichever comes first; the
+ * returned function cancels both (it is safe to call more than once). One timer and one listener:
+ * no composite signal (`AbortSignal.any`) per wait.
+ */
+export function timeoutOrAbort(clock: Clock, ms: number, signal: AbortSignal | undefined, onEnd: () => void): () => void {
+  const timer = new AbortController();
+  signal?.addEventListener('abort', onEnd, { once: true });
+  clock.sleep(ms, timer.signal).then(onEnd, noop);
+  return () => {
+    signal?.removeEventListener('abort', onEnd);
+    timer.abort(WAIT_OVER);
+  };
+}
+
+function noop(): void {}

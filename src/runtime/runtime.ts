@@ -28,6 +28,7 @@ import type { HeldExecution } from './host.js';
 import type { HeldLease } from './lease.js';
 import type { ExecutionContext, ExecutionEvent } from '../../machines/execution-types.js';
 import { isDeepStrictEqual } from 'node:util';
+import { WAIT_OVER } from '../internal/clock.js';
 import { validateWith } from '../internal/standard-schema.js';
 import { decode, encode } from '../serialization/index.js';
 
@@ -520,15 +521,15 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         const wait = store.waitSettled(id, Math.min(remainingNow, recheckMs), awaitOptions.signal === undefined ? stopWaiting.signal : AbortSignal.any([awaitOptions.signal, stopWaiting.signal]));
         // Listening, or given up (timeout, abort): a stuck SUBSCRIBE must not outlast timeoutMs.
         await Promise.race([wait.listening, wait.settled]);
-        const first = await look(() => stopWaiting.abort());
+        const first = await look(() => stopWaiting.abort(WAIT_OVER));
         if ('result' in first) return first.result;
         if (deadline - clock.now() <= 0) {
-          stopWaiting.abort();
+          stopWaiting.abort(WAIT_OVER);
           throw new AwaitTimeoutError(id, timeoutMs, first.status);
         }
         if (first.soon === true) {
           // A continued pause its ancestors are taking up: no notification marks that, so poll.
-          stopWaiting.abort();
+          stopWaiting.abort(WAIT_OVER);
           await clock.sleep(RESUMING_POLL_MS, awaitOptions.signal);
           continue;
         }

@@ -3,7 +3,7 @@ import { ExecutionNotFoundError, InboxPendingError, MapGateClosedError, StaleRev
 import { mapGateClosedWhy } from './map-writes.js';
 import { decode, encode } from '../serialization/index.js';
 import type { Clock } from '../internal/clock.js';
-import { systemClock } from '../internal/clock.js';
+import { systemClock, timeoutOrAbort } from '../internal/clock.js';
 import { decodeSnapshot, DEFAULT_MACHINES, encodeSnapshot } from './snapshot-codec.js';
 import type { MachineVersions } from './snapshot-codec.js';
 import { checkCommitRules, uniqueIds } from './commit-rules.js';
@@ -474,20 +474,16 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       const settled = new Promise<boolean>((resolve) => {
         const set = waiters.get(id) ?? new Set();
         waiters.set(id, set);
-        const timeout = new AbortController();
+        let cancel = (): void => undefined;
         const done = (notified: boolean) => {
           set.delete(wake);
           if (set.size === 0) waiters.delete(id);
-          timeout.abort();
+          cancel();
           resolve(notified);
         };
         const wake = () => done(true);
         set.add(wake);
-        const stop = signal === undefined ? timeout.signal : AbortSignal.any([signal, timeout.signal]);
-        clock.sleep(timeoutMs, stop).then(
-          () => done(false),
-          () => done(false),
-        );
+        cancel = timeoutOrAbort(clock, timeoutMs, signal, () => done(false));
       });
       return { listening: Promise.resolve(), settled };
     },

@@ -3,6 +3,7 @@
  * first wait and shared by every waiter; a channel is subscribed while someone waits on it.
  */
 import type { Cluster, Redis } from 'ioredis';
+import { timeoutOrAbort } from '../internal/clock.js';
 import type { Clock } from '../internal/clock.js';
 import type { SettledWait } from './store.js';
 
@@ -68,19 +69,15 @@ export function createSettledHub(connect: () => Redis | Cluster, clock: Clock): 
       if (closed || signal?.aborted === true) return { listening: Promise.resolve(), settled: Promise.resolve(false) };
       const channel = join(name);
       const settled = new Promise<boolean>((resolve) => {
-        const timer = new AbortController();
+        let cancel = noop;
         const done = (notified: boolean): void => {
           if (!channel.waiters.delete(done)) return;
-          timer.abort();
+          cancel();
           leave(name, channel);
           resolve(notified);
         };
         channel.waiters.add(done);
-        const stop = signal === undefined ? timer.signal : AbortSignal.any([signal, timer.signal]);
-        clock.sleep(timeoutMs, stop).then(
-          () => done(false),
-          () => done(false),
-        );
+        cancel = timeoutOrAbort(clock, timeoutMs, signal, () => done(false));
       });
       return { listening: channel.ready, settled };
     },
