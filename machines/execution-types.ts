@@ -3,10 +3,10 @@ import type { ErrorData } from '../src/internal/error-data.js';
 import type { ElementMapLink, MapEvent } from './map-types.js';
 
 /** Version of the execution machine; stored with every snapshot. */
-export const EXECUTION_MACHINE_VERSION = 7;
+export const EXECUTION_MACHINE_VERSION = 8;
 
-/** Execution machine versions this build reads: a version-6 snapshot resumes on version 7 (every state of 6 is one of 7; the fields 7 added are filled in at load). */
-export const EXECUTION_MACHINE_READABLE = [6, 7] as const;
+/** Execution machine versions this build reads: a version-6 or 7 snapshot resumes on version 8 (every state of 6 is one of 7, and 7 and 8 have the same states; the context is brought to 8 as it is read, `upgradeExecutionContext`). */
+export const EXECUTION_MACHINE_READABLE = [6, 7, 8] as const;
 
 /** What the machine knows of an interrupt step. */
 export interface InterruptView {
@@ -97,9 +97,11 @@ export interface TraceEntry {
 }
 
 /** The execution actor's context: small and of constant size per step. */
-export interface ExecutionContext {
-  readonly executionId: string;
-  readonly reactor: string;
+/**
+ * What an execution is, set when it is created and never changed (one nested object: see
+ * {@link ExecutionContext}).
+ */
+export interface ExecutionOrigin {
   /** The reactor version it started with. */
   readonly version: number;
   /** The fingerprint of the plan it started with. */
@@ -113,6 +115,51 @@ export interface ExecutionContext {
   readonly parentId: string | null;
   /** Compose steps from the root to this execution (empty for a root). */
   readonly path: readonly string[];
+  readonly createdAt: number;
+}
+
+/** How an execution ended or is ending, each set at most once (one nested object: see {@link ExecutionContext}). */
+export interface ExecutionEnding {
+  readonly halt: { readonly step: string; readonly reason: string } | null;
+  /** Why the run is rolling back or was cancelled: a step failure, or an operator's undo. */
+  readonly rollbackReason: 'failure' | 'operator' | null;
+  readonly inputError: ErrorData | null;
+  /** Why an operator cancelled the run. */
+  readonly cancelReason: string | null;
+  readonly abortReason: string | null;
+}
+
+/** An ending with nothing set yet. */
+export const NO_ENDING: ExecutionEnding = Object.freeze({ halt: null, rollbackReason: null, inputError: null, cancelReason: null, abortReason: null });
+
+/**
+ * A stored execution context as version 8 has it. Versions 6 and 7 keep the fields of `origin`
+ * and `ending` at the top level (and 6 lacks `map` and `undoBy`): they are moved in, the rest
+ * kept as stored. A version-8 context is returned as it is.
+ */
+export function upgradeExecutionContext(stored: unknown): ExecutionContext {
+  const flat = stored as Partial<ExecutionContext> & Partial<ExecutionOrigin> & Partial<ExecutionEnding> & Record<string, unknown>;
+  if (flat.origin !== undefined && flat.ending !== undefined) return flat as ExecutionContext;
+  const { version, fingerprint, returns, parentId, path, createdAt, halt, rollbackReason, inputError, cancelReason, abortReason, ...rest } = flat;
+  return {
+    ...(rest as unknown as ExecutionContext),
+    origin: { version: version ?? 1, fingerprint: fingerprint ?? '', returns: returns ?? null, parentId: parentId ?? null, path: path ?? [], createdAt: createdAt ?? 0 },
+    ending: { halt: halt ?? null, rollbackReason: rollbackReason ?? null, inputError: inputError ?? null, cancelReason: cancelReason ?? null, abortReason: abortReason ?? null },
+    map: flat.map ?? null,
+    undoBy: flat.undoBy ?? null,
+  };
+}
+
+/**
+ * The execution machine's context. Version 8 groups the fields that never change (`origin`)
+ * and those set once at the end (`ending`): XState copies the context with `Object.assign({}, …)`
+ * on every `assign`, and V8 copies an object of more than 20 keys that way about 20 times slower
+ * than one of 20 (docs/performance.md); this one has 20.
+ */
+export interface ExecutionContext {
+  readonly executionId: string;
+  readonly reactor: string;
+  readonly origin: ExecutionOrigin;
   /** Plan index of the step being run, or of the next one. */
   readonly cursor: number;
   /** 1-based attempt of the step at `cursor`. */
@@ -121,12 +168,9 @@ export interface ExecutionContext {
   readonly undoDepth: number;
   readonly failure: FailureRecord | null;
   readonly rollbackFailures: readonly RollbackFailure[];
-  readonly halt: { readonly step: string; readonly reason: string } | null;
-  /** Why the run is rolling back or was cancelled: a step failure, or an operator's undo. */
-  readonly rollbackReason: 'failure' | 'operator' | null;
+  readonly ending: ExecutionEnding;
   /** Counts rollbacks started; compensate / undo outcomes of an earlier rollback are ignored. */
   readonly rollbackEpoch: number;
-  readonly inputError: ErrorData | null;
   /** The run was handed to a worker; from then on timers are delayed jobs. */
   readonly handedOff: boolean;
   /** Interrupts resumed so far (their payloads are their results). */
@@ -141,14 +185,10 @@ export interface ExecutionContext {
   readonly parkedUntil: number | null;
   /** Pauses entered so far (a composed child's pause and resume signals are keyed by it). */
   readonly pauses: number;
-  /** Why an operator cancelled the run. */
-  readonly cancelReason: string | null;
-  readonly abortReason: string | null;
   /** An element of a map: its map, index and throw (null for every other execution). Version 7. */
   readonly map: ElementMapLink | null;
   /** The actor (an element's rollback actor) that asked for the undo in progress, told when it ends. Version 7. */
   readonly undoBy: string | null;
-  readonly createdAt: number;
   readonly updatedAt: number;
 }
 

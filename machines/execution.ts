@@ -1,5 +1,6 @@
 import { assign, enqueueActions, setup } from 'xstate';
 import { backoffDelayMs } from '../src/definition/retry.js';
+import { NO_ENDING } from './execution-types.js';
 import type {
   ActorTag,
 } from './registry-types.js';
@@ -106,7 +107,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
   const signalResumed = {
     type: 'xreactor.write.signal' as const,
     params: ({ context, event }: { context: ExecutionContext; event: ExecutionEvent }) => ({
-      to: context.parentId,
+      to: context.origin.parentId,
       event: { type: 'xreactor.child.resumed' as const, at: event.at, child: context.executionId },
       dedupeKey: `${context.executionId}.resumed.${context.pauses}`,
     }),
@@ -120,7 +121,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
         ...paused.ready.map((r) => r.step),
         ...paused.nested.map((p) => (paused.child === null ? p : [paused.child, ...(typeof p === 'string' ? [p] : p)])),
       ];
-      return { to: context.parentId, event: { type: 'xreactor.child.paused' as const, at: context.updatedAt, child: context.executionId, ready }, dedupeKey: `${context.executionId}.paused.${context.pauses}` };
+      return { to: context.origin.parentId, event: { type: 'xreactor.child.paused' as const, at: context.updatedAt, child: context.executionId, ready }, dedupeKey: `${context.executionId}.paused.${context.pauses}` };
     },
   };
   const childId = (context: ExecutionContext, step: string) => `${context.executionId}.${step}`;
@@ -187,12 +188,12 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       }
       // A composed child tells its parent (a root has none: `to` is null and nothing is sent), once per
       // settle: the epoch tells a later undo's settle apart.
-      enqueue({ type: 'xreactor.write.signal' as const, params: { to: context.parentId, event: settled, dedupeKey: `${context.executionId}.settled.${status}.${context.rollbackEpoch}` } });
+      enqueue({ type: 'xreactor.write.signal' as const, params: { to: context.origin.parentId, event: settled, dedupeKey: `${context.executionId}.settled.${status}.${context.rollbackEpoch}` } });
       }),
       // An interruption (signal, shutdown) from running or rolling back: no rollback runs.
       recordAbort: enqueueActions(({ context, event, enqueue }) => {
         const e = event as EventOf<'xreactor.execution.abort'>;
-        enqueue.assign({ abortReason: e.reason, awaiting: null, updatedAt: e.at });
+        enqueue.assign({ ending: { ...context.ending, abortReason: e.reason }, awaiting: null, updatedAt: e.at });
         // A map interrupted with the run has completed (and aborted) elements: the map step is
         // pending compensation, so a later undo(id) rolls them back before the undo stack.
         const mapIndex = e.map?.index ?? (context.awaiting?.kind === 'map' && context.awaiting.purpose === 'run' ? context.awaiting.index : undefined);
@@ -227,7 +228,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
         enqueue({ type: 'xreactor.write.trace', params: { type: 'failed', step: stepAt(e.index).name, attempt: e.attempt, at: e.at, error: e.error } });
         enqueue.assign({
           failure: { step: stepAt(e.index).name, index: e.index, error: e.error, args: e.args, compensationPending: e.started, compensationFailed: false },
-          rollbackReason: 'failure' as const,
+          ending: { ...context.ending, rollbackReason: 'failure' as const },
           rollbackFailures: [...context.rollbackFailures, ...(e.nested ?? [])],
           rollbackEpoch: context.rollbackEpoch + 1,
           awaiting: null,
@@ -255,11 +256,11 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       // A cancel ends any wait: the awaited child was reached by the same cascading signal.
       recordCancel: enqueueActions(({ context, event, enqueue }) => {
         const e = event as EventOf<'xreactor.operator.cancel'>;
-        enqueue.assign({ cancelReason: e.reason, paused: null, awaiting: null, updatedAt: e.at });
+        enqueue.assign({ ending: { ...context.ending, cancelReason: e.reason }, paused: null, awaiting: null, updatedAt: e.at });
         if (context.awaiting !== null || context.paused?.child != null) enqueue({ type: 'xreactor.write.awaits', params: { actors: [] } });
       }),
       recordOperatorUndo: assign(({ context, event }) => ({
-        rollbackReason: 'operator' as const,
+        ending: { ...context.ending, rollbackReason: 'operator' as const },
         rollbackEpoch: context.rollbackEpoch + 1,
         // An element undone for its map's rollback tells the rollback actor that asked (`from`) when it ends.
         undoBy: context.map !== null ? ((event as EventOf<'xreactor.operator.undo'>).from ?? null) : context.undoBy,
@@ -290,7 +291,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       },
       compensationPending: ({ context }) => context.failure?.compensationPending === true,
       hasUndoLeft: ({ context }) => context.undoDepth > 0,
-      isOperatorUndo: ({ context }) => context.rollbackReason === 'operator',
+      isOperatorUndo: ({ context }) => context.ending.rollbackReason === 'operator',
       isCurrentUndo: ({ context, event }) => {
         const e = event as EventOf<'xreactor.undo.finished'>;
         return e.epoch === context.rollbackEpoch && e.position === context.undoDepth - 1;
@@ -304,20 +305,21 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
     context: ({ input }: { input: ExecutionInput | undefined }) => ({
       executionId: input?.executionId ?? '',
       reactor: input?.reactor ?? plan.reactor,
-      version: plan.version ?? 1,
-      fingerprint: plan.fingerprint ?? '',
-      returns: plan.returns ?? null,
-      parentId: input?.parentId ?? null,
-      path: input?.path ?? [],
+      origin: {
+        version: plan.version ?? 1,
+        fingerprint: plan.fingerprint ?? '',
+        returns: plan.returns ?? null,
+        parentId: input?.parentId ?? null,
+        path: input?.path ?? [],
+        createdAt: input?.at ?? 0,
+      },
       cursor: 0,
       attempt: 1,
       undoDepth: 0,
       failure: null,
       rollbackFailures: [],
-      halt: null,
-      rollbackReason: null,
+      ending: NO_ENDING,
       rollbackEpoch: 0,
-      inputError: null,
       handedOff: false,
       resumed: [],
       readyAt: {},
@@ -325,11 +327,8 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       awaiting: null,
       parkedUntil: null,
       pauses: 0,
-      cancelReason: null,
-      abortReason: null,
       map: input?.map ?? null,
       undoBy: null,
-      createdAt: input?.at ?? 0,
       updatedAt: input?.at ?? 0,
     }),
     initial: 'pending',
@@ -344,7 +343,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
           'xreactor.input.rejected': {
             target: 'failed',
             actions: [
-              assign({ inputError: ({ event }) => event.error, updatedAt: ({ event }) => event.at }),
+              assign(({ context, event }) => ({ ending: { ...context.ending, inputError: event.error }, updatedAt: event.at })),
               { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'input_rejected', at: event.at, error: event.error }) },
             ],
           },
@@ -358,7 +357,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
           'xreactor.element.skip': {
             target: 'cancelled',
             actions: [
-              assign(({ context, event }) => ({ map: { ...context.map!, skipped: true as const }, cancelReason: event.reason, updatedAt: event.at })),
+              assign(({ context, event }) => ({ map: { ...context.map!, skipped: true as const }, ending: { ...context.ending, cancelReason: event.reason }, updatedAt: event.at })),
               { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'cancelled', at: event.at, reason: event.reason }) },
             ],
           },
@@ -436,7 +435,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
                 target: '#execution.halted',
                 actions: [
                   { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'halt', step: stepAt(event.index).name, reason: event.reason, at: event.at }) },
-                  assign(({ event }) => ({ halt: { step: stepAt(event.index).name, reason: event.reason }, updatedAt: event.at })),
+                  assign(({ context, event }) => ({ ending: { ...context.ending, halt: { step: stepAt(event.index).name, reason: event.reason } }, updatedAt: event.at })),
                   // A map step halted by an element: its completed elements are its pending
                   // compensation, so an undo(id) of the halted run rolls them back (halted
                   // elements report not_needed) before the undo stack.
@@ -702,7 +701,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
                   compensationFailed: false,
                 },
                 paused: null,
-                rollbackReason: 'failure' as const,
+                ending: { ...context.ending, rollbackReason: 'failure' as const },
                 rollbackEpoch: context.rollbackEpoch + 1,
                 updatedAt: event.at,
               })),

@@ -5,7 +5,7 @@
  * One file per kind beside this one (`execution.ts`; later map operations, element rollbacks,
  * async units).
  */
-import { createExecutionMachine, EXECUTION_MACHINE_READABLE, EXECUTION_MACHINE_VERSION, executionStatusOf, executionTagsOf } from './execution.js';
+import { createExecutionMachine, EXECUTION_MACHINE_READABLE, EXECUTION_MACHINE_VERSION, executionStatusOf, executionTagsOf, upgradeExecutionContext } from './execution.js';
 import { createMapMachine, MAP_MACHINE_VERSION, mapStatusOf, mapTagsOf, mapUndoSettled } from './map.js';
 import { createElementRollbackMachine, ELEMENT_ROLLBACK_MACHINE_VERSION, elementRollbackStatusOf, elementRollbackTagsOf } from './element-rollback.js';
 import type { ActorStatus, ActorTag } from './registry-types.js';
@@ -95,6 +95,15 @@ export function undoSettledOf(kind: string, value: unknown): boolean {
 }
 
 /** Kind → the machine versions this build can load: what the stores accept by default. */
+/**
+ * A stored context of kind `kind` as this build's machine has it: an execution context of an
+ * older readable version is brought to the current one (`upgradeExecutionContext`); others are
+ * returned as they are. Applied as a snapshot is read, so every reader sees one shape.
+ */
+export function upgradeStoredContext(kind: string, context: unknown): unknown {
+  return kind === 'execution' && typeof context === 'object' && context !== null ? upgradeExecutionContext(context) : context;
+}
+
 export function readableMachines(): Readonly<Record<string, readonly number[]>> {
   return Object.freeze(Object.fromEntries(Object.values(MACHINE_REGISTRY).map((entry) => [entry.kind, entry.readable])));
 }

@@ -102,9 +102,9 @@ export async function runCompose(
       return { type: 'xreactor.step.failed', at: at(), ...base, error: serializeError(error), started: false, retryable: false, args, nested: nested(step.name, context.rollbackFailures) };
     }
     case 'aborted':
-      return { type: 'xreactor.execution.abort', at: at(), reason: context.abortReason ?? 'aborted' };
+      return { type: 'xreactor.execution.abort', at: at(), reason: context.ending.abortReason ?? 'aborted' };
     default: {
-      const error = new XreactorError('child_cancelled', `composed execution ${id} of reactor "${child.name}" was cancelled${context.cancelReason ? ` (${context.cancelReason})` : ''}; it has no result`);
+      const error = new XreactorError('child_cancelled', `composed execution ${id} of reactor "${child.name}" was cancelled${context.ending.cancelReason ? ` (${context.ending.cancelReason})` : ''}; it has no result`);
       return { type: 'xreactor.step.failed', at: at(), ...base, error: serializeError(error), started: false, retryable: false, args };
     }
   }
@@ -125,7 +125,7 @@ export async function undoCompose(deps: ComposeDeps, parent: ComposeParent, step
   }
   const status = statusOf(held.snapshot.value);
   const context = held.snapshot.context as ExecutionContext;
-  if (status === 'aborted') return { type: 'xreactor.execution.abort', at: at(), reason: context.abortReason ?? 'aborted' };
+  if (status === 'aborted') return { type: 'xreactor.execution.abort', at: at(), reason: context.ending.abortReason ?? 'aborted' };
   if (status === 'cancelled' || status === 'failed') {
     return { type: 'xreactor.undo.finished', at: at(), epoch, position, step: entry.step, failure: null, nested: nested(entry.step, context.rollbackFailures) };
   }

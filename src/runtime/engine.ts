@@ -102,7 +102,7 @@ export interface Engine {
    * the plan it started with.
    * @throws UnknownReactorError, PlanMismatchError (both retryable for a worker: another build may advance it)
    */
-  definitionOf(context: { readonly reactor: string; readonly version?: number; readonly fingerprint?: string }): AnyReactorDefinition;
+  definitionOf(context: { readonly reactor: string; readonly version?: number; readonly fingerprint?: string; readonly origin?: { readonly version: number; readonly fingerprint: string } }): AnyReactorDefinition;
   /** Load an execution with the host of its reactor. */
   load(id: string): Promise<{ definition: AnyReactorDefinition; host: ExecutionHost; held: HeldExecution }>;
   /** A lease on execution `id` for this process, not taken yet (see {@link HeldLease}). */
@@ -236,9 +236,12 @@ export function createEngine(options: EngineOptions): Engine {
       return definition;
     },
     definitionOf(context) {
-      const definition = engine.definition(context.reactor, context.version ?? 1);
-      if (context.fingerprint !== undefined && context.fingerprint !== '' && context.fingerprint !== definition.fingerprint) {
-        throw new PlanMismatchError(describePlanMismatch(context.reactor, definition.version, context.fingerprint, definition.fingerprint), context.reactor);
+      // An execution's context keeps them in `origin`; a map's element reference at the top.
+      const version = context.origin?.version ?? context.version ?? 1;
+      const fingerprint = context.origin?.fingerprint ?? context.fingerprint;
+      const definition = engine.definition(context.reactor, version);
+      if (fingerprint !== undefined && fingerprint !== '' && fingerprint !== definition.fingerprint) {
+        throw new PlanMismatchError(describePlanMismatch(context.reactor, definition.version, fingerprint, definition.fingerprint), context.reactor);
       }
       return definition;
     },

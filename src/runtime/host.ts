@@ -116,12 +116,6 @@ function isRecoverable(value: unknown): boolean {
   return executionTagsOf(value).has('recoverable');
 }
 
-/** A stored context of a readable version as version 7 has it: a version-6 one lacks `map` and `undoBy`. */
-function upgradeContext(stored: unknown): ExecutionContext {
-  const context = stored as ExecutionContext;
-  return context.map === undefined || context.undoBy === undefined ? { ...context, map: context.map ?? null, undoBy: context.undoBy ?? null } : context;
-}
-
 /** The status an execution snapshot is in. */
 export const statusOf = executionStatusOf;
 
@@ -251,7 +245,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
         { retryable: true },
       );
     }
-    const snapshot = this.#machine.resolveState({ value: loaded.snapshot.value as never, context: upgradeContext(loaded.snapshot.context) });
+    const snapshot = this.#machine.resolveState({ value: loaded.snapshot.value as never, context: loaded.snapshot.context as ExecutionContext });
     const inputs = input === undefined ? await this.#deps.store.readInput(id) : input.value;
     const held = newHeld(id, snapshot, loaded.revision, inputs, loaded.outbox);
     held.inbox = loaded.inbox;
@@ -277,7 +271,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
   }
 
   adopt(held: HeldExecution, loaded: LoadedExecution): void {
-    held.snapshot = this.#machine.resolveState({ value: loaded.snapshot.value as never, context: upgradeContext(loaded.snapshot.context) });
+    held.snapshot = this.#machine.resolveState({ value: loaded.snapshot.value as never, context: loaded.snapshot.context as ExecutionContext });
     held.revision = loaded.revision;
     held.outbox = loaded.outbox;
   }
@@ -343,7 +337,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
             ...(fromJob === undefined || held.lease === undefined ? {} : { takeLease: held.lease.request, ifSnapshot: fromJob.ifSnapshot }),
             // Carried from its creating commit (a fan-out element's start, a run handed off at its
             // start), which gave every key its retention: the first commit here need not again.
-            ...(fromJob !== undefined && held.revision === 1 ? { stampedAt: held.snapshot.context.createdAt } : {}),
+            ...(fromJob !== undefined && held.revision === 1 ? { stampedAt: held.snapshot.context.origin.createdAt } : {}),
             announce,
             // A settle leaves the recovery index with the commit.
             ...(announce ? { unlist: true } : {}),
@@ -408,7 +402,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
     const definition = this.#byName.get(step)?.child;
     if (definition === undefined) throw new DefinitionError(`step "${step}" of reactor "${this.#definition.name}" is not a compose step`);
     const host = this.#deps.hostFor(definition);
-    const { held, create, plan } = await host.creation(child, input, { parentId: parent.id, path: [...parent.snapshot.context.path, step] });
+    const { held, create, plan } = await host.creation(child, input, { parentId: parent.id, path: [...parent.snapshot.context.origin.path, step] });
     const lease = leavesProcess(plan.effects, 'worker') ? undefined : this.#deps.lease(child);
     held.lease = lease;
     return { held, create: { ...create, ...(lease === undefined ? {} : { lease: lease.request }) }, lease, start: (startIn) => host.startSpawned(held, startIn) };
@@ -417,7 +411,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
   /** Drive a child this call spawned, from its creating commit. */
   async startSpawned(held: HeldExecution, call: Call): Promise<void> {
     this.#inspect(held);
-    const accepted = held.snapshot.context.inputError === null;
+    const accepted = held.snapshot.context.ending.inputError === null;
     if (accepted) this.#deps.hooks.emit('reactorStart', { ...this.#base(held), input: held.inputs });
     await this.#afterCommit(held, { type: accepted ? 'xreactor.input.accepted' : 'xreactor.input.rejected', at: this.#deps.clock.now() } as ExecutionEvent, held.outbox as ExecutionEffect[]);
     await this.loop.continueWith(held, await this.loop.performAll(held, held.outbox, call), call);
@@ -489,7 +483,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
 
   /** Fields every hook event of this execution carries. */
   #base(held: HeldExecution) {
-    return { reactor: this.#definition.name, executionId: held.id, path: held.snapshot.context.path };
+    return { reactor: this.#definition.name, executionId: held.id, path: held.snapshot.context.origin.path };
   }
 
   /** Fields of a step's hook events. */
@@ -679,7 +673,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
       if (interrupt.correlationId !== undefined) {
         const results = await store.readResults(held.id, step.reads);
         const { id: correlationId } = (await resolveArguments({ ...step, args: interrupt.correlationId, contract: undefined }, held.inputs, results, reactor)) as { id: string };
-        const target = JSON.stringify({ root: rootIdOf(held.id, held.snapshot.context.path), path: [...held.snapshot.context.path, name] });
+        const target = JSON.stringify({ root: rootIdOf(held.id, held.snapshot.context.origin.path), path: [...held.snapshot.context.origin.path, name] });
         const owner = await store.claim(correlationKey(correlationId), target, CORRELATION_TTL_MS);
         if (owner !== target) {
           const error = new DefinitionError(`interrupt "${name}": correlation id "${correlationId}" is already used by another run (${owner}); correlation ids must be unique`, { step: name, reactor });
@@ -702,7 +696,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
   #inspect(held: HeldExecution): void {
     const { inspector } = this.#deps;
     if (!inspector.enabled) return;
-    inspector.actor({ id: held.id, kind: 'execution', parentId: held.snapshot.context.parentId, machine: this.#machine }, held.snapshot);
+    inspector.actor({ id: held.id, kind: 'execution', parentId: held.snapshot.context.origin.parentId, machine: this.#machine }, held.snapshot);
   }
 
   /** Hooks of entering an `awaiting` or `parked` state. */

@@ -261,7 +261,7 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
     const input: MapInput = {
       mapId: id,
       owner: owner.id,
-      ownerPath: owner.snapshot.context.path,
+      ownerPath: owner.snapshot.context.origin.path,
       step: step.name,
       reactor: ownerDefinition.name,
       version: ownerDefinition.version,

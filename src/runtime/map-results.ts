@@ -55,7 +55,7 @@ export function mapResultsOf<T = unknown>(store: Store, ref: MapResultsRef, elem
         }
         case 'halted': {
           const context = entry.snapshot?.context as ExecutionContext | undefined;
-          out.push({ index, status: 'halted', reason: context?.halt?.reason ?? 'halted' });
+          out.push({ index, status: 'halted', reason: context?.ending.halt?.reason ?? 'halted' });
           break;
         }
         default:

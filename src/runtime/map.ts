@@ -140,7 +140,7 @@ export async function runMap(
     case 'halted': {
       const index = context.stop?.index ?? 0;
       const element = await deps.store.load(`${id}.${index}`);
-      const halt = (element?.snapshot.context as ExecutionContext | undefined)?.halt;
+      const halt = (element?.snapshot.context as ExecutionContext | undefined)?.ending.halt;
       return { type: 'xreactor.step.halted', at: at(), ...base, reason: halt?.reason ?? `element ${index} of map "${step.name}" halted` };
     }
     case 'aborted':

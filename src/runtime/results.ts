@@ -121,19 +121,19 @@ export async function buildResult(
   switch (status) {
     case 'completed': {
       // The definition when this process knows the reactor; else what the snapshot recorded.
-      const returns = definition === undefined ? (context.returns ?? undefined) : definition.returns;
+      const returns = definition === undefined ? (context.origin.returns ?? undefined) : definition.returns;
       const results = await store.readResults(executionId, returns === undefined ? undefined : [returns]);
       const value = returns === undefined ? Object.fromEntries(results) : results.get(returns);
       return { status, executionId, value };
     }
     case 'halted':
-      return { status, executionId, step: context.halt!.step, reason: context.halt!.reason };
+      return { status, executionId, step: context.ending.halt!.step, reason: context.ending.halt!.reason };
     case 'cancelled':
-      return { status, executionId, reason: context.cancelReason ?? 'undo', rollbackFailures: reports(context.rollbackFailures) };
+      return { status, executionId, reason: context.ending.cancelReason ?? 'undo', rollbackFailures: reports(context.rollbackFailures) };
     case 'failed': {
       const rollbackFailures = reports(context.rollbackFailures);
       if (context.failure === null) {
-        const error = deserializeError(context.inputError!);
+        const error = deserializeError(context.ending.inputError!);
         const validationErrors = error instanceof InputValidationError ? error.fieldErrors : undefined;
         return { status, executionId, error, step: undefined, message: error.message, rollbackFailures, validationErrors };
       }

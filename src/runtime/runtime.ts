@@ -243,7 +243,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     for (const candidate of new Set([id, error.executionId])) {
       const now = await store.load(candidate).catch(() => undefined);
       if (now === undefined || statusOf(now.snapshot.value) !== 'cancelled') continue;
-      const why = (now.snapshot.context as { cancelReason?: string | null }).cancelReason;
+      const why = (now.snapshot.context as ExecutionContext).ending.cancelReason;
       return new InvalidStateError(`execution ${candidate} was cancelled while this process ran it${why ? ` (${why})` : ''}; its remaining steps did not run`, {
         cause: error,
       });
@@ -447,7 +447,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         const held = await host.start(id, input, signalFor(runOptions.signal), 'caller', lease);
         if (statusOf(held.snapshot.value) === 'cancelled') {
           // An operator's cancel reached the run while this call ran it (and this call applied it).
-          const why = held.snapshot.context.cancelReason;
+          const why = held.snapshot.context.ending.cancelReason;
           throw new InvalidStateError(`execution ${id} was cancelled while this process ran it${why ? ` (${why})` : ''}; its remaining steps did not run`);
         }
         return (await heldOutcome(reactor, held)) as RunReturn<typeof reactor>;
@@ -580,7 +580,8 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         pendingCompensation: failure?.compensationPending === true && (status === 'aborted' || status === 'halted') ? { step: failure.step } : undefined,
         waiting: waitingOf(loaded.snapshot.value, context, definition),
         maps: await mapProgressOf(id, definition),
-        createdAt: context.createdAt,
+        // An execution keeps it in `origin`; another kind's actor (a map) at the top.
+        createdAt: context.origin?.createdAt ?? (context as { readonly createdAt?: number }).createdAt ?? 0,
         updatedAt: context.updatedAt,
       };
     },

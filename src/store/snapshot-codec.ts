@@ -5,10 +5,15 @@
  * produces, so a caller holding those bytes (a job carrying a handed-off run) can fence a commit
  * on them (`CommitOptions.ifSnapshot`).
  */
-import { readableMachines } from '../../machines/registry.js';
+import { MACHINE_REGISTRY, readableMachines, upgradeStoredContext } from '../../machines/registry.js';
 import { DeserializationError } from '../errors/index.js';
 import { decodeEnvelope, encodeEnvelope } from '../serialization/index.js';
 import type { PersistedSnapshot } from './store.js';
+
+/** The machine version this build writes for `kind` (0 for a kind it has no machine for). */
+function currentVersionOf(kind: string): number {
+  return (MACHINE_REGISTRY as Readonly<Record<string, { readonly version: number }>>)[kind]?.version ?? 0;
+}
 
 /** Envelope kind of a stored execution snapshot. */
 export const SNAPSHOT_KIND = 'execution';
@@ -45,5 +50,6 @@ export function decodeSnapshot(bytes: Uint8Array, machines: MachineVersions = DE
     );
   }
   const { value, context } = payload as { value: unknown; context: unknown };
-  return { kind, machineVersion, value, context };
+  // An older readable version's context in the current shape (the version stays as stored).
+  return { kind, machineVersion, value, context: machineVersion < currentVersionOf(kind) ? upgradeStoredContext(kind, context) : context };
 }

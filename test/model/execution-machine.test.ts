@@ -384,7 +384,7 @@ function planModel({ plan, input = INPUT, compose: composeSteps = {} }: Pick<Mod
       c.attempt,
       c.undoDepth,
       stack,
-      c.rollbackReason,
+      c.ending.rollbackReason,
       c.failure?.compensationPending ?? null,
       c.handedOff,
       c.resumed,
@@ -705,7 +705,7 @@ function replay(model: PlanModel, machine: ExecutionMachine, labels: Map<AnyTran
     expect(normalize(steppedInitialActions)).toEqual(normalize(initialActions));
     expect(initial.value).toBe('pending');
     expect(initialActions).toEqual([]);
-    expect(initial.context.parentId).toBe(input.parentId ?? null);
+    expect(initial.context.origin.parentId).toBe(input.parentId ?? null);
     expectTags(initial, 'initial');
     let snapshot = initial;
     /** The store's undo stack as the writes build it (entries named by plan index). */
@@ -778,7 +778,7 @@ function replay(model: PlanModel, machine: ExecutionMachine, labels: Map<AnyTran
       expect(c.updatedAt, `${where}: updatedAt does not record the event's clock`).toBe(event.at);
       expect(next.status === 'done', where).toBe(FINAL.has(status));
       expect(c.executionId, where).toBe(id);
-      expect(c.parentId, where).toBe(input.parentId ?? null);
+      expect(c.origin.parentId, where).toBe(input.parentId ?? null);
 
       // Writes (applied before the effects are checked: an undo effect follows the pop of the
       // same transition). The undo stack the writes build must match undoDepth.
@@ -1056,8 +1056,8 @@ function replay(model: PlanModel, machine: ExecutionMachine, labels: Map<AnyTran
       }
       if (status === 'failed') {
         expect(c.undoDepth, `${where}: failed with undo entries left`).toBe(0);
-        if (c.inputError === null) {
-          expect(c.rollbackReason, where).toBe('failure');
+        if (c.ending.inputError === null) {
+          expect(c.ending.rollbackReason, where).toBe('failure');
           expect(c.failure, where).not.toBeNull();
           expect(c.failure!.compensationPending, `${where}: failed with the compensation still pending`).toBe(false);
         } else {
@@ -1068,14 +1068,14 @@ function replay(model: PlanModel, machine: ExecutionMachine, labels: Map<AnyTran
         // A queued element whose map had stopped: it never ran, and its report says skipped.
         expect(before.value, where).toBe('queued');
         expect(status, where).toBe('cancelled');
-        expect(c.cancelReason, where).toBe(event.reason);
+        expect(c.ending.cancelReason, where).toBe(event.reason);
         expect(c.map?.skipped, where).toBe(true);
         expect(c.cursor, where).toBe(0);
       } else if (status === 'cancelled' && event.type !== 'xreactor.operator.cancel') {
         // Reached through an operator undo's rollback.
-        expect(c.cancelReason, where).toBeNull();
+        expect(c.ending.cancelReason, where).toBeNull();
         expect(c.undoDepth, `${where}: cancelled with undo entries left`).toBe(0);
-        expect(c.rollbackReason, where).toBe('operator');
+        expect(c.ending.rollbackReason, where).toBe('operator');
       }
       if (event.type === 'xreactor.operator.cancel') {
         // Cancel: no rollback (src/runtime/runtime.ts `cancel`); the run ends as it stands.
@@ -1087,9 +1087,9 @@ function replay(model: PlanModel, machine: ExecutionMachine, labels: Map<AnyTran
           actions.filter((w) => w.type === 'xreactor.write.pushUndo' || w.type === 'xreactor.write.popUndo' || w.type === 'xreactor.write.result'),
           `${where}: cancel wrote results or undo entries`,
         ).toEqual([]);
-        expect(c.cancelReason, where).toBe(event.reason);
+        expect(c.ending.cancelReason, where).toBe(event.reason);
         expect(c.undoDepth, `${where}: cancel changed the undo stack`).toBe(before.context.undoDepth);
-        expect(c.rollbackReason, where).toBe(before.context.rollbackReason);
+        expect(c.ending.rollbackReason, where).toBe(before.context.ending.rollbackReason);
       }
 
       if (!firstTime) {

@@ -25,14 +25,14 @@ describe('snapshot codec', () => {
     expect(Buffer.compare(encodeSnapshot(decodeSnapshot(bytes)), bytes)).toBe(0);
   });
 
-  it('reads the machine versions it is given per kind, by default the registry\'s (executions of versions 6 and 7, maps and element rollbacks of 1)', () => {
-    const v8 = encodeSnapshot({ ...snapshot, machineVersion: 8 });
-    expect(decodeSnapshot(v8, { execution: [7, 8] }).machineVersion).toBe(8);
-    expect(EXECUTION_MACHINE_VERSION).toBe(7);
-    expect(DEFAULT_MACHINES).toEqual({ execution: [6, EXECUTION_MACHINE_VERSION], map: [1], 'element-rollback': [1] });
+  it('reads the machine versions it is given per kind, by default the registry\'s (executions of versions 6, 7 and 8, maps and element rollbacks of 1)', () => {
+    const v9 = encodeSnapshot({ ...snapshot, machineVersion: 9 });
+    expect(decodeSnapshot(v9, { execution: [8, 9] }).machineVersion).toBe(9);
+    expect(EXECUTION_MACHINE_VERSION).toBe(8);
+    expect(DEFAULT_MACHINES).toEqual({ execution: [6, 7, EXECUTION_MACHINE_VERSION], map: [1], 'element-rollback': [1] });
     expect(decodeSnapshot(encodeSnapshot({ ...snapshot, machineVersion: 6 })).machineVersion).toBe(6);
-    expect(() => decodeSnapshot(v8)).toThrow(DeserializationError);
-    expect(() => decodeSnapshot(v8)).toThrow(new RegExp(`stored execution snapshot has machine version 8; this build knows 6, ${EXECUTION_MACHINE_VERSION}: deploy a build that knows version 8`));
+    expect(() => decodeSnapshot(v9)).toThrow(DeserializationError);
+    expect(() => decodeSnapshot(v9)).toThrow(new RegExp(`stored execution snapshot has machine version 9; this build knows 6, 7, ${EXECUTION_MACHINE_VERSION}: deploy a build that knows version 9`));
     expect(() => decodeSnapshot(encodeSnapshot(snapshot), { execution: [] })).toThrow(/knows no version/);
   });
 

@@ -51,29 +51,36 @@ describe('reactor versions and plan fingerprints', () => {
     expect(ran).toEqual(['v1:reserve', 'v1:charge']);
   });
 
-  it('an execution stored by execution machine version 6 loads and resumes on version 7 (the fields 7 added are filled in)', async () => {
+  it.each([6, 7])('an execution stored by execution machine version %i loads and resumes on version 8 (its flat context is grouped as it is read)', async (version) => {
     const ran: string[] = [];
     const v1 = checkout(1, 'charge', ran);
     const store = createMemoryStore();
-    const runtime = createRuntime({ store, logger, generateId: () => 'v6run', reactors: [v1] });
+    const id = `v${version}run`;
+    const runtime = createRuntime({ store, logger, generateId: () => id, reactors: [v1] });
     expect(await runtime.run(v1, {})).toMatchObject({ status: 'paused' });
-    // Rewrite it as version 6 wrote it: no `map`, no `undoBy`.
-    const loaded = (await store.load('v6run'))!;
-    expect(loaded.snapshot.machineVersion).toBe(7);
-    const { map: _map, undoBy: _undoBy, ...v6context } = loaded.snapshot.context as Record<string, unknown>;
-    expect(_map).toBeNull();
-    await store.commit('v6run', loaded.revision, {
-      snapshot: { ...loaded.snapshot, machineVersion: 6, context: v6context },
+    // Rewrite it as that version wrote it: `origin` and `ending` flat at the top; version 6 also
+    // without `map` and `undoBy`.
+    const loaded = (await store.load(id))!;
+    expect(loaded.snapshot.machineVersion).toBe(8);
+    const { origin, ending, map, undoBy, ...rest } = loaded.snapshot.context as Record<string, unknown>;
+    expect({ map, undoBy }).toEqual({ map: null, undoBy: null });
+    const flat = { ...rest, ...(origin as object), ...(ending as object), ...(version === 7 ? { map, undoBy } : {}) };
+    await store.commit(id, loaded.revision, {
+      snapshot: { ...loaded.snapshot, machineVersion: version, context: flat },
       status: 'paused',
       writes: { results: [], pushUndo: [], truncateUndoTo: undefined, trace: [] },
       outbox: loaded.outbox,
     });
-    expect((await store.load('v6run'))!.snapshot.machineVersion).toBe(6);
-    expect(await runtime.continue('v6run', { step: 'approve', payload: true })).toMatchObject({ status: 'completed' });
+    const stored = (await store.load(id))!;
+    expect(stored.snapshot.machineVersion).toBe(version);
+    // Read in the current shape: what every reader (find, awaitResult, the host) sees.
+    expect(stored.snapshot.context).toMatchObject({ origin, ending, map: null, undoBy: null });
+    expect((await runtime.find(id)).createdAt).toBe((origin as { createdAt: number }).createdAt);
+    expect(await runtime.continue(id, { step: 'approve', payload: true })).toMatchObject({ status: 'completed' });
     expect(ran).toEqual(['v1:reserve', 'v1:charge']);
-    const after = (await store.load('v6run'))!;
-    expect(after.snapshot.machineVersion).toBe(7);
-    expect(after.snapshot.context).toMatchObject({ map: null, undoBy: null });
+    const after = (await store.load(id))!;
+    expect(after.snapshot.machineVersion).toBe(8);
+    expect(after.snapshot.context).toMatchObject({ origin: { version: 1, path: [] }, ending: { cancelReason: null }, map: null, undoBy: null });
   });
 
   it('one version registered twice with different plans is refused when the runtime is built', () => {
