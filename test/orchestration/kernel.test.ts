@@ -210,6 +210,10 @@ describe('actor kernel across processes: depth-2 background trees', () => {
           // Paused: the child at its interrupt, the root on its child.
           expect((await env.runtime.find(`${id}.child`)).status).toBe('paused');
           expect((await env.runtime.find(`${id}.child.grand`)).status).toBe('completed');
+          // The worker that paused them lets go of their leases as its job ends, a moment after
+          // the root's pause is stored: a continue before that is left to that worker (`run_busy`),
+          // and what follows the interrupt would run there. Continue once they are free.
+          await expect.poll(async () => (await Promise.all([id, `${id}.child`].map((a) => env.store.hasLease(a)))).some(Boolean), { timeout: 10_000, interval: 5 }).toBe(false);
         }),
       ),
     );
