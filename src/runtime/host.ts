@@ -221,11 +221,10 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
     // The lease is taken by the create itself, unless the run leaves this process at once.
     const takeLease = lease !== undefined && !leavesProcess(effects, place);
     held.lease = takeLease ? lease : undefined;
-    const created = store.create(create, { ...(takeLease ? { lease: lease.request } : {}), announce: settles(effects) });
+    // Listed for the sweeper with the create (in its atomic step where the store can).
+    const created = store.create(create, { ...(takeLease ? { lease: lease.request } : {}), announce: settles(effects), list: true });
     if (place === 'caller') this.#sendHandOffEarly(held, effects, 1, create.commit.snapshot);
-    // The index entry is written alongside the create (one round trip of waiting): an entry whose
-    // execution was never created is dropped by the sweeper.
-    [held.revision] = await Promise.all([created, store.markActive(id, true)]);
+    held.revision = await created;
     if (takeLease) lease.taken();
     this.#inspect(held);
     if (event.type === 'xreactor.input.accepted') this.#deps.hooks.emit('reactorStart', { ...this.#base(held), input: held.inputs });

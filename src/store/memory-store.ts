@@ -329,6 +329,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       rows.set(execution.id, r);
       spawnAll(execution.id, prepared);
       deliverAll(prepared, applyMaps(execution.id, prepared), undefined);
+      if (options?.list === true) markActive(execution.id, true);
       if (lease !== undefined) takeLease(execution.id, lease.owner, lease.ttlMs);
       if (options?.announce === true) publishSettled(execution.id);
       return r.revision;

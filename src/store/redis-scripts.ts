@@ -195,9 +195,11 @@ export interface CreateScriptOptions {
   readonly lease?: LeaseRequest;
   /** Publish the execution id on its settled channel after the create. */
   readonly announce?: boolean;
+  /** Record the execution in this active index with the create (a standalone server only). */
+  readonly activeKey?: string;
 }
 
-/** Arguments of `createExecution-5.lua` (the commit starts at ARGV[10]). Every key of the execution gets `contextTtlMs`. The kernel section is always sent (the script clears leftovers under the id). */
+/** Arguments of `createExecution-5.lua` (the commit starts at ARGV[11]). Every key of the execution gets `contextTtlMs`. The kernel section is always sent (the script clears leftovers under the id). */
 export function createArgs(keys: ExecutionKeys, execution: CreateExecution, contextTtlMs: number, options: CreateScriptOptions = {}): ScriptCall {
   const lease = options.lease;
   return {
@@ -212,6 +214,7 @@ export function createArgs(keys: ExecutionKeys, execution: CreateExecution, cont
       options.announce === true ? keys.settled : '',
       options.announce === true ? execution.id : '',
       keys.base,
+      options.activeKey ?? '',
       ...commitTail(execution.commit),
       keys.id,
       ...kernelTail(execution.commit, false),

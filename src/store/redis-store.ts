@@ -271,7 +271,12 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       // As publishSettled: a waiter in this process whose SUBSCRIBE is pending must not miss the announcement.
       if (options?.announce === true) await settled.subscribed(k.settled);
       const at = config.clock.now();
-      const revision = await withListedSpawns(execution.commit, async () => readCreateReply(execution.id, await run('createExecution', createArgs(k, execution, config.contextTtlMs, options))));
+      // Listed with the create: in the script on a standalone server, beside it on a Cluster.
+      const listBeside = cluster && options?.list === true;
+      const create = withListedSpawns(execution.commit, async () =>
+        readCreateReply(execution.id, await run('createExecution', createArgs(k, execution, config.contextTtlMs, { ...options, ...(options?.list === true && !cluster ? { activeKey: keys.active } : {}) }))),
+      );
+      const [revision] = await Promise.all([create, listBeside ? markActiveMany([execution.id], true) : undefined]);
       for (const created of [execution.id, ...spawnedIds(execution.commit)]) stamps.note(created, at);
       return revision;
     },

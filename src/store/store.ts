@@ -433,6 +433,12 @@ export interface CreateOptions {
   readonly lease?: LeaseRequest;
   /** As CommitOptions.announce. */
   readonly announce?: boolean;
+  /**
+   * Record the execution in the active index (`markActive`) with the create: in its atomic step on
+   * the memory store and a standalone Redis; beside it on a Cluster, where the index lives in
+   * another slot (an entry whose execution was never created is dropped by the sweeper).
+   */
+  readonly list?: boolean;
 }
 
 /** A page of the active index (see `Store.listActive`). */

@@ -58,6 +58,18 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
     });
 
     describe('create and load', () => {
+      it('create with list records the execution in the active index with it; without, it does not; a refused create lists nothing', async () => {
+        const store = await fresh();
+        await store.markActive('before', true);
+        expect(await store.create({ id: 'listed', reactor: 'r', input: null, commit: commit('pending') }, { list: true })).toBe(1);
+        expect(await store.create({ id: 'unlisted', reactor: 'r', input: null, commit: commit('pending') })).toBe(1);
+        expect((await store.listActive(10)).ids).toEqual(['before', 'listed']);
+        await store.markActive('listed', false);
+        await expect(store.create({ id: 'listed', reactor: 'r', input: null, commit: commit('pending') }, { list: true })).rejects.toMatchObject({ code: 'execution_exists' });
+        // On a Cluster the entry is written beside the script (another slot): a refused create may leave one, which a sweep drops.
+        expect((await store.listActive(10)).ids.filter((id) => id !== 'listed')).toEqual(['before']);
+      });
+
       it('creates at revision 1, loads that snapshot, and refuses a duplicate id', async () => {
         const store = await fresh();
         expect(await store.create({ id: 'e1', reactor: 'r', input: { a: 1 }, commit: commit('pending') })).toBe(1);

@@ -128,7 +128,7 @@ describe('liveness leases', () => {
     const all = defineReactor({ name: 'all_lease' }).step('a', { run: () => 1 }).background({ all: true }).build();
     const runtime = createRuntime({ logger: silent, store, queue, worker: true, generateId: () => 'run-4' });
     expect(await runtime.run(all, {})).toMatchObject({ status: 'dispatched' });
-    expect(calls.find((c) => c.name === 'create')!.options).toEqual({ announce: false });
+    expect(calls.find((c) => c.name === 'create')!.options).toEqual({ announce: false, list: true });
     expect(names(calls)).not.toContain('commit');
     expect(await store.hasLease('run-4')).toBe(false);
     await queue.drain();

@@ -269,22 +269,29 @@ describe('createArgs', () => {
     expect(call.argv.slice(0, 2)).toEqual(['5000', 'checkout']);
     expect(decode(bytes(call.argv[2]))).toEqual({ at: new Date(9) });
     expect(call.argv.slice(3, 8)).toEqual(['0', '', '', '', '']);
-    // The commit's layout without its index section (a create records its index entry itself).
-    expect(call.argv.slice(8)).toEqual(commitArgs(keys, 0, commit, 5000).argv.slice(13, -3));
+    // No active index to record it in (CreateOptions.list not given), then the commit's layout
+    // without its index section.
     expect(call.argv[8]).toBe(keys.base);
+    expect(call.argv[9]).toBe('');
+    expect([call.argv[8], ...call.argv.slice(10)]).toEqual(commitArgs(keys, 0, commit, 5000).argv.slice(13, -3));
+  });
+
+  it('names the active index to record the execution in with the create', () => {
+    const call = createArgs(keys, { id: 'e1', reactor: 'checkout', input: null, commit }, 5000, { activeKey: 'app:active' });
+    expect(call.argv[9]).toBe('app:active');
   });
 
   it('passes the lease to take, in whole milliseconds, and the announcement', () => {
     const call = createArgs(keys, { id: 'e1', reactor: 'checkout', input: null, commit }, 5000, { lease: { owner: 'host-1', ttlMs: 2.5 }, announce: true });
     expect(call.argv.slice(3, 8)).toEqual(['1', 'host-1', '3', keys.settled, 'e1']);
-    // The commit's layout without its index section (a create records its index entry itself).
-    expect(call.argv.slice(8)).toEqual(commitArgs(keys, 0, commit, 5000).argv.slice(13, -3));
+    // The commit's layout without its index section.
+    expect([call.argv[8], ...call.argv.slice(10)]).toEqual(commitArgs(keys, 0, commit, 5000).argv.slice(13, -3));
   });
 
   it('always sends the kernel section (the script clears leftovers under the id), without consumed entries', () => {
     const call = createArgs(keys, { id: 'e1', reactor: 'checkout', input: null, commit: { ...commit, consumed: [1, 2], inboxSeen: 9, awaits: ['e1.x'] } }, 5000);
     expect(call.argv[8]).toBe(keys.base);
-    expect(call.argv.slice(9 + 7 + 2 * 2 + 2 * 1 + 1)).toEqual(['e1', '0', '1', 'e1.x', '0', '0']);
+    expect(call.argv.slice(10 + 7 + 2 * 2 + 2 * 1 + 1)).toEqual(['e1', '0', '1', 'e1.x', '0', '0']);
   });
 });
 

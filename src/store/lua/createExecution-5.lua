@@ -25,7 +25,10 @@
   ARGV[7]  settled channel to PUBLISH ARGV[8] on after the create; '' = no announcement
   ARGV[8]  the execution id (the message published)
   ARGV[9]  root base '<prefix>:{<root>}:' of the kernel section (always present)
-  ARGV[10..] the first commit (layout in includes/applyCommit.lua, base 10), then the id and the
+  ARGV[10] the active index key to record the execution in with the create
+           (CreateOptions.list); '' = none (the store lists beside the script: a Redis Cluster,
+           where the index is in another slot)
+  ARGV[11..] the first commit (layout in includes/applyCommit.lua, base 11), then the id and the
            kernel tail (layout in includes/actorKernel.lua; no consumed entries), then the map
            section when the step has map writes (layout in includes/mapWrites.lua)
 
@@ -44,6 +47,7 @@
 --- @include "applyCommit"
 --- @include "mapWrites"
 --- @include "actorKernel"
+--- @include "activeIndex"
 
 local existing = redis.call('HGET', KEYS[1], 'rev')
 if existing then return {1, tonumber(existing)} end
@@ -54,7 +58,7 @@ if takeLease then
   if holder and holder ~= ARGV[5] then return {4, 0} end
 end
 
-local commit = readCommit(10)
+local commit = readCommit(11)
 local base, tail = ARGV[9], commitEnd(commit)
 local id = ARGV[tail]
 local kernel, after = readKernel(tail + 1)
@@ -71,6 +75,7 @@ applyKernel(base, id, kernel, ARGV[1], false)
 local landed = {}
 deliverKernel(base, id, kernel, ARGV[1], applyMapWrites(base, maps, ARGV[1]), landed)
 if takeLease then redis.call('SET', KEYS[5], ARGV[5], 'PX', ARGV[6]) end
+if ARGV[10] ~= '' then markActive(ARGV[10], { id }) end
 if ARGV[7] ~= '' then redis.call('PUBLISH', ARGV[7], ARGV[8]) end
 local reply = {0, revision}
 for _, key in ipairs(landed) do reply[#reply + 1] = key end
