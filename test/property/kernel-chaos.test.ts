@@ -46,6 +46,8 @@ import { buildTree, composeSteps, expectedResult, INPUT, plainSteps, reference, 
 import type { ExpectedFailure, HandlerLog, PlainSpec, ReactorSpec, Scenario } from './support/compose-tree.js';
 import { dyingStore } from '../support/dying-store.js';
 import type { CommitCrash, CommitDeath } from '../support/dying-store.js';
+import { recordingStore } from '../support/recording-store.js';
+import type { CommitLedger } from '../support/recording-store.js';
 
 /** `KERNEL_CHAOS_RUNS` overrides the number of runs (for a longer local soak). */
 const RUNS = { numRuns: Number(process.env['KERNEL_CHAOS_RUNS'] ?? 300) };
@@ -125,7 +127,7 @@ interface AwaitEnd {
   readonly by: string;
 }
 
-class CommitBook {
+class CommitBook implements CommitLedger {
   readonly #snapshots = new Map<string, PersistedSnapshot>();
   /** Inbox entries consumed by landed commits, by actor. */
   readonly consumed = new Map<string, InboxEntry[]>();
@@ -140,7 +142,7 @@ class CommitBook {
     for (const child of actor.commit.spawn ?? []) this.created(child);
   }
 
-  landed(id: string, commit: Commit, consumed: readonly InboxEntry[]): void {
+  landed(id: string, _revision: number, commit: Commit, consumed: readonly InboxEntry[]): void {
     const previous = this.#snapshots.get(id);
     this.#snapshots.set(id, commit.snapshot);
     this.#waits(id, previous, commit.snapshot, consumed);
@@ -166,32 +168,6 @@ class CommitBook {
       this.awaitStarts.set(id, starts);
     }
   }
-}
-
-/** The shared store as every process sees it, recording into `book` what lands. */
-function recordingStore(inner: Store, book: CommitBook): Store {
-  return new Proxy(inner, {
-    get(target, key, receiver) {
-      if (key === 'commit') {
-        return async (id: string, revision: number, commit: Commit, options?: Parameters<Store['commit']>[3]) => {
-          const inbox = commit.consumed !== undefined && commit.consumed.length > 0 ? await target.readInbox(id) : undefined;
-          const landed = await target.commit(id, revision, commit, options);
-          // Fenced by revision: no other commit of this actor landed between the read and this one.
-          book.landed(id, commit, inbox?.entries.filter((e) => commit.consumed!.includes(e.seq)) ?? []);
-          return landed;
-        };
-      }
-      if (key === 'create') {
-        return async (execution: Parameters<Store['create']>[0], options?: Parameters<Store['create']>[1]) => {
-          const revision = await target.create(execution, options);
-          book.created(execution);
-          return revision;
-        };
-      }
-      const value = Reflect.get(target, key, receiver) as unknown;
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
-  });
 }
 
 // ---------------------------------------------------------------------------

@@ -18,6 +18,8 @@ import { createInProcessQueue, createTestClock, jobPurpose } from '../../src/tes
 import type { InProcessQueue, JobPurpose, TestClock } from '../../src/testing/index.js';
 import { dyingStore } from './dying-store.js';
 import type { CommitCrash, CommitDeath } from './dying-store.js';
+import { recordingStore } from './recording-store.js';
+import type { CommitLedger } from './recording-store.js';
 
 export const silent = pino({ level: 'silent' });
 
@@ -50,7 +52,7 @@ export interface EnqueueRecord {
 }
 
 /** Every landed commit's revision, spawns and consumed inbox entries, by actor. */
-export class CommitBook {
+export class CommitBook implements CommitLedger {
   readonly revisions = new Map<string, number>();
   readonly spawns: SpawnRecord[] = [];
   /** Inbox entries consumed by landed commits, by actor. */
@@ -72,32 +74,6 @@ export class CommitBook {
     if (spawn.length > 0) this.spawns.push({ actor: id, revision, spawned: spawn.map((s) => s.id) });
     for (const child of spawn) this.created(child);
   }
-}
-
-/** The shared store as every process sees it, recording into `book` what lands. */
-function recordingStore(inner: Store, book: CommitBook): Store {
-  return new Proxy(inner, {
-    get(target, key, receiver) {
-      if (key === 'commit') {
-        return async (id: string, revision: number, commit: Commit, options?: Parameters<Store['commit']>[3]) => {
-          const inbox = commit.consumed !== undefined && commit.consumed.length > 0 ? await target.readInbox(id) : undefined;
-          const landed = await target.commit(id, revision, commit, options);
-          // Fenced by revision: no other commit of this actor landed between the read and this one.
-          book.landed(id, landed, commit, inbox?.entries.filter((e) => commit.consumed!.includes(e.seq)) ?? []);
-          return landed;
-        };
-      }
-      if (key === 'create') {
-        return async (execution: Parameters<Store['create']>[0], options?: Parameters<Store['create']>[1]) => {
-          const revision = await target.create(execution, options);
-          book.created(execution);
-          return revision;
-        };
-      }
-      const value = Reflect.get(target, key, receiver) as unknown;
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
-  });
 }
 
 /** The queue, recording each enqueue call with the map's revision at that moment. */
