@@ -276,7 +276,11 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       const create = withListedSpawns(execution.commit, async () =>
         readCreateReply(execution.id, await run('createExecution', createArgs(k, execution, config.contextTtlMs, { ...options, ...(options?.list === true && !cluster ? { activeKey: keys.active } : {}) }))),
       );
-      const [revision] = await Promise.all([create, listBeside ? markActiveMany([execution.id], true) : undefined]);
+      // Both end before this returns (a refused create rejects once its listing is written, too).
+      const [made, listed] = await Promise.allSettled([create, listBeside ? markActiveMany([execution.id], true) : undefined]);
+      if (made.status === 'rejected') throw made.reason;
+      if (listed.status === 'rejected') throw listed.reason;
+      const revision = made.value;
       for (const created of [execution.id, ...spawnedIds(execution.commit)]) stamps.note(created, at);
       return revision;
     },
