@@ -245,6 +245,16 @@ export class ActorHost<H extends HeldActor> {
   }
 
   /**
+   * `held` waits for the signal of actor `id` (an `awaitChild` effect): advance `id` in this call
+   * (see {@link advance}); its signal is handed to `held` here, or `held` reads its inbox again
+   * before going idle (see {@link awaitActor}).
+   */
+  async advanceAwaited(held: H, id: string, call: Call): Promise<void> {
+    awaitActor(held, id);
+    await this.advance(id, call);
+  }
+
+  /**
    * Advance actor `id` in this call when nothing else does: a child this call spawned, or one
    * whose lease is free. One another process advances signals when it is done.
    */
@@ -507,7 +517,7 @@ export function markStale(held: HeldActor): void {
  * another process advances): it reads its inbox again before going idle, unless that signal is
  * handed to it in the call.
  */
-export function awaitActor(held: HeldActor, awaited: string): void {
+function awaitActor(held: HeldActor, awaited: string): void {
   if (held.inboxStale) return;
   held.inboxStale = true;
   held.expects = awaited;

@@ -27,7 +27,7 @@ import { newCall } from './call.js';
 import { mergePlans, planCommit } from './commit-plan.js';
 import type { CommitPlan } from './commit-plan.js';
 import type { ActorInspector } from '../observability/inspector.js';
-import { ActorHost, awaitActor } from './actor-host.js';
+import { ActorHost } from './actor-host.js';
 import type { ActorBehaviour, HeldActor, KernelDeps, KindHost, SweepLook, SweepVerdict, Transition } from './actor-host.js';
 import { sweepExecution } from './execution-sweep.js';
 import type { MapHost } from './map-host.js';
@@ -552,7 +552,10 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
         // Performed by the kernel loop (it knows which actors this call advances).
         return undefined;
       case 'xreactor.effect.awaitChild':
-        await this.#advanceChild(held, effect.params.child, call);
+        // The child advanced here when nothing else does (one this call spawned, or whose lease is
+        // free); its settle or pause signal reaches this actor in the call. One another process
+        // advances signals when it is done.
+        await this.loop.advanceAwaited(held, effect.params.child, call);
         return undefined;
       case 'xreactor.effect.element.gate':
         // A queued fan-out element's start job: it runs only while its map dispatches (an atomic
@@ -647,16 +650,6 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
         });
         return undefined;
     }
-  }
-
-  /**
-   * A compose step waits for its child: advance the child in this call when nothing else does (a
-   * child this call spawned, or one whose lease is free), then look at the inbox again, where the
-   * child's settle or pause signal lands. A child another process advances signals when it is done.
-   */
-  async #advanceChild(held: HeldExecution, child: string, call: Call): Promise<void> {
-    awaitActor(held, child);
-    await this.loop.advance(child, call);
   }
 
   /**

@@ -25,7 +25,7 @@ import { serializeError } from '../serialization/index.js';
 import type { Commit, CommitOptions, LoadedExecution, MapWrites, OutboxEffect, PersistedSnapshot, Signal, SignalEvent, SpawnActor } from '../store/store.js';
 import type { RollbackFailure } from '../../machines/execution-types.js';
 import type { ActorBehaviour, HeldActor, KernelDeps, KindHost, SweepLook, SweepVerdict, Transition } from './actor-host.js';
-import { ActorHost, awaitActor, markStale } from './actor-host.js';
+import { ActorHost, markStale } from './actor-host.js';
 import type { Call, Place } from './call.js';
 import type { Hooks, MapProgressHook } from '../observability/middleware.js';
 import { jobId } from '../queue/job-ids.js';
@@ -471,9 +471,7 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
       case 'xreactor.effect.map.undoAll':
         return this.#undoAll(held, context, call);
       case 'xreactor.effect.awaitChild': {
-        const { child } = effect.params as { child: string };
-        awaitActor(held, child);
-        await this.loop.advance(child, call);
+        await this.loop.advanceAwaited(held, (effect.params as { child: string }).child, call);
         return undefined;
       }
       case 'xreactor.effect.map.enqueue': {
@@ -795,8 +793,7 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
         return { type: 'xreactor.rollback.retry', at: clock.now(), attempt };
       }
       case 'xreactor.effect.awaitChild':
-        awaitActor(held, context.element);
-        await this.loop.advance(context.element, call);
+        await this.loop.advanceAwaited(held, context.element, call);
         return undefined;
       case 'xreactor.effect.finished':
         // The settling commit took it off the recovery index (a rollback actor never settles at its creation).
