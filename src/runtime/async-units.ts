@@ -17,7 +17,11 @@ import { ArgumentResolutionError, AsyncWaitTimeoutError, InputValidationError, X
 import { describeIssues, validateWith } from '../internal/standard-schema.js';
 import { deserializeError, serializeError } from '../serialization/index.js';
 import type { Store } from '../store/store.js';
-import { buildResult } from './results.js';
+import { buildResult, reports } from './results.js';
+import type { ExecutionView } from './results.js';
+import type { ExecutionId } from '../internal/ids.js';
+import type { LoadedActor } from '../store/store.js';
+import { unitStatusOf } from '../../machines/unit.js';
 import { checkArguments, resolveSources } from './step-performer.js';
 import type { UnitRef } from './unit-ref.js';
 
@@ -105,4 +109,40 @@ export async function dispatchUnit(step: CompiledStep, attempt: number, inputs: 
     return refused(error);
   }
   return { type: 'xreactor.unit.dispatch', at: at(), ...base, args };
+}
+
+/**
+ * `find(id)` of an async step's unit: its status, its outcome once settled (a failed unit's
+ * compensation failure, if any, in `rollbackFailures`) and its trace, named by its owner's reactor.
+ */
+export async function unitView(store: Store, id: string, loaded: LoadedActor): Promise<ExecutionView> {
+  const context = loaded.snapshot.context as UnitContext;
+  const executionId = id as ExecutionId;
+  const [look, trace] = await Promise.all([lookAtUnit(store, { id, kind: 'unit', dispatchedAt: context.dispatchedAt }, undefined), store.readTrace(id)]);
+  const outcome = look.state === 'settled' ? look.outcome : undefined;
+  const failures = context.compensation?.failure == null ? [] : reports([context.compensation.failure]);
+  const result: ExecutionView['result'] =
+    outcome === undefined
+      ? undefined
+      : outcome.status === 'completed'
+        ? { status: 'completed', executionId, value: outcome.value }
+        : outcome.status === 'halted'
+          ? { status: 'halted', executionId, step: context.step, reason: outcome.reason }
+          : outcome.status === 'failed'
+            ? { status: 'failed', executionId, error: outcome.error, step: context.step, message: outcome.error.message, rollbackFailures: failures, validationErrors: undefined }
+            : undefined;
+  return {
+    id: executionId,
+    reactor: context.reactor,
+    status: unitStatusOf(loaded.snapshot.value),
+    revision: loaded.revision,
+    result,
+    undoStack: [],
+    trace,
+    pendingCompensation: undefined,
+    waiting: undefined,
+    maps: [],
+    createdAt: context.dispatchedAt,
+    updatedAt: context.updatedAt,
+  };
 }

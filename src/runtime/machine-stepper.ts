@@ -107,7 +107,7 @@ export function createKindStepper(machine: AnyStateMachine, input: unknown) {
     },
     next(snapshot: KindSnapshot, event: { readonly type: string }): [KindSnapshot, MachineAction[]] {
       collected = [];
-      const next = machine.transition(snapshot as never, event as never, scope as never) as KindSnapshot;
+      const next = machine.transition(snapshot as never, event, scope as never) as KindSnapshot;
       return [next, take()];
     },
     resolve(value: unknown, context: unknown): KindSnapshot {

@@ -104,7 +104,8 @@ export interface ExecutionView {
   readonly updatedAt: number;
 }
 
-function reports(failures: readonly RollbackFailure[]): RollbackFailureReport[] {
+/** Stored rollback failures as callers get them. */
+export function reports(failures: readonly RollbackFailure[]): RollbackFailureReport[] {
   return failures.map((f) => {
     const error = deserializeError(f.error);
     return { step: f.step, path: f.path ?? [], kind: f.kind, reason: f.reason, error, message: error.message, ...(f.map === undefined ? {} : { map: f.map }) };

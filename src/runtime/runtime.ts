@@ -18,6 +18,7 @@ import { markStale } from './actor-host.js';
 import { statusOf } from './host.js';
 import type { CancelledResult, DispatchedResult, ExecutionView, FailedResult, MapProgress, RunResult } from './results.js';
 import { buildResult } from './results.js';
+import { unitView } from './async-units.js';
 import { createJobHandler } from './worker.js';
 import type { ContinueRequest, PausedResult } from './interrupts.js';
 import { cancelTree, prepareResume, readyInterrupts } from './interrupts.js';
@@ -564,6 +565,8 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
           updatedAt: 0,
         };
       }
+      // An async step's unit: its own view (its owner's reactor, its outcome and trace).
+      if (loaded.snapshot.kind === 'unit') return unitView(store, id, loaded);
       const context = loaded.snapshot.context as Parameters<typeof buildResult>[2];
       const status = statusOf(loaded.snapshot.value);
       const [undoStack, trace] = await Promise.all([store.readUndoStack(id), store.readTrace(id)]);

@@ -135,7 +135,11 @@ export class UnitHost implements ActorBehaviour<HeldUnit>, KindHost<HeldUnit> {
   }
 
   transition(held: HeldUnit, event: SignalEvent, call: Call): Transition | undefined {
-    if ((event as { type: string }).type === 'xreactor.execution.abort') throw new WorkInterruptedError(held.id, String((event as { reason?: unknown }).reason ?? 'aborted'));
+    // An interruption (a worker shutting down): its job is delivered again and the unit resumes.
+    if (event.type === 'xreactor.execution.abort') {
+      const reason = (event as { reason?: unknown }).reason;
+      throw new WorkInterruptedError(held.id, typeof reason === 'string' ? reason : 'aborted');
+    }
     void call;
     const [next, actions] = this.#stepper.next(held.snapshot, event);
     if (next === held.snapshot) return undefined;

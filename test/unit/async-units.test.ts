@@ -1,0 +1,199 @@
+import pino from 'pino';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { createRuntime, defineReactor, defineStep, DefinitionError, DeprecatedOptionError, fail, planFingerprint } from '../../src/index.js';
+import type { Runtime } from '../../src/index.js';
+import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
+
+const silent = pino({ level: 'silent' });
+const runtimes: Runtime[] = [];
+function runtime(options: Parameters<typeof createRuntime>[0] = {}): Runtime {
+  const created = createRuntime({ logger: silent, ...options });
+  runtimes.push(created);
+  return created;
+}
+afterEach(async () => {
+  await Promise.all(runtimes.splice(0).map((r) => r.close()));
+  vi.restoreAllMocks();
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('asyncStep / asyncReactor definitions', () => {
+  const child = defineReactor({ name: 'child', input: z.object({ n: z.number() }) })
+    .step('c', { run: ({ n }) => n * 2 })
+    .returns('c')
+    .build();
+
+  it('refuses an undo on an async step, naming the reactor, the step and the fix', () => {
+    const build = () =>
+      defineReactor({ name: 'r' })
+        // @ts-expect-error an async step takes no undo
+        .asyncStep('u', { run: () => 1, undo: () => undefined })
+        .build();
+    expect(build).toThrow(DefinitionError);
+    expect(build).toThrow('reactor "r" asyncStep "u": an async step takes no undo; its owner never undoes it (it compensates itself once after its last attempt fails: declare compensate)');
+  });
+
+  it('refuses returns naming an async unit, and retries on an async reactor', () => {
+    expect(() => defineReactor({ name: 'r' }).asyncStep('u', { run: () => 1 }).returns('u').build()).toThrow(
+      'reactor "r": returns("u") names an async unit (asyncStep), which has no value when the run completes; return a step that reads it with result("u")',
+    );
+    expect(() =>
+      defineReactor({ name: 'r' })
+        // @ts-expect-error retries are the child's steps'
+        .asyncReactor('k', child, { retries: { maxAttempts: 2 } })
+        .build(),
+    ).toThrow(DeprecatedOptionError);
+    expect(() => defineReactor({ name: 'r' }).asyncReactor('k', { kind: 'reactor' } as never).build()).toThrow('reactor "r" asyncReactor "k": the child must be a built reactor definition (call .build() on it)');
+  });
+
+  it('warns once at build when a step definition with an undo is used as an async step (its undo never runs)', () => {
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    const send = defineStep({ name: 'send', run: () => 'sent', undo: () => undefined });
+    defineReactor({ name: 'r' }).asyncStep('u', send).build();
+    expect(warn).toHaveBeenCalledTimes(1);
+    expect(String(warn.mock.calls[0]![0])).toContain('step definition "send" declares undo, which never runs for an async step');
+  });
+
+  it('is part of the plan fingerprint: an async step is not a step', () => {
+    const asStep = defineReactor({ name: 'r' }).step('u', { run: () => 1 }).build();
+    const asUnit = defineReactor({ name: 'r' }).asyncStep('u', { run: () => 1 }).build();
+    expect(planFingerprint(asStep)).not.toBe(planFingerprint(asUnit));
+    expect(asUnit.plan[0]).toMatchObject({ kind: 'asyncStep', tracked: false });
+  });
+});
+
+describe('async units on the embedded runtime', () => {
+  it('a reader in the caller waits for the unit the embedded worker runs, and receives its value', async () => {
+    const rt = runtime();
+    const started: string[] = [];
+    const r = defineReactor({ name: 'reads-unit', input: z.object({ to: z.string() }) })
+      .asyncStep('send', {
+        args: ({ input }) => ({ to: input('to') }),
+        run: async ({ to }, ctx) => {
+          started.push(`${ctx.step}:${ctx.executionId}`);
+          await sleep(30);
+          return { messageId: `m-${to}` };
+        },
+      })
+      .step('confirm', {
+        args: ({ result }) => ({ sent: result('send') }),
+        run: ({ sent }) => (sent.status === 'completed' ? sent.value.messageId : fail(new Error(sent.status))),
+      })
+      .returns('confirm')
+      .build();
+    const result = await rt.run(r, { to: 'ada' });
+    expect(result).toMatchObject({ status: 'completed', value: 'm-ada' });
+    // The unit's hooks and handler context name its owner execution.
+    expect(started).toEqual([`send:${result.executionId}`]);
+    const unit = await rt.find(`${result.executionId}.send`);
+    expect(unit).toMatchObject({ status: 'completed', reactor: 'reads-unit', result: { status: 'completed', value: { messageId: 'm-ada' } } });
+    expect(unit.trace.map((t) => t.type)).toEqual(['run']);
+  });
+
+  it('a caller wait past asyncWaitTimeoutMs fails the reader before its body; the unit goes on by itself', async () => {
+    const rt = runtime({ asyncWaitTimeoutMs: 20 });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const readerRan = vi.fn();
+    const r = defineReactor({ name: 'slow-unit' })
+      .step('a', { run: () => 'A', undo: vi.fn() })
+      .asyncStep('u', { waitFor: ['a'], run: async () => (await gate, 'late') })
+      .step('r', { args: ({ result }) => ({ u: result('u') }), run: readerRan })
+      .build();
+    const result = await rt.run(r, {});
+    expect(result).toMatchObject({ status: 'failed', step: 'r' });
+    const error = (result as unknown as { error: Error & { code: string; cause: Error & { code: string } } }).error;
+    expect(error.code).toBe('argument_unresolved');
+    expect(error.cause.code).toBe('async_wait_timeout');
+    expect(error.message).toMatch(/^reactor "slow-unit" step "r": argument from result\("u"\) cannot be resolved: async unit .*\.u did not settle within 20 ms while step "r" waited for it; raise asyncWaitTimeoutMs/);
+    expect(readerRan).not.toHaveBeenCalled();
+    release();
+    await expect.poll(async () => (await rt.find(`${result.executionId}.u`)).status, { timeout: 2_000 }).toBe('completed');
+    // The late signal is consumed by the settled owner: nothing is left in its inbox or the index.
+    expect((await rt.find(result.executionId)).status).toBe('failed');
+  });
+
+  it('a dispatch whose arguments break the step contract (or the child input) fails there: not started, not compensated', async () => {
+    const rt = runtime();
+    const undoA = vi.fn();
+    const compensate = vi.fn();
+    const child = defineReactor({ name: 'kid', input: z.object({ n: z.number() }) }).step('c', { run: () => 1 }).build();
+    const badStep = defineReactor({ name: 'bad-unit' })
+      .step('a', { run: () => 'A', undo: undoA })
+      .asyncStep('u', { waitFor: ['a'], input: z.object({ n: z.number() }), args: ({ value }) => ({ n: value('x') }), run: () => 1, compensate })
+      .build();
+    expect(await rt.run(badStep, {})).toMatchObject({ status: 'failed', step: 'u', validationErrors: { n: [expect.any(String)] } });
+    expect(undoA).toHaveBeenCalledTimes(1);
+    expect(compensate).not.toHaveBeenCalled();
+    const badChild = defineReactor({ name: 'bad-child' })
+      .asyncReactor('k', child, { args: ({ value }) => ({ n: value('x' as unknown as number) }) })
+      .build();
+    const failed = await rt.run(badChild, {});
+    expect(failed).toMatchObject({ status: 'failed', step: 'k' });
+    expect((failed as { message: string }).message).toMatch(/^reactor "bad-child" asyncReactor "k": input of reactor "kid" is invalid/);
+    await expect(rt.find(`${failed.executionId}.k`)).rejects.toThrow(/not found|does not exist|unknown/i);
+  });
+
+  it('in a worker the reader waits awaiting (no worker held); the unit settling wakes it', async () => {
+    const rt = runtime();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const r = defineReactor({ name: 'bg-reads-unit' })
+      .asyncStep('u', { run: async () => (await gate, 21) })
+      .step('double', { args: ({ result }) => ({ u: result('u') }), run: ({ u }) => (u.status === 'completed' ? u.value * 2 : fail(new Error(u.status))) })
+      .returns('double')
+      .background({ all: true })
+      .build();
+    const started = await rt.run(r, {});
+    expect(started.status).toBe('dispatched');
+    await expect.poll(async () => (await rt.find(started.executionId)).waiting, { timeout: 2_000 }).toEqual({ on: 'actors', step: 'double', actors: [`${started.executionId}.u`] });
+    release();
+    expect(await rt.awaitResult(started.executionId, { timeoutMs: 2_000 })).toMatchObject({ status: 'completed', value: 42 });
+  });
+
+  it('in a worker a wait past asyncParkTimeoutMs (from the dispatch) is failed by a delayed job', async () => {
+    const clock = createTestClock();
+    const queue = createInProcessQueue({ mode: 'manual', clock });
+    const rt = runtime({ clock, queue, worker: true, asyncParkTimeoutMs: 60_000 });
+    const r = defineReactor({ name: 'parked-reader' })
+      .step('a', { run: () => 'A', undo: () => undefined })
+      .asyncStep('u', { waitFor: ['a'], run: () => 'U' })
+      .step('r', { args: ({ result }) => ({ u: result('u') }), run: ({ u }) => u })
+      .background({ all: true })
+      .build();
+    const started = await rt.run(r, {});
+    // The owner's jobs only: its unit's job stays queued.
+    await queue.drainRounds({ only: ['execution-advance'] });
+    expect((await rt.find(started.executionId)).waiting).toMatchObject({ on: 'actors', step: 'r' });
+    expect(queue.pending().map((j) => [j.actor?.kind, j.delayMs])).toEqual(expect.arrayContaining([['unit', undefined], ['execution', 60_000]]));
+    await queue.drainRounds({ only: ['execution-advance'], delayed: 'as-due' });
+    const result = await rt.awaitResult(started.executionId, { timeoutMs: 1_000 });
+    expect(result).toMatchObject({ status: 'failed', step: 'r' });
+    expect((result as { error: { cause: { code: string } } }).error.cause.code).toBe('async_wait_timeout');
+    // The unit still runs when its job comes, and its late signal is discarded by the failed owner.
+    await queue.drainRounds();
+    expect((await rt.find(`${started.executionId}.u`)).status).toBe('completed');
+  });
+
+  it('a unit that fails after its retries reports its compensation on find(unit id)', async () => {
+    const rt = runtime();
+    const r = defineReactor({ name: 'unit-compensation' })
+      .asyncStep('u', {
+        retries: { maxAttempts: 2, backoff: 'fixed', baseDelayMs: 1 },
+        run: () => fail(new Error('always')),
+        compensate: () => {
+          throw new Error('compensate broke');
+        },
+      })
+      .step('r', { args: ({ result }) => ({ u: result('u') }), run: ({ u }) => u.status })
+      .returns('r')
+      .build();
+    const result = await rt.run(r, {});
+    expect(result).toMatchObject({ status: 'completed', value: 'failed' });
+    const unit = await rt.find(`${result.executionId}.u`);
+    expect(unit).toMatchObject({ status: 'failed', result: { status: 'failed', step: 'u', message: 'always', rollbackFailures: [{ step: 'u', kind: 'compensate', reason: 'raised', message: 'compensate broke' }] } });
+    expect(unit.trace.map((t) => t.type)).toEqual(['retry', 'failed', 'compensate_failure']);
+  });
+});
