@@ -4,6 +4,8 @@ import { z } from 'zod';
 import { createRuntime, defineReactor, defineStep, DefinitionError, DeprecatedOptionError, fail, planFingerprint } from '../../src/index.js';
 import type { Runtime } from '../../src/index.js';
 import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
+import { sweepExecution } from '../../src/runtime/execution-sweep.js';
+import { deserializeError } from '../../src/serialization/index.js';
 
 const silent = pino({ level: 'silent' });
 const runtimes: Runtime[] = [];
@@ -195,5 +197,26 @@ describe('async units on the embedded runtime', () => {
     const unit = await rt.find(`${result.executionId}.u`);
     expect(unit).toMatchObject({ status: 'failed', result: { status: 'failed', step: 'u', message: 'always', rollbackFailures: [{ step: 'u', kind: 'compensate', reason: 'raised', message: 'compensate broke' }] } });
     expect(unit.trace.map((t) => t.type)).toEqual(['retry', 'failed', 'compensate_failure']);
+  });
+});
+
+describe('the sweep of an execution whose step waits for an async unit', () => {
+  const awaiting = { step: 'r', index: 2, attempt: 1, child: 'x.u', args: undefined, purpose: 'run', position: null, kind: 'unit', until: 1_000 };
+  const owner = { snapshot: { kind: 'execution', machineVersion: 8, value: { running: 'awaiting' }, context: { reactor: 'owner', awaiting } }, inbox: { entries: [], seq: 0 }, revision: 3, outbox: [] } as never;
+  const unitIn = (value: string) => Promise.resolve({ snapshot: { kind: 'unit', machineVersion: 1, value, context: { dispatchedAt: 400 } } } as never);
+
+  it('keeps it while the unit works and the wait has time left; delivers the unit settle a lost wake would have', async () => {
+    expect(await sweepExecution('x', owner, () => unitIn('running'), 999)).toEqual({ action: 'keep' });
+    expect(await sweepExecution('x', owner, () => unitIn('completed'), 999)).toEqual({ action: 'deliver', event: { type: 'xreactor.unit.settled', at: 999, child: 'x.u' } });
+  });
+
+  it('times the wait out itself past its deadline (its delayed job lost), and fails the reader when the unit is gone', async () => {
+    const late = await sweepExecution('x', owner, () => unitIn('running'), 1_000);
+    expect(late).toMatchObject({ action: 'deliver', event: { type: 'xreactor.step.failed', index: 2, attempt: 1, started: false, retryable: false } });
+    const error = deserializeError((late as { event: { error: never } }).event.error) as Error & { cause: Error & { code: string } };
+    expect(error.message).toBe('reactor "owner" step "r": argument from result("u") cannot be resolved: async unit x.u did not settle within 600 ms while step "r" waited for it; raise asyncParkTimeoutMs (createRuntime / createWorker), or read the unit later in the plan');
+    expect(error.cause.code).toBe('async_wait_timeout');
+    const gone = await sweepExecution('x', owner, () => Promise.resolve(undefined), 10);
+    expect(deserializeError((gone as { event: { error: never } }).event.error).message).toMatch(/async unit x\.u is gone/);
   });
 });
