@@ -2,11 +2,20 @@ import type { RetryPolicy } from '../src/definition/retry.js';
 import type { ErrorData } from '../src/internal/error-data.js';
 import type { ElementMapLink, MapEvent } from './map-types.js';
 
-/** Version of the execution machine; stored with every snapshot. */
-export const EXECUTION_MACHINE_VERSION = 8;
+/**
+ * Version of the execution machine. Version 9 added async units (the `unit.*` events, the
+ * `awaiting` record of kind `unit`, `origin.async`); an execution that uses none of them (its
+ * reactor has no async unit step and it is no async reactor's child) is stored as
+ * {@link EXECUTION_MACHINE_PLAIN_VERSION}, which the build before 9 still reads and advances, so a
+ * rolling deploy keeps both builds working on such executions.
+ */
+export const EXECUTION_MACHINE_VERSION = 9;
 
-/** Execution machine versions this build reads: a version-6 or 7 snapshot resumes on version 8 (every state of 6 is one of 7, and 7 and 8 have the same states; the context is brought to 8 as it is read, `upgradeExecutionContext`). */
-export const EXECUTION_MACHINE_READABLE = [6, 7, 8] as const;
+/** The version an execution that uses nothing version 9 added is stored as (see {@link EXECUTION_MACHINE_VERSION}). */
+export const EXECUTION_MACHINE_PLAIN_VERSION = 8;
+
+/** Execution machine versions this build reads: a version-6 or 7 snapshot resumes on version 9 (every state of 6 is one of 7, 7 and 8 have the same states, and 9 only adds transitions; the context is brought to 8's shape as it is read, `upgradeExecutionContext`). */
+export const EXECUTION_MACHINE_READABLE = [6, 7, 8, 9] as const;
 
 /** What the machine knows of an interrupt step. */
 export interface InterruptView {

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { ExecutionMachine } from '../../machines/execution.js';
-import { EXECUTION_MACHINE_READABLE, EXECUTION_MACHINE_VERSION } from '../../machines/execution.js';
+import { EXECUTION_MACHINE_PLAIN_VERSION, EXECUTION_MACHINE_READABLE, EXECUTION_MACHINE_VERSION } from '../../machines/execution.js';
 import type { ExecutionContext, ExecutionEffect, ExecutionEvent, ExecutionStatus, PauseRecord } from '../../machines/execution-types.js';
 import type { AnyReactorDefinition, CompiledStep } from '../definition/compiled.js';
 import { DefinitionError, DeserializationError, InputValidationError, InterruptTimeoutError, MapGateClosedError, QueueRequiredError, WorkInterruptedError } from '../errors/index.js';
@@ -129,8 +129,14 @@ function isRecoverable(value: unknown): boolean {
 /** The status an execution snapshot is in. */
 export const statusOf = executionStatusOf;
 
-function persist(snapshot: Snapshot): PersistedSnapshot {
-  return { kind: 'execution', machineVersion: EXECUTION_MACHINE_VERSION, value: snapshot.value, context: snapshot.context };
+/**
+ * The stored form of a snapshot: machine version 9 for an execution that uses async units (`units`:
+ * its reactor has async unit steps; or it is an async reactor's child), else 8, which a build
+ * before 9 still reads.
+ */
+function persist(snapshot: Snapshot, units: boolean): PersistedSnapshot {
+  const machineVersion = units || snapshot.context.origin.async === true ? EXECUTION_MACHINE_VERSION : EXECUTION_MACHINE_PLAIN_VERSION;
+  return { kind: 'execution', machineVersion, value: snapshot.value, context: snapshot.context };
 }
 
 const waitersBySignal = new WeakMap<AbortSignal, Set<() => void>>();
@@ -166,6 +172,8 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
   readonly #byName: ReadonlyMap<string, CompiledStep>;
   /** Per plan index: the async unit steps the step reads (it waits for them to settle). */
   readonly #unitReads: readonly (readonly CompiledStep[])[];
+  /** The reactor has async unit steps: its executions are stored as machine version 9. */
+  readonly #usesUnits: boolean;
 
   readonly #composeDeps: ComposeDeps;
 
@@ -177,6 +185,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
     this.#composeDeps = { store: deps.store, clock: deps.clock };
     this.#byName = new Map(definition.steps.map((s) => [s.name, s]));
     this.#unitReads = definition.plan.map((step) => step.reads.map((name) => this.#byName.get(name)!).filter(isAsyncUnit));
+    this.#usesUnits = definition.plan.some(isAsyncUnit);
     this.loop = new ActorHost(deps, this);
   }
 
@@ -218,7 +227,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
       id,
       reactor,
       input: inputs,
-      commit: { snapshot: persist(decided), status: statusOf(decided.value), writes: plan.writes, outbox: plan.effects, signals: plan.signals },
+      commit: { snapshot: persist(decided, this.#usesUnits), status: statusOf(decided.value), writes: plan.writes, outbox: plan.effects, signals: plan.signals },
     };
     return { held, event, plan, create };
   }
@@ -297,7 +306,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
   }
 
   persist(held: HeldExecution): { readonly snapshot: PersistedSnapshot; readonly status: ExecutionStatus } {
-    return { snapshot: persist(held.snapshot), status: statusOf(held.snapshot.value) };
+    return { snapshot: persist(held.snapshot, this.#usesUnits), status: statusOf(held.snapshot.value) };
   }
 
   /**
@@ -337,7 +346,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
     const place = call.place;
     const { writes, effects } = plan;
     const commit: Commit = {
-      snapshot: persist(next),
+      snapshot: persist(next, this.#usesUnits),
       status: statusOf(next.value),
       writes,
       outbox: effects,

@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { createRuntime, defineReactor, defineStep, DefinitionError, DeprecatedOptionError, fail, planFingerprint } from '../../src/index.js';
+import { createMemoryStore, createRuntime, defineReactor, defineStep, DefinitionError, DeprecatedOptionError, EXECUTION_MACHINE_VERSION, fail, planFingerprint } from '../../src/index.js';
 import type { Runtime } from '../../src/index.js';
 import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
 import { sweepExecution } from '../../src/runtime/execution-sweep.js';
@@ -213,10 +213,29 @@ describe('the sweep of an execution whose step waits for an async unit', () => {
   it('times the wait out itself past its deadline (its delayed job lost), and fails the reader when the unit is gone', async () => {
     const late = await sweepExecution('x', owner, () => unitIn('running'), 1_000);
     expect(late).toMatchObject({ action: 'deliver', event: { type: 'xreactor.step.failed', index: 2, attempt: 1, started: false, retryable: false } });
-    const error = deserializeError((late as { event: { error: never } }).event.error) as Error & { cause: Error & { code: string } };
+    const error = deserializeError((late as unknown as { event: { error: never } }).event.error) as Error & { cause: Error & { code: string } };
     expect(error.message).toBe('reactor "owner" step "r": argument from result("u") cannot be resolved: async unit x.u did not settle within 600 ms while step "r" waited for it; raise asyncParkTimeoutMs (createRuntime / createWorker), or read the unit later in the plan');
     expect(error.cause.code).toBe('async_wait_timeout');
     const gone = await sweepExecution('x', owner, () => Promise.resolve(undefined), 10);
-    expect(deserializeError((gone as { event: { error: never } }).event.error).message).toMatch(/async unit x\.u is gone/);
+    expect(deserializeError((gone as unknown as { event: { error: never } }).event.error).message).toMatch(/async unit x\.u is gone/);
+  });
+});
+
+describe('machine versions', () => {
+  it('an execution that uses async units is stored as version 9; one that does not, as 8 (which the build before 9 reads)', async () => {
+    const store = createMemoryStore();
+    const rt = runtime({ store });
+    const kid = defineReactor({ name: 'v-kid' }).step('k', { run: () => 1 }).build();
+    const plain = defineReactor({ name: 'v-plain' }).step('a', { run: () => 1 }).build();
+    const units = defineReactor({ name: 'v-units' }).asyncStep('u', { run: () => 1 }).asyncReactor('kid', kid).build();
+    const a = await rt.run(plain, {});
+    const b = await rt.run(units, {});
+    await expect.poll(async () => (await rt.find(`${b.executionId}.kid`)).status, { timeout: 2_000 }).toBe('completed');
+    expect(EXECUTION_MACHINE_VERSION).toBe(9);
+    expect((await store.load(a.executionId))!.snapshot.machineVersion).toBe(8);
+    expect((await store.load(b.executionId))!.snapshot.machineVersion).toBe(9);
+    // The async reactor's child (a reactor without units of its own) is 9 too: its origin says async.
+    expect((await store.load(`${b.executionId}.kid`))!.snapshot.machineVersion).toBe(9);
+    expect((await store.load(`${b.executionId}.u`))!.snapshot).toMatchObject({ kind: 'unit', machineVersion: 1 });
   });
 });
