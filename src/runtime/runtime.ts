@@ -500,6 +500,11 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         }
         if (loaded === undefined) throw new ExecutionNotFoundError(id);
         if (loaded instanceof DeserializationError) return { result: unreadable(id, loaded) };
+        if (loaded.snapshot.kind === 'unit') {
+          // An async step's unit: its outcome once it settled.
+          const view = await unitView(store, id, loaded);
+          return view.result === undefined ? { status: view.status } : { result: view.result as RunResult<never> };
+        }
         const status = statusOf(loaded.snapshot.value);
         const context = loaded.snapshot.context as Parameters<typeof buildResult>[2];
         if (SETTLED.includes(status) || status === 'aborted') {

@@ -92,6 +92,7 @@ describe('async units on the embedded runtime', () => {
     const unit = await rt.find(`${result.executionId}.send`);
     expect(unit).toMatchObject({ status: 'completed', reactor: 'reads-unit', result: { status: 'completed', value: { messageId: 'm-ada' } } });
     expect(unit.trace.map((t) => t.type)).toEqual(['run']);
+    expect(await rt.awaitResult(`${result.executionId}.send`, { timeoutMs: 1_000 })).toEqual(unit.result);
   });
 
   it('a caller wait past asyncWaitTimeoutMs fails the reader before its body; the unit goes on by itself', async () => {
@@ -197,6 +198,43 @@ describe('async units on the embedded runtime', () => {
     const unit = await rt.find(`${result.executionId}.u`);
     expect(unit).toMatchObject({ status: 'failed', result: { status: 'failed', step: 'u', message: 'always', rollbackFailures: [{ step: 'u', kind: 'compensate', reason: 'raised', message: 'compensate broke' }] } });
     expect(unit.trace.map((t) => t.type)).toEqual(['retry', 'failed', 'compensate_failure']);
+  });
+});
+
+describe('operators and async units (units are independent of their owner)', () => {
+  it('cancelling an owner that waits for its unit ends the owner; the unit goes on and is not cancelled', async () => {
+    const rt = runtime();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const r = defineReactor({ name: 'cancel-owner' })
+      .asyncStep('u', { run: async () => (await gate, 'done') })
+      .step('r', { args: ({ result }) => ({ u: result('u') }), run: ({ u }) => u.status })
+      .background({ all: true })
+      .build();
+    const started = await rt.run(r, {});
+    await expect.poll(async () => (await rt.find(started.executionId)).waiting?.on, { timeout: 2_000 }).toBe('actors');
+    expect(await rt.cancel(started.executionId, 'operator stop')).toMatchObject({ status: 'cancelled', reason: 'operator stop' });
+    release();
+    await expect.poll(async () => (await rt.find(`${started.executionId}.u`)).status, { timeout: 2_000 }).toBe('completed');
+    expect((await rt.find(started.executionId)).status).toBe('cancelled');
+  });
+
+  it("undoing a completed owner undoes its steps, never its units", async () => {
+    const rt = runtime();
+    const undone: string[] = [];
+    const kid = defineReactor({ name: 'undo-kid' }).step('k', { run: () => 'K', undo: () => void undone.push('k') }).build();
+    const r = defineReactor({ name: 'undo-owner' })
+      .step('a', { run: () => 'A', undo: () => void undone.push('a') })
+      .asyncStep('u', { waitFor: ['a'], run: () => 'U' })
+      .asyncReactor('kid', kid, { waitFor: ['a'] })
+      .step('r', { args: ({ result }) => ({ u: result('u'), kid: result('kid') }), run: ({ u, kid: k }) => [u.status, k.status], undo: () => void undone.push('r') })
+      .build();
+    const result = await rt.run(r, {});
+    expect(result).toMatchObject({ status: 'completed', value: { a: 'A', r: ['completed', 'completed'] } });
+    expect(await rt.undo(result.executionId)).toMatchObject({ status: 'cancelled' });
+    expect(undone).toEqual(['r', 'a']);
+    expect((await rt.find(`${result.executionId}.u`)).status).toBe('completed');
+    expect((await rt.find(`${result.executionId}.kid`)).status).toBe('completed');
   });
 });
 
