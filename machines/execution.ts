@@ -125,6 +125,13 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
     },
   };
   const childId = (context: ExecutionContext, step: string) => `${context.executionId}.${step}`;
+  /**
+   * An async unit's settle, consumed in a state that does not wait for it: nothing else changes (a
+   * reader reads the unit's end when it runs). On every state that may dispatch or outlive a unit
+   * and is not final (XState would take a transition of the machine's root even in a final state):
+   * in `failed` and `cancelled` no transition applies, so the host discards the late entry.
+   */
+  const consumeUnitSettle = { 'xreactor.unit.settled': { actions: 'consumeUnitSettle' as const } };
   /** The parent a composed child tells of its pauses: none for a root, nor for an async reactor's child (independent of its parent). */
   const parentToTell = (context: ExecutionContext) => (context.origin.async === true ? null : context.origin.parentId);
   const fromChild = ({ context, event }: { context: ExecutionContext; event: ExecutionEvent }) => context.awaiting !== null && (event as { child?: string }).child === context.awaiting.child;
@@ -158,6 +165,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       'xreactor.write.mapReport': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.mapReport'>>(),
       'xreactor.effect.dispatchUnit': hostPerformed<ParamsOf<ExecutionEffect, 'xreactor.effect.dispatchUnit'>>(),
       'xreactor.effect.awaitUnit': hostPerformed<ParamsOf<ExecutionEffect, 'xreactor.effect.awaitUnit'>>(),
+      consumeUnitSettle: assign(({ event }) => ({ updatedAt: event.at })),
       /** An async unit step: its unit (or child execution) is spawned with this commit, dispatched after it, and never pushed on the undo stack. */
       dispatchUnit: enqueueActions(({ context, event, enqueue }) => {
         const e = event as EventOf<'xreactor.unit.dispatch'>;
@@ -355,9 +363,6 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       updatedAt: input?.at ?? 0,
     }),
     initial: 'pending',
-    // An async unit's settle is consumed in any state that does not wait for it: nothing else
-    // changes (a reader reads the unit's end when it runs).
-    on: { 'xreactor.unit.settled': { actions: assign(({ event }) => ({ updatedAt: event.at })) } },
     states: {
       pending: {
         on: {
@@ -392,6 +397,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       running: {
         initial: 'next',
         on: {
+          ...consumeUnitSettle,
           'xreactor.operator.cancel': { target: 'cancelled', actions: ['recordCancel', { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'cancelled', at: event.at, reason: event.reason }) }] },
           'xreactor.execution.abort': { target: '#execution.aborted', actions: 'recordAbort' },
         },
@@ -557,6 +563,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       rolling_back: {
         initial: 'deciding',
         on: {
+          ...consumeUnitSettle,
           'xreactor.execution.abort': { target: '#execution.aborted', actions: 'recordAbort' },
         },
         states: {
@@ -710,6 +717,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
           signalPaused,
         ],
         on: {
+          ...consumeUnitSettle,
           'xreactor.interrupt.resume': {
             guard: 'isReadyInterrupt',
             target: 'running',
@@ -777,17 +785,17 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       completed: {
         tags: tagsAt('completed'),
         entry: terminal('completed'),
-        on: { 'xreactor.operator.undo': { target: 'rolling_back', actions: 'recordOperatorUndo' } },
+        on: { ...consumeUnitSettle, 'xreactor.operator.undo': { target: 'rolling_back', actions: 'recordOperatorUndo' } },
       },
       halted: {
         tags: tagsAt('halted'),
         entry: terminal('halted'),
-        on: { 'xreactor.operator.undo': { target: 'rolling_back', actions: 'recordOperatorUndo' } },
+        on: { ...consumeUnitSettle, 'xreactor.operator.undo': { target: 'rolling_back', actions: 'recordOperatorUndo' } },
       },
       aborted: {
         tags: tagsAt('aborted'),
         entry: terminal('aborted'),
-        on: { 'xreactor.operator.undo': { target: 'rolling_back', actions: 'recordOperatorUndo' } },
+        on: { ...consumeUnitSettle, 'xreactor.operator.undo': { target: 'rolling_back', actions: 'recordOperatorUndo' } },
       },
       failed: { type: 'final', tags: tagsAt('failed'), entry: terminal('failed') },
       cancelled: { type: 'final', tags: tagsAt('cancelled'), entry: terminal('cancelled') },
