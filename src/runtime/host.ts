@@ -500,27 +500,27 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
       return undefined;
     }
     const ms = this.#deps.asyncWaitTimeoutMs;
+    const deadline = clock.now() + ms;
     const stop = new AbortController();
     const onAbort = () => stop.abort();
     call.signal.addEventListener('abort', onAbort, { once: true });
     try {
-      // Listening before looking: a settle between the look and the wait is not missed.
-      const wait = store.waitSettled(params.unit, ms, stop.signal);
-      await wait.listening;
-      let found = await look();
-      if (found.state === 'pending') {
-        // The store's wait ends on the settle notification, or after `ms` on the store's clock.
-        const notified = await wait.settled;
-        if (call.signal.aborted) return this.#abortEvent(call.signal);
-        found = await look();
-        if (found.state === 'pending' && !notified) {
+      for (;;) {
+        // Listening before looking: a settle between the look and the wait is not missed.
+        const wait = store.waitSettled(params.unit, Math.max(1, deadline - clock.now()), stop.signal);
+        await wait.listening;
+        const found = await look();
+        if (found.state === 'gone') return gone();
+        if (found.state === 'settled') return settled;
+        if (clock.now() >= deadline) {
           return readerFailure(clock.now(), step, params.attempt, unitTimeoutError(params.unit, step.name, ms, 'asyncWaitTimeoutMs'), source?.name ?? params.step, this.#definition.name);
         }
+        // The store's wait ends on the settle announcement, or at the deadline on the store's clock.
+        const notified = await wait.settled;
+        if (call.signal.aborted) return this.#abortEvent(call.signal);
+        // Not notified before this clock's deadline (a store on another clock): look again shortly, not at once.
+        if (!notified && clock.now() < deadline) await clock.sleep(Math.min(100, deadline - clock.now()), stop.signal).catch(() => undefined);
       }
-      if (found.state === 'gone') return gone();
-      // Notified but not settled as read (cannot happen: the settle commit announces): wait again.
-      if (found.state === 'pending') return { type: 'xreactor.unit.awaiting', at: clock.now(), index: params.index, attempt: params.attempt, unit: params.unit, until: params.until };
-      return settled;
     } finally {
       call.signal.removeEventListener('abort', onAbort);
       stop.abort();
