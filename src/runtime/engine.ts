@@ -213,6 +213,7 @@ export function createEngine(options: EngineOptions): Engine {
           hooks,
           definitionOf: (ref) => engine.definitionOf(ref),
           stallMs: options.mapStallMs ?? 5 * leaseTtlMs,
+          inspector,
         }),
     ) as UnitHost;
     return unitHost;

@@ -12,6 +12,8 @@ import type { ExecutionEvent } from '../../machines/execution-types.js';
 import type { AnyReactorDefinition, CompiledStep } from '../definition/compiled.js';
 import { DefinitionError, DeserializationError, WorkInterruptedError } from '../errors/index.js';
 import type { Hooks } from '../observability/middleware.js';
+import type { ActorInspector } from '../observability/inspector.js';
+import type { AnyStateMachine, Snapshot } from 'xstate';
 import { deserializeError } from '../serialization/index.js';
 import type { Commit, CommitOptions, CommitWrites, LoadedExecution, OutboxEffect, PersistedSnapshot, Signal, SignalEvent, SpawnActor } from '../store/store.js';
 import type { TraceEntry } from '../../machines/execution-types.js';
@@ -40,6 +42,8 @@ export interface UnitHostDeps extends KernelDeps {
   readonly definitionOf: (ref: { reactor: string; version: number; fingerprint: string }) => AnyReactorDefinition;
   /** How long a queued unit waits for its job before a sweep sends it again (a lost job). */
   readonly stallMs: number;
+  /** Where live actors are shown (XState inspection events); disabled when no observer was given. */
+  readonly inspector: ActorInspector;
 }
 
 const NO_WRITES: CommitWrites = { results: [], pushUndo: [], truncateUndoTo: undefined, trace: [] };
@@ -48,7 +52,8 @@ const NO_WRITES: CommitWrites = { results: [], pushUndo: [], truncateUndoTo: und
 export class UnitHost implements ActorBehaviour<HeldUnit>, KindHost<HeldUnit> {
   readonly loop: ActorHost<HeldUnit>;
   readonly #deps: UnitHostDeps;
-  readonly #stepper = createKindStepper(createUnitMachine(), undefined);
+  readonly #machine = createUnitMachine();
+  readonly #stepper = createKindStepper(this.#machine, undefined);
 
   constructor(deps: UnitHostDeps) {
     this.#deps = deps;
@@ -105,7 +110,16 @@ export class UnitHost implements ActorBehaviour<HeldUnit>, KindHost<HeldUnit> {
       lease: undefined,
       args,
     };
+    this.#inspect(held);
     return held;
+  }
+
+  /** Show a live unit to the inspector, as a child of its owner (once per id while it lives). */
+  #inspect(held: HeldUnit): void {
+    const { inspector } = this.#deps;
+    if (!inspector.enabled || unitTagsOf(held.snapshot.value).has('settled')) return;
+    const context = held.snapshot.context as UnitContext;
+    inspector.actor({ id: held.id, kind: 'unit', parentId: context.owner, machine: this.#machine as unknown as AnyStateMachine }, held.snapshot as unknown as Snapshot<unknown>);
   }
 
   adopt(held: HeldUnit, loaded: LoadedExecution): void {
@@ -166,6 +180,12 @@ export class UnitHost implements ActorBehaviour<HeldUnit>, KindHost<HeldUnit> {
       refused: () => lease?.taken(),
       landed: () => {
         lease?.released();
+        const { inspector } = this.#deps;
+        if (inspector.enabled) {
+          inspector.event(held.id, event);
+          inspector.snapshot(held.id, next as unknown as Snapshot<unknown>, event, actions);
+          if (finished) inspector.stopped(held.id);
+        }
         return undefined;
       },
     };
