@@ -324,7 +324,23 @@ export type ExecutionEvent =
   /** The step at `index` reads async unit `unit`, which has not settled: wait for its signal (a worker gives up at `until`). */
   | { readonly type: 'xreactor.unit.awaiting'; readonly at: number; readonly index: number; readonly attempt: number; readonly unit: string; readonly until: number | null }
   /** An async unit this execution dispatched settled (its signal; or the host, finding it settled while a step waits for it). */
-  | { readonly type: 'xreactor.unit.settled'; readonly at: number; readonly child: string };
+  | { readonly type: 'xreactor.unit.settled'; readonly at: number; readonly child: string }
+  /**
+   * The wait of the step at `index` for async unit `unit` timed out: the step fails before its body
+   * (`error`). Accepted only while that step waits for that unit (a timeout of an earlier unit the
+   * same step read is stale).
+   */
+  | {
+      readonly type: 'xreactor.unit.timedOut';
+      readonly at: number;
+      readonly index: number;
+      readonly attempt: number;
+      readonly unit: string;
+      readonly error: ErrorData;
+      readonly started: false;
+      readonly retryable: false;
+      readonly args: undefined;
+    };
 
 /** Store writes a transition asks for; committed atomically with the snapshot. */
 export type ExecutionWrite =

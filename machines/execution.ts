@@ -534,6 +534,12 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
             on: {
               // The async unit the step reads settled: run the step again (it reads the unit's end).
               'xreactor.unit.settled': { guard: 'fromChild', target: 'executing', actions: assign(({ event }) => ({ awaiting: null, updatedAt: event.at })) },
+              // The wait for that unit timed out: the step fails before its body.
+              'xreactor.unit.timedOut': {
+                guard: ({ context, event }) => context.awaiting?.kind === 'unit' && context.awaiting.child === event.unit && isCurrent(context, event),
+                target: '#execution.rolling_back',
+                actions: 'recordStepFailure',
+              },
               // The child is gone (reported by the sweeper): the compose step fails.
               'xreactor.step.failed': { guard: 'isCurrentOutcome', target: '#execution.rolling_back', actions: ['recordStepFailure', { type: 'xreactor.write.awaits', params: { actors: [] } }] },
               // The child settled: run the compose step again to collect its outcome (value, failure, rollback failures).

@@ -76,6 +76,12 @@ export function readerFailure(at: number, step: CompiledStep, attempt: number, c
   return { type: 'xreactor.step.failed', at, index: step.index, attempt, error: serializeError(error), started: false, retryable: false, args: undefined };
 }
 
+/** A reader's wait for `unit` timed out: it fails before its body (accepted only while it still waits for that unit). */
+export function readerTimedOut(at: number, step: CompiledStep, attempt: number, unit: string, source: string, reactor: string, cause: AsyncWaitTimeoutError): ExecutionEvent {
+  const failed = readerFailure(at, step, attempt, cause, source, reactor) as Extract<ExecutionEvent, { type: 'xreactor.step.failed' }>;
+  return { type: 'xreactor.unit.timedOut', at, index: step.index, attempt, unit, error: failed.error, started: false, retryable: false, args: undefined };
+}
+
 /** The error of a reader whose unit is gone. */
 export function unitGoneError(unit: string): XreactorError {
   return new XreactorError('context_unavailable', `async unit ${unit} is gone (its retention expired, or its data is unreadable); its outcome cannot be read`);

@@ -68,7 +68,8 @@ async function sweepUnitWait(id: string, context: ExecutionContext, awaiting: No
     // The wait's length: from the unit's dispatch (its creation) to `until`.
     const unitContext = unit.snapshot.context as { readonly dispatchedAt?: number; readonly origin?: { readonly createdAt: number } };
     const dispatchedAt = unitContext.dispatchedAt ?? unitContext.origin?.createdAt ?? awaiting.until;
-    return fail(unitTimeoutError(awaiting.child, awaiting.step, awaiting.until - dispatchedAt, 'asyncParkTimeoutMs'));
+    const failed = readerFailureEvent(now, context.reactor, awaiting, source, unitTimeoutError(awaiting.child, awaiting.step, awaiting.until - dispatchedAt, 'asyncParkTimeoutMs'));
+    return { action: 'deliver', event: { ...failed, type: 'xreactor.unit.timedOut', unit: awaiting.child } };
   }
   return { action: 'keep' };
 }

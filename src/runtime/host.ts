@@ -38,7 +38,7 @@ import type { ElementMapLink } from '../../machines/map-types.js';
 import type { ErrorData } from '../internal/error-data.js';
 import type { UnitHost } from './unit-host.js';
 import type { SpawnParams } from './commit-plan.js';
-import { dispatchUnit, isUnitRef, lookAtUnit, readerFailure, unitGoneError, unitTimeoutError } from './async-units.js';
+import { dispatchUnit, isUnitRef, lookAtUnit, readerFailure, readerTimedOut, unitGoneError, unitTimeoutError } from './async-units.js';
 import { isAsyncUnit } from '../definition/async-unit.js';
 import type { ActorTag } from '../../machines/registry-types.js';
 
@@ -345,11 +345,14 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
   ): Transition {
     const place = call.place;
     const { writes, effects } = plan;
+    // A late async unit settle consumed with nothing to do: the stored outbox (the work pending
+    // before it) is carried forward, not replaced by none.
+    const keepsOutbox = event.type === 'xreactor.unit.settled' && effects.length === 0;
     const commit: Commit = {
       snapshot: persist(next, this.#usesUnits),
       status: statusOf(next.value),
       writes,
-      outbox: effects,
+      outbox: keepsOutbox ? held.outbox : effects,
       ...(plan.signals.length === 0 ? {} : { signals: plan.signals }),
       ...(plan.awaits === undefined ? {} : { awaits: plan.awaits }),
       ...(spawned.length === 0 ? {} : { spawn: spawned.map((s) => s.create) }),
@@ -375,6 +378,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
       commit,
       options,
       effects,
+      ...(keepsOutbox ? { keepsOutbox } : {}),
       // An actor becoming recoverable again (continued after a pause, undone after its end) and a
       // signal's recipient are listed for the sweeper (a spawned child is listed by the store).
       // (A conditional signal goes to a map, and an undone element's settle to its rollback actor:
@@ -494,8 +498,9 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
       if (found.state === 'settled') return settled;
       if (found.state === 'gone') return gone();
       if (params.until !== null) {
-        const timeout = readerFailure(clock.now(), step, params.attempt, unitTimeoutError(params.unit, step.name, this.#deps.asyncParkTimeoutMs, 'asyncParkTimeoutMs'), source?.name ?? params.step, this.#definition.name);
-        await this.#enqueue(held, jobId(held.id, 'unit-timeout', params.index, params.attempt), timeout, Math.max(0, params.until - clock.now()));
+        // One job per wait (the step may wait for several units in turn), accepted only while it waits for this one.
+        const timeout = readerTimedOut(clock.now(), step, params.attempt, params.unit, source?.name ?? params.step, this.#definition.name, unitTimeoutError(params.unit, step.name, this.#deps.asyncParkTimeoutMs, 'asyncParkTimeoutMs'));
+        await this.#enqueue(held, jobId(held.id, 'unit-timeout', params.index, params.attempt, params.unit), timeout, Math.max(0, params.until - clock.now()));
       }
       return undefined;
     }
@@ -513,7 +518,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
         if (found.state === 'gone') return gone();
         if (found.state === 'settled') return settled;
         if (clock.now() >= deadline) {
-          return readerFailure(clock.now(), step, params.attempt, unitTimeoutError(params.unit, step.name, ms, 'asyncWaitTimeoutMs'), source?.name ?? params.step, this.#definition.name);
+          return readerTimedOut(clock.now(), step, params.attempt, params.unit, source?.name ?? params.step, this.#definition.name, unitTimeoutError(params.unit, step.name, ms, 'asyncWaitTimeoutMs'));
         }
         // The store's wait ends on the settle announcement, or at the deadline on the store's clock.
         const notified = await wait.settled;

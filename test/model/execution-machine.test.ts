@@ -165,6 +165,7 @@ const NO_ASYNC = [
   'running.executing --xreactor.unit.dispatch--> running.next',
   'running.executing --xreactor.unit.awaiting--> running.awaiting',
   'running.awaiting --xreactor.unit.settled--> running.executing',
+  'running.awaiting --xreactor.unit.timedOut--> rolling_back',
   ...CONSUMES_UNIT_SETTLE,
 ];
 /**
@@ -615,6 +616,10 @@ function planModel({ plan, input = INPUT, compose: composeSteps = {}, reads = {}
       ...unseen.map((unit): ExecutionEvent => ({ type: 'xreactor.unit.settled', at, child: unit })),
       // The sweeper, finding the awaited unit settled (its inbox empty), delivers its end as a child's.
       ...(waitsForUnit ? [{ type: 'xreactor.child.settled', at, child: child!, status: 'completed' } as const] : []),
+      // Its wait timed out (the reader's timeout job, or the sweeper past `until`).
+      ...(waitsForUnit
+        ? [{ type: 'xreactor.unit.timedOut', at, index, attempt, unit: child!, error: error('wait timed out'), started: false, retryable: false, args: undefined } as const]
+        : []),
       ...(child === null || childStep === undefined
         ? []
         : [
@@ -669,7 +674,12 @@ function planModel({ plan, input = INPUT, compose: composeSteps = {}, reads = {}
         { type: 'xreactor.compose.awaiting', at, index, attempt: a, args: 'stale' },
         { type: 'xreactor.unit.dispatch', at, index, attempt: a, args: 'stale' },
         ...[...unitIds, childIdOf(id, 'no-such-step')].map((unit): ExecutionEvent => ({ type: 'xreactor.unit.awaiting', at, index, attempt: a, unit, until: null })),
+        ...[...unitIds].map((unit): ExecutionEvent => ({ type: 'xreactor.unit.timedOut', at, index, attempt: a, unit, error: error('stale'), started: false, retryable: false, args: undefined })),
       ]),
+      // The timeout of a wait for another unit (the same reader waited for it before): never accepted.
+      ...[...unitIds, childIdOf(id, 'no-such-step')]
+        .filter((unit) => !(valueIs(s, { running: 'awaiting' }) && s.context.awaiting?.child === unit))
+        .map((unit): ExecutionEvent => ({ type: 'xreactor.unit.timedOut', at, index: cursor, attempt, unit, error: error('stale'), started: false, retryable: false, args: undefined })),
       ...notReady.flatMap((name): ExecutionEvent[] => [
         { type: 'xreactor.interrupt.resume', at, step: name, payload: 'stale' },
         { type: 'xreactor.interrupt.fail', at, step: name, error: error('stale') },
@@ -1511,11 +1521,12 @@ describe('execution machine model (xstate/graph)', () => {
     // executing map.spawn, compensating compensate.child, and `compensatingChild` with
     // child.settled and child.lost; then 3 for fan-out elements (49 → 52): pending's accepted
     // split into queued, and `queued` with element.start and element.skip. Version 9 (async units)
-    // added 9 (61): executing unit.dispatch and unit.awaiting, `running.awaiting` unit.settled, and
+    // added 10 (62): executing unit.dispatch and unit.awaiting, `running.awaiting` unit.settled and
+    // unit.timedOut (accepted only for the unit the step waits for), and
     // a targetless unit.settled (a late unit signal consumed) on running, rolling_back, paused,
     // completed, halted and aborted (not on the root: XState takes a root transition even in a
     // final state, and `failed` / `cancelled` must ignore it).
-    expect(allLabels.length).toBe(61);
+    expect(allLabels.length).toBe(62);
   });
 });
 

@@ -180,6 +180,39 @@ describe('async units on the embedded runtime', () => {
     expect((await rt.find(`${started.executionId}.u`)).status).toBe('completed');
   });
 
+  it('a reader of two units waits for each in turn: the first wait\'s timeout job does not fail the second wait', async () => {
+    const clock = createTestClock();
+    const queue = createInProcessQueue({ mode: 'manual', clock });
+    const rt = runtime({ clock, queue, worker: true, asyncParkTimeoutMs: 60 * 60_000 });
+    const r = defineReactor({ name: 'two-unit-reader' })
+      .asyncStep('u1', { run: () => 1 })
+      // The second unit is dispatched 40 minutes after the first.
+      .step('later', { waitFor: ['u1'], run: () => void clock.advance(40 * 60_000) })
+      .asyncStep('u2', { waitFor: ['later'], run: () => 2 })
+      .step('sum', { args: ({ result }) => ({ u1: result('u1'), u2: result('u2') }), run: ({ u1, u2 }) => (u1.status === 'completed' && u2.status === 'completed' ? u1.value + u2.value : fail(new Error('a unit failed'))) })
+      .returns('sum')
+      .background({ all: true })
+      .build();
+    const started = await rt.run(r, {});
+    await queue.drainRounds({ only: ['execution-advance'] });
+    const id = started.executionId;
+    expect((await rt.find(id)).waiting).toMatchObject({ on: 'actors', actors: [`${id}.u1`] });
+    // u1 settles: the reader goes on to wait for u2 (a timeout job of its own).
+    const startOf = (unit: string) => queue.pending().find((j) => j.actor?.id === `${id}.${unit}`)!.id;
+    queue.reorder([startOf('u1')]);
+    await queue.runNext();
+    expect((await rt.find(id)).waiting).toMatchObject({ on: 'actors', actors: [`${id}.u2`] });
+    const timeouts = queue.inspect().filter((j) => j.job.event?.type === 'xreactor.unit.timedOut');
+    expect(timeouts.map((j) => j.job.event?.['unit'])).toEqual([`${id}.u1`, `${id}.u2`]);
+    // Past u1's deadline (60 minutes after its dispatch), not u2's: u1's timeout job is stale.
+    clock.advance(21 * 60_000);
+    queue.reorder([timeouts[0]!.job.id]);
+    await queue.runNext();
+    expect((await rt.find(id)).status).toBe('running');
+    await queue.drainRounds({ only: ['async-unit', 'execution-advance'] });
+    expect(await rt.awaitResult(id, { timeoutMs: 1_000 })).toMatchObject({ status: 'completed', value: 3 });
+  });
+
   it('a unit that fails after its retries reports its compensation on find(unit id)', async () => {
     const rt = runtime();
     const r = defineReactor({ name: 'unit-compensation' })
@@ -250,7 +283,7 @@ describe('the sweep of an execution whose step waits for an async unit', () => {
 
   it('times the wait out itself past its deadline (its delayed job lost), and fails the reader when the unit is gone', async () => {
     const late = await sweepExecution('x', owner, () => unitIn('running'), 1_000);
-    expect(late).toMatchObject({ action: 'deliver', event: { type: 'xreactor.step.failed', index: 2, attempt: 1, started: false, retryable: false } });
+    expect(late).toMatchObject({ action: 'deliver', event: { type: 'xreactor.unit.timedOut', unit: 'x.u', index: 2, attempt: 1, started: false, retryable: false } });
     const error = deserializeError((late as unknown as { event: { error: never } }).event.error) as Error & { cause: Error & { code: string } };
     expect(error.message).toBe('reactor "owner" step "r": argument from result("u") cannot be resolved: async unit x.u did not settle within 600 ms while step "r" waited for it; raise asyncParkTimeoutMs (createRuntime / createWorker), or read the unit later in the plan');
     expect(error.cause.code).toBe('async_wait_timeout');
