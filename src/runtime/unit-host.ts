@@ -13,7 +13,7 @@ import type { AnyReactorDefinition, CompiledStep } from '../definition/compiled.
 import { DefinitionError, DeserializationError, WorkInterruptedError } from '../errors/index.js';
 import type { Hooks } from '../observability/middleware.js';
 import type { ActorInspector } from '../observability/inspector.js';
-import type { AnyStateMachine, Snapshot } from 'xstate';
+import type { Snapshot } from 'xstate';
 import { deserializeError } from '../serialization/index.js';
 import type { Commit, CommitOptions, CommitWrites, LoadedExecution, OutboxEffect, PersistedSnapshot, Signal, SignalEvent, SpawnActor } from '../store/store.js';
 import type { TraceEntry } from '../../machines/execution-types.js';
@@ -119,7 +119,7 @@ export class UnitHost implements ActorBehaviour<HeldUnit>, KindHost<HeldUnit> {
     const { inspector } = this.#deps;
     if (!inspector.enabled || unitTagsOf(held.snapshot.value).has('settled')) return;
     const context = held.snapshot.context as UnitContext;
-    inspector.actor({ id: held.id, kind: 'unit', parentId: context.owner, machine: this.#machine as unknown as AnyStateMachine }, held.snapshot as unknown as Snapshot<unknown>);
+    inspector.actor({ id: held.id, kind: 'unit', parentId: context.owner, machine: this.#machine }, held.snapshot as unknown as Snapshot<unknown>);
   }
 
   adopt(held: HeldUnit, loaded: LoadedExecution): void {
