@@ -23,12 +23,19 @@ import { checkFunction, checkName, checkNoElement, checkOptions, checkWaitFor, R
  *   run: ({ email }) => (email.status === 'completed' ? email.value.messageId : fail(email.status === 'failed' ? email.error : email.status)),
  * })
  */
-export type AsyncOutcome<V> =
+export type AsyncOutcome<V> = (
   | { readonly status: 'completed'; readonly value: V }
   | { readonly status: 'failed'; readonly error: Error }
   | { readonly status: 'halted'; readonly reason: string }
   /** An async reactor's child cancelled by an operator. */
-  | { readonly status: 'cancelled'; readonly reason: string };
+  | { readonly status: 'cancelled'; readonly reason: string }
+) & { readonly [ASYNC_UNIT]?: V };
+
+/**
+ * Marks the type of an async unit's outcome (types only, no value at run time): a run's record of
+ * every result leaves async units out (`ReactorOutput`), as the runtime does.
+ */
+export declare const ASYNC_UNIT: unique symbol;
 
 const ASYNC_STEP_OPTIONS = new Set(['args', 'input', 'waitFor', 'run', 'compensate', 'output', 'retries']);
 const ASYNC_STEP_USE_OPTIONS = new Set(['args', 'waitFor', 'retries']);

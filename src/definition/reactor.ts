@@ -7,7 +7,7 @@ import { compileDefinition } from './compile.js';
 import type { AnyReactorDefinition, BackgroundCut, CompiledStep, ModeOf, OutputOf, RawStep, ReactorDefinition, RunMode, WithModes } from './compiled.js';
 import { elementHelpers } from './map.js';
 import type { ElementReactorCheck, MapMode, MapOptions, MapValue } from './map.js';
-import type { AsyncOutcome } from './async-unit.js';
+import type { ASYNC_UNIT, AsyncOutcome } from './async-unit.js';
 import { DefinitionError } from '../errors/index.js';
 
 interface BuilderState {
@@ -96,9 +96,19 @@ export type EmptyResults = Record<never, never>;
 /** What the steps of a reactor without an input schema see as inputs: none, so `input(name)` is a compile error. */
 export type NoInputs = Record<never, never>;
 
-/** The value of a completed run: the `returns` step's result, or (`TReturns` never) the record of every step's result. */
+type IsAny<T> = 0 extends 1 & T ? true : false;
+
+/** The keys of a record of results whose values are async units' outcomes (not results of the run). */
+type AsyncUnitKeys<T> = { [K in keyof T]: IsAny<T[K]> extends true ? never : typeof ASYNC_UNIT extends keyof T[K] ? K : never }[keyof T];
+
+/**
+ * The value of a completed run: the `returns` step's result, or (`TReturns` never) the record of
+ * every step's result, async units left out (they have no value when the run completes).
+ */
 export type ReactorOutput<TResults, TReturns extends string> = [TReturns] extends [never]
-  ? TResults
+  ? [AsyncUnitKeys<TResults>] extends [never]
+    ? TResults
+    : Simplify<Omit<TResults, AsyncUnitKeys<TResults>>>
   : TReturns extends keyof TResults
     ? TResults[TReturns]
     : never;

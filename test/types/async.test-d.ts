@@ -1,7 +1,7 @@
 import { describe, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
 import { createRuntime, defineReactor, defineStep } from '../../src/index.js';
-import type { AsyncOutcome, ModeOf, ResultsOf } from '../../src/index.js';
+import type { AsyncOutcome, ModeOf, OutputOf, ResultsOf } from '../../src/index.js';
 
 describe('async units: types', () => {
   const child = defineReactor({ name: 'child', input: z.object({ n: z.number() }) })
@@ -34,6 +34,18 @@ describe('async units: types', () => {
     expectTypeOf<ModeOf<typeof reactor>>().toEqualTypeOf<'inline'>();
     const runtime = createRuntime();
     expectTypeOf(runtime.run(reactor, { to: 'a', n: 1 })).resolves.toHaveProperty('status');
+  });
+
+  it("a run's record of every result leaves its async units out, as the runtime does", () => {
+    const noReturns = defineReactor({ name: 'record' })
+      .step('a', { run: () => 1 })
+      .asyncStep('u', { run: () => 'u' })
+      .asyncReactor('k', child, { args: ({ value }) => ({ n: value(1) }) })
+      .build();
+    expectTypeOf<OutputOf<typeof noReturns>>().toEqualTypeOf<{ a: number }>();
+    // A result typed any (an untyped step) is kept.
+    const untyped = defineReactor({ name: 'untyped' }).step('x', { run: (): any => 1 }).build();
+    expectTypeOf<keyof OutputOf<typeof untyped>>().toEqualTypeOf<'x'>();
   });
 
   it('an async step takes no undo', () => {

@@ -213,6 +213,25 @@ describe('async units on the embedded runtime', () => {
     expect(await rt.awaitResult(id, { timeoutMs: 1_000 })).toMatchObject({ status: 'completed', value: 3 });
   });
 
+  it("a map element's record of results leaves its async units out, as a run's does", async () => {
+    const rt = runtime();
+    const element = defineReactor({ name: 'el-with-unit' }).step('e1', { run: (item: unknown) => Number(item) * 10 }).asyncStep('u', { waitFor: ['e1'], run: () => 'u' }).build();
+    const r = defineReactor({ name: 'map-of-units', input: z.object({ items: z.array(z.number()) }) })
+      .map('m', element, {
+        source: ({ input }) => input('items'),
+        collect: async (results) => {
+          const values: unknown[] = [];
+          for await (const e of results) if (e.status === 'completed') values.push(e.value);
+          return values;
+        },
+      })
+      .returns('m')
+      .build();
+    const result = await rt.run(r, { items: [1, 2] });
+    expect(result.status).toBe('completed');
+    expect((result as { value: unknown }).value).toEqual([{ e1: 10 }, { e1: 20 }]);
+  });
+
   it('a unit that fails after its retries reports its compensation on find(unit id)', async () => {
     const rt = runtime();
     const r = defineReactor({ name: 'unit-compensation' })
