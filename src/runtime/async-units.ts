@@ -22,7 +22,7 @@ import type { ExecutionView } from './results.js';
 import type { ExecutionId } from '../internal/ids.js';
 import type { LoadedActor } from '../store/store.js';
 import { unitStatusOf } from '../../machines/unit.js';
-import { checkArguments, resolveSources } from './step-performer.js';
+import { resolveSources } from './step-performer.js';
 import type { UnitRef } from './unit-ref.js';
 
 export { isUnitRef } from './unit-ref.js';
@@ -93,10 +93,13 @@ export function unitTimeoutError(unit: string, reader: string, timeoutMs: number
 }
 
 /**
- * An async unit step at `attempt`: its arguments are resolved (and checked: an async step's
- * input contract, an async reactor's child input) in this execution, so a bad dispatch fails the
- * step here without starting anything (it is not compensated). An async step's unit stores the
- * arguments before its contract, which it applies again before every attempt.
+ * An async unit step at `attempt`: its arguments are resolved from this execution's sources here
+ * (a source that cannot be resolved fails the step without starting anything; it is not
+ * compensated). An async reactor's child input is checked here too, as for a run being started:
+ * a bad one fails the dispatching step. An async step's input contract is not: its unit applies
+ * it before every attempt in its own job (seed 001: "enforced before run on every path"), so a
+ * bad argument fails the unit, never started and not compensated, and its owner only if a
+ * reader fails on it.
  */
 export async function dispatchUnit(step: CompiledStep, attempt: number, inputs: unknown, results: ReadonlyMap<string, unknown>, reactor: string, at: () => number): Promise<ExecutionEvent> {
   const base = { index: step.index, attempt };
@@ -104,8 +107,7 @@ export async function dispatchUnit(step: CompiledStep, attempt: number, inputs: 
   let args: unknown;
   try {
     args = resolveSources(step, inputs, results, reactor);
-    if (step.kind === 'asyncStep') await checkArguments(step, args, reactor);
-    else if (step.child?.input !== undefined) {
+    if (step.kind === 'asyncReactor' && step.child?.input !== undefined) {
       const checked = await validateWith(step.child.input, args);
       if (!checked.ok) {
         throw new InputValidationError(`reactor "${reactor}" asyncReactor "${step.name}": input of reactor "${step.child.name}" is invalid: ${describeIssues(checked.issues)}`, checked.issues, { step: step.name, reactor });

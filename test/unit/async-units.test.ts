@@ -118,18 +118,21 @@ describe('async units on the embedded runtime', () => {
     expect((await rt.find(result.executionId)).status).toBe('failed');
   });
 
-  it('a dispatch whose arguments break the step contract (or the child input) fails there: not started, not compensated', async () => {
+  it("an async step's contract is its unit's (it fails never started, not compensated; the owner goes on); an async reactor's child input is checked at the dispatch", async () => {
     const rt = runtime();
     const undoA = vi.fn();
     const compensate = vi.fn();
+    const body = vi.fn();
     const child = defineReactor({ name: 'kid', input: z.object({ n: z.number() }) }).step('c', { run: () => 1 }).build();
     const badStep = defineReactor({ name: 'bad-unit' })
       .step('a', { run: () => 'A', undo: undoA })
-      .asyncStep('u', { waitFor: ['a'], input: z.object({ n: z.number() }), args: ({ value }) => ({ n: value('x') }), run: () => 1, compensate })
+      .asyncStep('u', { waitFor: ['a'], input: z.object({ n: z.number() }), args: ({ value }) => ({ n: value('x' as unknown as number) }), run: body, compensate })
       .build();
-    expect(await rt.run(badStep, {})).toMatchObject({ status: 'failed', step: 'u', validationErrors: { n: [expect.any(String)] } });
-    expect(undoA).toHaveBeenCalledTimes(1);
-    expect(compensate).not.toHaveBeenCalled();
+    const owner = await rt.run(badStep, {});
+    expect(owner).toMatchObject({ status: 'completed' });
+    await expect.poll(async () => (await rt.find(`${owner.executionId}.u`)).status, { timeout: 2_000 }).toBe('failed');
+    expect(await rt.find(`${owner.executionId}.u`)).toMatchObject({ result: { status: 'failed', step: 'u', error: { code: 'input_invalid' } } });
+    expect([undoA, compensate, body].map((f) => f.mock.calls.length)).toEqual([0, 0, 0]);
     const badChild = defineReactor({ name: 'bad-child' })
       .asyncReactor('k', child, { args: ({ value }) => ({ n: value('x' as unknown as number) }) })
       .build();
