@@ -203,15 +203,19 @@ export function createUnitMachine() {
           'xreactor.unit.compensated': {
             target: 'failed',
             actions: [
-              {
-                type: 'xreactor.write.trace',
-                params: ({ context, event }) => ({
-                  type: event.failure === null ? 'compensate' : 'compensate_failure',
-                  step: context.step,
-                  at: event.at,
-                  ...(event.failure === null ? {} : { error: event.failure.error, reason: event.failure.reason }),
-                }),
-              },
+              // A step without compensate has none to trace (its compensation is `skipped`).
+              enqueueActions(({ context, event, enqueue }) => {
+                if (event.skipped) return;
+                enqueue({
+                  type: 'xreactor.write.trace',
+                  params: {
+                    type: event.failure === null ? 'compensate' : 'compensate_failure',
+                    step: context.step,
+                    at: event.at,
+                    ...(event.failure === null ? {} : { error: event.failure.error, reason: event.failure.reason }),
+                  },
+                });
+              }),
               assign(({ context, event }) => ({
                 end: { status: 'failed' as const, error: context.failure! },
                 compensation: {

@@ -253,6 +253,20 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
   };
 
   /** The definition an execution runs on, when this process has it: reading an outcome needs none. */
+  /**
+   * An operator's cancel or undo addressed to an async step's unit: refused with what to do
+   * instead (units are independent of their owner and never undone). Only ids below a root can be units.
+   */
+  const refuseAsyncUnit = async (id: string, what: 'cancelled' | 'undone'): Promise<void> => {
+    if (!id.includes('.')) return;
+    const loaded = await store.load(id).catch(() => undefined);
+    if (loaded?.snapshot.kind !== 'unit') return;
+    const { step, owner } = loaded.snapshot.context as { readonly step: string; readonly owner: string };
+    throw new InvalidStateError(
+      `${id} is the async unit of step "${step}" of execution ${owner}; units are independent of their owner and cannot be ${what}: ${what === 'cancelled' ? 'cancel' : 'undo'} the owner instead (its other steps), and let the unit end by itself (it compensates itself after its last attempt fails)`,
+    );
+  };
+
   const knownDefinition = (context: Parameters<Engine['definitionOf']>[0]): AnyReactorDefinition | undefined => {
     try {
       return engine.definitionOf(context);
@@ -478,6 +492,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     },
 
     async cancel(id, reason) {
+      await refuseAsyncUnit(id, 'cancelled');
       await cancelTree(engine, id, reason, stopping.signal);
       const { definition, held } = await engine.load(id);
       const status = statusOf(held.snapshot.value);
@@ -595,6 +610,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     },
 
     async undo(id, undoOptions = {}) {
+      await refuseAsyncUnit(id, 'undone');
       return underLease(id, async (lease) => {
         const { definition, host, held } = await engine.load(id);
         const status = statusOf(held.snapshot.value);

@@ -290,6 +290,9 @@ describe('operators and async units (units are independent of their owner)', () 
     expect(undone).toEqual(['r', 'a']);
     expect((await rt.find(`${result.executionId}.u`)).status).toBe('completed');
     expect((await rt.find(`${result.executionId}.kid`)).status).toBe('completed');
+    // A unit cannot be cancelled or undone itself: the error says why and what to do.
+    await expect(rt.undo(`${result.executionId}.u`)).rejects.toThrow(/is the async unit of step "u" of execution .*; units are independent of their owner and cannot be undone: undo the owner instead/);
+    await expect(rt.cancel(`${result.executionId}.u`, 'no')).rejects.toThrow(/cannot be cancelled: cancel the owner instead/);
   });
 });
 
