@@ -813,7 +813,9 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
       if (interrupt.correlationId !== undefined) {
         const results = await store.readResults(held.id, step.reads);
         const { id: correlationId } = (await resolveArguments({ ...step, args: interrupt.correlationId, contract: undefined }, held.inputs, results, reactor)) as { id: string };
-        const target = JSON.stringify({ root: rootIdOf(held.id, held.snapshot.context.origin.path), path: [...held.snapshot.context.origin.path, name] });
+        // Continued through its tree's root; an async reactor's child is a tree of its own for operators.
+        const { origin } = held.snapshot.context;
+        const target = JSON.stringify(origin.async === true ? { root: held.id, path: [name] } : { root: rootIdOf(held.id, origin.path), path: [...origin.path, name] });
         const owner = await store.claim(correlationKey(correlationId), target, CORRELATION_TTL_MS);
         if (owner !== target) {
           const error = new DefinitionError(`interrupt "${name}": correlation id "${correlationId}" is already used by another run (${owner}); correlation ids must be unique`, { step: name, reactor });

@@ -296,6 +296,31 @@ describe('operators and async units (units are independent of their owner)', () 
   });
 });
 
+describe('an async reactor child with an interrupt', () => {
+  it('pauses on its own (its owner goes on) and is continued by its id or its correlation id', async () => {
+    const rt = runtime();
+    const approval = defineReactor({ name: 'child-approval' })
+      .step('prepare', { run: () => 'P' })
+      .interrupt('signOff', { waitFor: ['prepare'], correlationId: ({ input }) => input('ref') as never })
+      .step('file', { args: ({ result }) => ({ ok: result('signOff') }), run: ({ ok }) => ok })
+      .returns('file')
+      .build();
+    const owner = defineReactor({ name: 'owns-approval', input: z.object({ ref: z.string() }) })
+      .asyncReactor('approval', approval, { args: ({ input }) => ({ ref: input('ref') }) })
+      .step('after', { run: () => 'A' })
+      .build();
+    const first = await rt.run(owner, { ref: 'corr-1' });
+    expect(first).toMatchObject({ status: 'completed', value: { after: 'A' } });
+    const childId = `${first.executionId}.approval`;
+    await expect.poll(async () => (await rt.find(childId)).status, { timeout: 2_000 }).toBe('paused');
+    expect(await rt.continueByCorrelationId('corr-1', { payload: 'yes' })).toMatchObject({ status: 'completed', value: 'yes' });
+    const second = await rt.run(owner, { ref: 'corr-2' });
+    const secondChild = `${second.executionId}.approval`;
+    await expect.poll(async () => (await rt.find(secondChild)).status, { timeout: 2_000 }).toBe('paused');
+    expect(await rt.continue(secondChild, { step: 'signOff', payload: 'direct' })).toMatchObject({ status: 'completed', value: 'direct' });
+  });
+});
+
 describe('the sweep of an execution whose step waits for an async unit', () => {
   const awaiting = { step: 'r', index: 2, attempt: 1, child: 'x.u', args: undefined, purpose: 'run', position: null, kind: 'unit', until: 1_000 };
   const owner = { snapshot: { kind: 'execution', machineVersion: 8, value: { running: 'awaiting' }, context: { reactor: 'owner', awaiting } }, inbox: { entries: [], seq: 0 }, revision: 3, outbox: [] } as never;
