@@ -37,15 +37,15 @@ describe('async units: types', () => {
   });
 
   it("a run's record of every result leaves its async units out, as the runtime does", () => {
-    const noReturns = defineReactor({ name: 'record' })
+    const _noReturns = defineReactor({ name: 'record' })
       .step('a', { run: () => 1 })
       .asyncStep('u', { run: () => 'u' })
       .asyncReactor('k', child, { args: ({ value }) => ({ n: value(1) }) })
       .build();
-    expectTypeOf<OutputOf<typeof noReturns>>().toEqualTypeOf<{ a: number }>();
+    expectTypeOf<OutputOf<typeof _noReturns>>().toEqualTypeOf<{ a: number }>();
     // A result typed any (an untyped step) is kept.
-    const untyped = defineReactor({ name: 'untyped' }).step('x', { run: (): any => 1 }).build();
-    expectTypeOf<keyof OutputOf<typeof untyped>>().toEqualTypeOf<'x'>();
+    const _untyped = defineReactor({ name: 'untyped' }).step('x', { run: (): any => 1 }).build();
+    expectTypeOf<keyof OutputOf<typeof _untyped>>().toEqualTypeOf<'x'>();
   });
 
   it('an async step takes no undo', () => {

@@ -299,9 +299,9 @@ describe('operators and async units (units are independent of their owner)', () 
 describe('an async reactor child with an interrupt', () => {
   it('pauses on its own (its owner goes on) and is continued by its id or its correlation id', async () => {
     const rt = runtime();
-    const approval = defineReactor({ name: 'child-approval' })
+    const approval = defineReactor({ name: 'child-approval', input: z.object({ ref: z.string() }) })
       .step('prepare', { run: () => 'P' })
-      .interrupt('signOff', { waitFor: ['prepare'], correlationId: ({ input }) => input('ref') as never })
+      .interrupt('signOff', { waitFor: ['prepare'], correlationId: ({ input }) => input('ref') })
       .step('file', { args: ({ result }) => ({ ok: result('signOff') }), run: ({ ok }) => ok })
       .returns('file')
       .build();
