@@ -36,5 +36,7 @@ export default tseslint.config(
       '@typescript-eslint/unbound-method': 'off',
     },
   },
-  { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },
+  // Plain-Node benchmark fixtures on the built package (no tsx, outside the TypeScript project).
+  { files: ['eslint.config.js', 'bench/**/*.mjs'], ...tseslint.configs.disableTypeChecked },
+  { files: ['bench/**/*.mjs'], languageOptions: { globals: { process: 'readonly' } } },
 );

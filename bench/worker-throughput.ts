@@ -7,6 +7,7 @@
  *     BENCH_ROUNDS=5 (default 3)  BENCH_RUNS=1000 (runs / chains per batch)  BENCH_WARMUP=200
  *     BENCH_PROFILE=0 (skip the profiled round)  BENCH_PROF_INTERVAL_US=250  BENCH_PROFILE_DIR=<dir> (keep the profiles there)
  *     BENCH_JSON=<file> (also write the figures as JSON; bench/compare-trees.ts reads it)
+ *     BENCH_LIB=dist (A's worker runs the built package on plain Node: `npm run build` first)
  *
  * A. xreactor: `bench/fixtures/worker-throughput-reactor.ts`, ten trivial steps, each reading the
  *    previous step's result, `.background({ all: true })`. One worker process
@@ -70,6 +71,12 @@ const PROFILE = process.env['BENCH_PROFILE'] !== '0';
 const PROF_INTERVAL_US = Number(process.env['BENCH_PROF_INTERVAL_US'] ?? 250);
 const JSON_OUT = process.env['BENCH_JSON'];
 const COMMANDSTATS = process.env['BENCH_COMMANDSTATS'] === '1';
+/**
+ * `dist`: workload A's worker and caller run the built package (`npm run build` first) on plain
+ * Node, as an application does; by default both run the sources through tsx, which adds esbuild's
+ * `__name` helper to each closure of xreactor's code (not to node_modules').
+ */
+const LIB = process.env['BENCH_LIB'] === 'dist' ? 'dist' : 'src';
 const STEPS = 10;
 const CONCURRENCY = 10;
 const AWAIT_TIMEOUT_MS = 120_000;
@@ -119,9 +126,9 @@ function cpuSince(before: Cpu, workerPid: number): Cpu {
   return { worker: now.worker - before.worker, caller: now.caller - before.caller, redis: now.redis - before.redis };
 }
 
-/** `node [nodeArgs] --import tsx <file>` from the tree's root, like startTsxProcess (which takes no node flags such as --cpu-prof). */
+/** `node [nodeArgs] --import tsx <file>` from the tree's root, like startTsxProcess (which takes no node flags such as --cpu-prof); without tsx for a `.mjs` file. */
 function startNodeProcess(file: string, env: Readonly<Record<string, string>>, readyLine: string, nodeArgs: readonly string[]): BenchChild {
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', file], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeArgs, ...(file.endsWith('.mjs') ? [] : ['--import', 'tsx']), file], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   let markReady: () => void = () => undefined;
   let markFailed: (error: Error) => void = () => undefined;
@@ -191,15 +198,20 @@ async function roundA(url: string, round: number, profileDir?: string): Promise<
   const prefix = `wt-a${round}`;
   const queueName = `bench-wt-xr-${round}`;
   const env = { XREACTOR_BENCH_REDIS_URL: url, BENCH_PREFIX: prefix, BENCH_QUEUE: queueName, BENCH_CONCURRENCY: String(CONCURRENCY) };
-  const file = benchFile('fixtures/worker-throughput-worker.ts');
+  // BENCH_LIB=dist: the worker runs the built package on plain Node, as an application does.
+  const file = benchFile(LIB === 'dist' ? 'fixtures/worker-throughput-worker-dist.mjs' : 'fixtures/worker-throughput-worker.ts');
   const worker =
-    profileDir === undefined
+    profileDir === undefined && LIB !== 'dist'
       ? startTsxProcess(file, env, 'bench worker ready')
-      : startNodeProcess(file, env, 'bench worker ready', ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-interval=${PROF_INTERVAL_US}`]);
+      : startNodeProcess(file, env, 'bench worker ready', profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-interval=${PROF_INTERVAL_US}`]);
   let batch: Batch;
   try {
     await whenReady(worker, 'xreactor worker process');
     const pid = worker.child.pid!;
+    if (LIB === 'dist') {
+      batch = await distCallerBatch(env, pid, round);
+      return profileDir === undefined ? { batch } : { batch, profile: workerProfile(profileDir, worker, batch) };
+    }
     const caller = new Redis(url, REDIS_OPTIONS);
     const store = adapters.createRedisStore({ redis: caller, prefix });
     const queue = adapters.createBullmqQueue({ connection: caller, queueName });
@@ -236,12 +248,72 @@ async function roundA(url: string, round: number, profileDir?: string): Promise<
     await stopChild(worker.child, worker.exited, 15_000);
   }
   if (profileDir === undefined) return { batch };
+  return { batch, profile: workerProfile(profileDir, worker, batch) };
+}
+
+/** The worker's CPU profile over the timed window (the worker has exited and written it). */
+function workerProfile(profileDir: string, worker: BenchChild, batch: Batch): ProfileSummary {
   // CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile: thread 0 is the main thread (tsx's
   // loader hooks run on a thread of their own, which writes a profile too).
   const files = readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile') && f.split('.')[4] === '0');
   if (files.length !== 1) throw new Error(`expected one main-thread .cpuprofile in ${profileDir}, found ${files.length} (did the worker exit cleanly?)\n${worker.output().slice(-1000)}`);
-  const profile = summarizeProfile(join(profileDir, files[0]!), ROOT, batch.window.fromMs * 1000, batch.window.toMs * 1000);
-  return { batch, profile };
+  return summarizeProfile(join(profileDir, files[0]!), ROOT, batch.window.fromMs * 1000, batch.window.toMs * 1000);
+}
+
+/**
+ * BENCH_LIB=dist: the timed batch from a caller process on plain Node and the built package
+ * (`fixtures/worker-throughput-caller-dist.mjs`); its CPU is that process's, read from /proc
+ * around the batch as the worker's and redis-server's are.
+ */
+async function distCallerBatch(env: Readonly<Record<string, string>>, workerPid: number, round: number): Promise<Batch> {
+  const child = spawn(process.execPath, [benchFile('fixtures/worker-throughput-caller-dist.mjs')], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, BENCH_RUNS: String(RUNS), BENCH_WARMUP: String(WARMUP) },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const seen = (marker: string) =>
+    new Promise<string>((resolve, reject) => {
+      const onData = () => {
+        const at = output.indexOf(marker);
+        if (at < 0) return;
+        const end = output.indexOf('\n', at);
+        if (end < 0) return;
+        child.stdout.off('data', onData);
+        resolve(output.slice(at + marker.length, end));
+      };
+      child.stdout.on('data', onData);
+      child.once('exit', (code) => reject(new Error(`the dist caller exited (${String(code)}):\n${output.slice(-2000)}`)));
+      onData();
+    });
+  child.stdout.on('data', (chunk: Buffer) => void (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => void (output += chunk.toString()));
+  await seen('bench caller warm');
+  const callerPid = child.pid!;
+  const before = { worker: cpuSecondsOf(workerPid) ?? Number.NaN, caller: cpuSecondsOf(callerPid) ?? Number.NaN, redis: cpuSecondsOf(redisPid) ?? Number.NaN };
+  const fromMs = monotonicMs();
+  child.stdin.write('go\n');
+  const reported = JSON.parse(await seen('bench caller result ')) as { totalS: number; startedS: number; ok: number; statuses: string[] };
+  const toMs = monotonicMs();
+  const cpu = {
+    worker: (cpuSecondsOf(workerPid) ?? Number.NaN) - before.worker,
+    caller: (cpuSecondsOf(callerPid) ?? Number.NaN) - before.caller,
+    redis: (cpuSecondsOf(redisPid) ?? Number.NaN) - before.redis,
+  };
+  await new Promise((resolve) => child.once('exit', resolve));
+  const other = reported.statuses.filter((s) => s !== 'completed');
+  return {
+    kind: 'A',
+    round,
+    perSecond: RUNS / reported.totalS,
+    totalS: reported.totalS,
+    startedS: reported.startedS,
+    cpu,
+    ok: reported.ok,
+    note: other.length === 0 ? '' : `${other.length} not completed (${[...new Set(other)].join(', ')})`,
+    loadAfter: loadAverage(),
+    window: { fromMs, toMs },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

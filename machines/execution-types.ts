@@ -2,11 +2,20 @@ import type { RetryPolicy } from '../src/definition/retry.js';
 import type { ErrorData } from '../src/internal/error-data.js';
 import type { ElementMapLink, MapEvent } from './map-types.js';
 
-/** Version of the execution machine; stored with every snapshot. */
-export const EXECUTION_MACHINE_VERSION = 8;
+/**
+ * Version of the execution machine. Version 9 added async units (the `unit.*` events, the
+ * `awaiting` record of kind `unit`, `origin.async`); an execution that uses none of them (its
+ * reactor has no async unit step and it is no async reactor's child) is stored as
+ * {@link EXECUTION_MACHINE_PLAIN_VERSION}, which the build before 9 still reads and advances, so a
+ * rolling deploy keeps both builds working on such executions.
+ */
+export const EXECUTION_MACHINE_VERSION = 9;
 
-/** Execution machine versions this build reads: a version-6 or 7 snapshot resumes on version 8 (every state of 6 is one of 7, and 7 and 8 have the same states; the context is brought to 8 as it is read, `upgradeExecutionContext`). */
-export const EXECUTION_MACHINE_READABLE = [6, 7, 8] as const;
+/** The version an execution that uses nothing version 9 added is stored as (see {@link EXECUTION_MACHINE_VERSION}). */
+export const EXECUTION_MACHINE_PLAIN_VERSION = 8;
+
+/** Execution machine versions this build reads: a version-6 or 7 snapshot resumes on version 9 (every state of 6 is one of 7, 7 and 8 have the same states, and 9 only adds transitions; the context is brought to 8's shape as it is read, `upgradeExecutionContext`). */
+export const EXECUTION_MACHINE_READABLE = [6, 7, 8, 9] as const;
 
 /** What the machine knows of an interrupt step. */
 export interface InterruptView {
@@ -31,6 +40,8 @@ export interface ExecutionPlanView {
     readonly interrupt?: InterruptView;
     /** `map` for a map step: its actor is a map operation, and its undo-stack entry carries no arguments and no result. */
     readonly child?: 'map';
+    /** An async unit's step: `unit` (an asyncStep, an actor of kind `unit`) or `execution` (an asyncReactor's child). Never tracked. */
+    readonly async?: 'unit' | 'execution';
   }[];
   /** Plan index at which a background reactor hands the run to a worker; null: never. */
   readonly handoffIndex: number | null;
@@ -84,6 +95,7 @@ export interface TraceEntry {
     | 'resumed'
     | 'cancelled'
     | 'awaiting'
+    | 'dispatched'
     | 'signal_discarded';
   readonly step?: string;
   readonly attempt?: number;
@@ -116,6 +128,11 @@ export interface ExecutionOrigin {
   /** Compose steps from the root to this execution (empty for a root). */
   readonly path: readonly string[];
   readonly createdAt: number;
+  /**
+   * An async reactor's child: dispatched by its parent as an independent execution. It tells its
+   * parent only that it settled (`xreactor.unit.settled`), never its pauses; its parent never undoes it.
+   */
+  readonly async?: true;
 }
 
 /** How an execution ended or is ending, each set at most once (one nested object: see {@link ExecutionContext}). */
@@ -213,8 +230,10 @@ export interface AwaitRecord {
   /** Waiting for the child to run (`run`), or to be undone (`undo`: of the undo-stack entry at `position`, or of the paused child when null). */
   readonly purpose: 'run' | 'undo';
   readonly position: number | null;
-  /** What is awaited: a composed child, or a map operation (version 7; absent in version 6: an execution). */
-  readonly kind?: 'execution' | 'map';
+  /** What is awaited: a composed child, a map operation (version 7; absent in version 6: an execution), or an async unit a step reads (`unit`: an asyncStep's unit or an asyncReactor's child). */
+  readonly kind?: 'execution' | 'map' | 'unit';
+  /** For an async unit: when the wait times out in a worker (its dispatch plus `asyncParkTimeoutMs`; null: never). */
+  readonly until?: number | null;
 }
 
 /** Input that creates an execution actor. */
@@ -226,6 +245,8 @@ export interface ExecutionInput {
   readonly path?: readonly string[];
   /** An element of a map (its parent is the map). */
   readonly map?: ElementMapLink | null;
+  /** An async reactor's child (see {@link ExecutionOrigin.async}). */
+  readonly async?: boolean;
 }
 
 /** Events the execution actor accepts. Every event carries the host's clock reading. */
@@ -297,7 +318,29 @@ export type ExecutionEvent =
   | { readonly type: 'xreactor.child.paused'; readonly at: number; readonly child: string; readonly ready: readonly (string | readonly string[])[] }
   | { readonly type: 'xreactor.child.resumed'; readonly at: number; readonly child: string }
   /** The awaited child is gone (its retention expired): reported by the sweeper. */
-  | { readonly type: 'xreactor.child.lost'; readonly at: number; readonly child: string };
+  | { readonly type: 'xreactor.child.lost'; readonly at: number; readonly child: string }
+  /** An async unit step's arguments are resolved (and its child's input checked): the unit is spawned with this transition and dispatched after it. */
+  | { readonly type: 'xreactor.unit.dispatch'; readonly at: number; readonly index: number; readonly attempt: number; readonly args: unknown }
+  /** The step at `index` reads async unit `unit`, which has not settled: wait for its signal (a worker gives up at `until`). */
+  | { readonly type: 'xreactor.unit.awaiting'; readonly at: number; readonly index: number; readonly attempt: number; readonly unit: string; readonly until: number | null }
+  /** An async unit this execution dispatched settled (its signal; or the host, finding it settled while a step waits for it). */
+  | { readonly type: 'xreactor.unit.settled'; readonly at: number; readonly child: string }
+  /**
+   * The wait of the step at `index` for async unit `unit` timed out: the step fails before its body
+   * (`error`). Accepted only while that step waits for that unit (a timeout of an earlier unit the
+   * same step read is stale).
+   */
+  | {
+      readonly type: 'xreactor.unit.timedOut';
+      readonly at: number;
+      readonly index: number;
+      readonly attempt: number;
+      readonly unit: string;
+      readonly error: ErrorData;
+      readonly started: false;
+      readonly retryable: false;
+      readonly args: undefined;
+    };
 
 /** Store writes a transition asks for; committed atomically with the snapshot. */
 export type ExecutionWrite =
@@ -326,8 +369,11 @@ export type ExecutionWrite =
         readonly condition: 'reportNew' | 'mapSettled';
       };
     }
-  /** Create a composed child (or, `kind: 'map'`, a map operation) with this commit (the host builds its first commit). */
-  | { readonly type: 'xreactor.write.spawn'; readonly params: { readonly step: string; readonly child: string; readonly input: unknown; readonly kind?: 'execution' | 'map' } }
+  /**
+   * Create a composed child (or, `kind: 'map'`, a map operation; `kind: 'unit'`, an async step's
+   * unit; `async`, an async reactor's child) with this commit (the host builds its first commit).
+   */
+  | { readonly type: 'xreactor.write.spawn'; readonly params: { readonly step: string; readonly child: string; readonly input: unknown; readonly kind?: 'execution' | 'map' | 'unit'; readonly async?: true } }
   /** An element's writes to its map: started (with its creating commit), and its forward report (with its settling commit). */
   | {
       readonly type: 'xreactor.write.mapReport';
@@ -339,7 +385,7 @@ export type ExecutionWrite =
   | { readonly type: 'xreactor.write.awaits'; readonly params: { readonly actors: readonly string[] } };
 
 /** Events an execution sends to other actors. */
-export type ExecutionSignalEvent = Extract<ExecutionEvent, { type: 'xreactor.child.settled' | 'xreactor.child.paused' | 'xreactor.child.resumed' | 'xreactor.operator.undo' }>;
+export type ExecutionSignalEvent = Extract<ExecutionEvent, { type: 'xreactor.child.settled' | 'xreactor.child.paused' | 'xreactor.child.resumed' | 'xreactor.operator.undo' | 'xreactor.unit.settled' }>;
 
 /** Effects a transition asks the host to perform after the commit. */
 export type ExecutionEffect =
@@ -355,7 +401,14 @@ export type ExecutionEffect =
   /** Advance the awaited child in this call when nothing else does, then look at the inbox. */
   | { readonly type: 'xreactor.effect.awaitChild'; readonly params: { readonly child: string } }
   /** A queued fan-out element's start: `element.start`, whose commit the store refuses once the map stopped (then `element.skip`). */
-  | { readonly type: 'xreactor.effect.element.gate'; readonly params: { readonly map: string } };
+  | { readonly type: 'xreactor.effect.element.gate'; readonly params: { readonly map: string } }
+  /** Enqueue the start job of the async unit the commit spawned (kind `unit`, or `execution` for an async reactor's child). */
+  | { readonly type: 'xreactor.effect.dispatchUnit'; readonly params: { readonly unit: string; readonly kind: 'unit' | 'execution' } }
+  /**
+   * A step waits for async unit `unit`: a caller waits here (up to `asyncWaitTimeoutMs`), a worker
+   * leaves the actor awaiting with a delayed timeout at `until`; either way the unit's signal wakes it.
+   */
+  | { readonly type: 'xreactor.effect.awaitUnit'; readonly params: { readonly unit: string; readonly step: string; readonly index: number; readonly attempt: number; readonly until: number | null } };
 
 /** Lifecycle states of an execution. */
 export type ExecutionStatus =

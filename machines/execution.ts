@@ -107,7 +107,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
   const signalResumed = {
     type: 'xreactor.write.signal' as const,
     params: ({ context, event }: { context: ExecutionContext; event: ExecutionEvent }) => ({
-      to: context.origin.parentId,
+      to: parentToTell(context),
       event: { type: 'xreactor.child.resumed' as const, at: event.at, child: context.executionId },
       dedupeKey: `${context.executionId}.resumed.${context.pauses}`,
     }),
@@ -121,10 +121,19 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
         ...paused.ready.map((r) => r.step),
         ...paused.nested.map((p) => (paused.child === null ? p : [paused.child, ...(typeof p === 'string' ? [p] : p)])),
       ];
-      return { to: context.origin.parentId, event: { type: 'xreactor.child.paused' as const, at: context.updatedAt, child: context.executionId, ready }, dedupeKey: `${context.executionId}.paused.${context.pauses}` };
+      return { to: parentToTell(context), event: { type: 'xreactor.child.paused' as const, at: context.updatedAt, child: context.executionId, ready }, dedupeKey: `${context.executionId}.paused.${context.pauses}` };
     },
   };
   const childId = (context: ExecutionContext, step: string) => `${context.executionId}.${step}`;
+  /**
+   * An async unit's settle, consumed in a state that does not wait for it: nothing else changes (a
+   * reader reads the unit's end when it runs). On every state that may dispatch or outlive a unit
+   * and is not final (XState would take a transition of the machine's root even in a final state):
+   * in `failed` and `cancelled` no transition applies, so the host discards the late entry.
+   */
+  const consumeUnitSettle = { 'xreactor.unit.settled': { actions: 'consumeUnitSettle' as const } };
+  /** The parent a composed child tells of its pauses: none for a root, nor for an async reactor's child (independent of its parent). */
+  const parentToTell = (context: ExecutionContext) => (context.origin.async === true ? null : context.origin.parentId);
   const fromChild = ({ context, event }: { context: ExecutionContext; event: ExecutionEvent }) => context.awaiting !== null && (event as { child?: string }).child === context.awaiting.child;
   const fromPausedChild = ({ context, event }: { context: ExecutionContext; event: ExecutionEvent }) =>
     context.paused?.child != null && (event as { child?: string }).child === childId(context, context.paused.child);
@@ -154,6 +163,22 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       'xreactor.effect.element.gate': hostPerformed<ParamsOf<ExecutionEffect, 'xreactor.effect.element.gate'>>(),
       'xreactor.write.mapSignal': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.mapSignal'>>(),
       'xreactor.write.mapReport': hostPerformed<ParamsOf<ExecutionWrite, 'xreactor.write.mapReport'>>(),
+      'xreactor.effect.dispatchUnit': hostPerformed<ParamsOf<ExecutionEffect, 'xreactor.effect.dispatchUnit'>>(),
+      'xreactor.effect.awaitUnit': hostPerformed<ParamsOf<ExecutionEffect, 'xreactor.effect.awaitUnit'>>(),
+      consumeUnitSettle: assign(({ event }) => ({ updatedAt: event.at })),
+      /** An async unit step: its unit (or child execution) is spawned with this commit, dispatched after it, and never pushed on the undo stack. */
+      dispatchUnit: enqueueActions(({ context, event, enqueue }) => {
+        const e = event as EventOf<'xreactor.unit.dispatch'>;
+        const step = stepAt(e.index);
+        const unit = childId(context, step.name);
+        const kind = step.async === 'unit' ? ('unit' as const) : ('execution' as const);
+        enqueue({ type: 'xreactor.write.spawn', params: { step: step.name, child: unit, input: e.args, kind, async: true } });
+        // The step's result is a reference to its unit until a reader reads the unit's end.
+        enqueue({ type: 'xreactor.write.result', params: { step: step.name, value: { xreactorUnit: { id: unit, kind, dispatchedAt: e.at } } } });
+        enqueue({ type: 'xreactor.write.trace', params: { type: 'dispatched', step: step.name, attempt: e.attempt, at: e.at, actors: [unit] } });
+        enqueue({ type: 'xreactor.effect.dispatchUnit', params: { unit, kind } });
+        enqueue.assign({ cursor: context.cursor + 1, attempt: 1, updatedAt: e.at });
+      }),
       /** A run starts; an element that starts is on its map's started list (the rollback's work list), with the same commit. */
       startElement: enqueueActions(({ context, event, enqueue }) => {
         enqueue.assign({ updatedAt: event.at });
@@ -184,6 +209,11 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
           enqueue({ type: 'xreactor.write.mapSignal', params: { to: link.id, event: { type: 'xreactor.map.throwSettled', at, throw: link.throw }, dedupeKey: `throw.${link.throw}`, condition: 'reportNew' } });
         }
         enqueue({ type: 'xreactor.write.mapSignal', params: { to: link.id, event: { type: 'xreactor.map.settled', at }, dedupeKey: 'settled', condition: 'mapSettled' } });
+        return;
+      }
+      if (context.origin.async === true) {
+        // An async reactor's child tells its parent once that it settled (a reader of it may wait).
+        enqueue({ type: 'xreactor.write.signal', params: { to: context.origin.parentId, event: { type: 'xreactor.unit.settled', at, child: context.executionId }, dedupeKey: `${context.executionId}.settled` } });
         return;
       }
       // A composed child tells its parent (a root has none: `to` is null and nothing is sent), once per
@@ -312,6 +342,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
         parentId: input?.parentId ?? null,
         path: input?.path ?? [],
         createdAt: input?.at ?? 0,
+        ...(input?.async === true ? { async: true as const } : {}),
       },
       cursor: 0,
       attempt: 1,
@@ -366,6 +397,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       running: {
         initial: 'next',
         on: {
+          ...consumeUnitSettle,
           'xreactor.operator.cancel': { target: 'cancelled', actions: ['recordCancel', { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'cancelled', at: event.at, reason: event.reason }) }] },
           'xreactor.execution.abort': { target: '#execution.aborted', actions: 'recordAbort' },
         },
@@ -430,6 +462,19 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
               'xreactor.compose.spawn': { guard: 'isCurrentOutcome', target: 'awaiting', actions: 'startAwaiting' },
               'xreactor.compose.awaiting': { guard: 'isCurrentOutcome', target: 'awaiting', actions: 'startAwaiting' },
               'xreactor.map.spawn': { guard: 'isCurrentOutcome', target: 'awaiting', actions: 'startAwaiting' },
+              'xreactor.unit.dispatch': { guard: 'isCurrentOutcome', target: 'next', actions: 'dispatchUnit' },
+              // The step reads an async unit that has not settled: wait for its signal.
+              'xreactor.unit.awaiting': {
+                guard: 'isCurrentOutcome',
+                target: 'awaiting',
+                actions: [
+                  assign(({ event }) => ({
+                    awaiting: { step: stepAt(event.index).name, index: event.index, attempt: event.attempt, child: event.unit, args: undefined, purpose: 'run' as const, position: null, kind: 'unit' as const, until: event.until },
+                    updatedAt: event.at,
+                  })),
+                  { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'awaiting', step: stepAt(event.index).name, at: event.at, actors: [event.unit] }) },
+                ],
+              },
               'xreactor.step.halted': {
                 guard: 'isCurrentOutcome',
                 target: '#execution.halted',
@@ -480,8 +525,21 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
           },
           awaiting: {
             tags: tagsAt('running.awaiting'),
-            entry: { type: 'xreactor.effect.awaitChild', params: ({ context }) => ({ child: context.awaiting!.child }) },
+            entry: enqueueActions(({ context, enqueue }) => {
+              const awaiting = context.awaiting!;
+              if (awaiting.kind === 'unit') {
+                enqueue({ type: 'xreactor.effect.awaitUnit', params: { unit: awaiting.child, step: awaiting.step, index: awaiting.index, attempt: awaiting.attempt, until: awaiting.until ?? null } });
+              } else enqueue({ type: 'xreactor.effect.awaitChild', params: { child: awaiting.child } });
+            }),
             on: {
+              // The async unit the step reads settled: run the step again (it reads the unit's end).
+              'xreactor.unit.settled': { guard: 'fromChild', target: 'executing', actions: assign(({ event }) => ({ awaiting: null, updatedAt: event.at })) },
+              // The wait for that unit timed out: the step fails before its body.
+              'xreactor.unit.timedOut': {
+                guard: ({ context, event }) => context.awaiting?.kind === 'unit' && context.awaiting.child === event.unit && isCurrent(context, event),
+                target: '#execution.rolling_back',
+                actions: 'recordStepFailure',
+              },
               // The child is gone (reported by the sweeper): the compose step fails.
               'xreactor.step.failed': { guard: 'isCurrentOutcome', target: '#execution.rolling_back', actions: ['recordStepFailure', { type: 'xreactor.write.awaits', params: { actors: [] } }] },
               // The child settled: run the compose step again to collect its outcome (value, failure, rollback failures).
@@ -511,6 +569,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       rolling_back: {
         initial: 'deciding',
         on: {
+          ...consumeUnitSettle,
           'xreactor.execution.abort': { target: '#execution.aborted', actions: 'recordAbort' },
         },
         states: {
@@ -664,6 +723,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
           signalPaused,
         ],
         on: {
+          ...consumeUnitSettle,
           'xreactor.interrupt.resume': {
             guard: 'isReadyInterrupt',
             target: 'running',
@@ -731,17 +791,17 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       completed: {
         tags: tagsAt('completed'),
         entry: terminal('completed'),
-        on: { 'xreactor.operator.undo': { target: 'rolling_back', actions: 'recordOperatorUndo' } },
+        on: { ...consumeUnitSettle, 'xreactor.operator.undo': { target: 'rolling_back', actions: 'recordOperatorUndo' } },
       },
       halted: {
         tags: tagsAt('halted'),
         entry: terminal('halted'),
-        on: { 'xreactor.operator.undo': { target: 'rolling_back', actions: 'recordOperatorUndo' } },
+        on: { ...consumeUnitSettle, 'xreactor.operator.undo': { target: 'rolling_back', actions: 'recordOperatorUndo' } },
       },
       aborted: {
         tags: tagsAt('aborted'),
         entry: terminal('aborted'),
-        on: { 'xreactor.operator.undo': { target: 'rolling_back', actions: 'recordOperatorUndo' } },
+        on: { ...consumeUnitSettle, 'xreactor.operator.undo': { target: 'rolling_back', actions: 'recordOperatorUndo' } },
       },
       failed: { type: 'final', tags: tagsAt('failed'), entry: terminal('failed') },
       cancelled: { type: 'final', tags: tagsAt('cancelled'), entry: terminal('cancelled') },

@@ -2,12 +2,12 @@
  * The machine registry: every kind of actor the runtime knows, with its machine, the version it
  * writes, the versions it can read, and the tags of its states. The stored envelope names kind and
  * version; loading a kind or version missing here is a retryable error (a newer build may know it).
- * One file per kind beside this one (`execution.ts`; later map operations, element rollbacks,
- * async units).
+ * One file per kind beside this one (`execution.ts`, `map.ts`, `element-rollback.ts`, `unit.ts`).
  */
 import { createExecutionMachine, EXECUTION_MACHINE_READABLE, EXECUTION_MACHINE_VERSION, executionStatusOf, executionTagsOf, upgradeExecutionContext } from './execution.js';
 import { createMapMachine, MAP_MACHINE_VERSION, mapStatusOf, mapTagsOf, mapUndoSettled } from './map.js';
 import { createElementRollbackMachine, ELEMENT_ROLLBACK_MACHINE_VERSION, elementRollbackStatusOf, elementRollbackTagsOf } from './element-rollback.js';
+import { createUnitMachine, UNIT_MACHINE_VERSION, unitStatusOf, unitTagsOf } from './unit.js';
 import type { ActorStatus, ActorTag } from './registry-types.js';
 
 /** One kind of actor. */
@@ -66,6 +66,16 @@ export const MACHINE_REGISTRY = {
     statusOf: elementRollbackStatusOf,
     // A rollback actor is never undone: its report is its end.
     undoSettledOf: (value: unknown) => elementRollbackTagsOf(value).has('settled'),
+  },
+  unit: {
+    kind: 'unit',
+    version: UNIT_MACHINE_VERSION,
+    readable: [UNIT_MACHINE_VERSION],
+    machine: createUnitMachine,
+    tagsOf: unitTagsOf,
+    statusOf: unitStatusOf,
+    // An async unit is never undone: its settle is its end.
+    undoSettledOf: (value: unknown) => unitTagsOf(value).has('settled'),
   },
 } as const satisfies Readonly<Record<string, ActorKindEntry>>;
 

@@ -3,7 +3,8 @@
  * run, compensate and undo) and run them embedded, with exact rollback semantics.
  */
 export { defineReactor, ReactorBuilder } from './definition/reactor.js';
-export type { DefineReactorOptions, InlineStepConfig, StepUse, RunArgs, ComposeMode } from './definition/reactor.js';
+export type { DefineReactorOptions, InlineStepConfig, AsyncStepConfig, StepUse, RunArgs, ComposeMode } from './definition/reactor.js';
+export type { AsyncOutcome } from './definition/async-unit.js';
 export { paged } from './definition/map.js';
 export type {
   MapOptions,

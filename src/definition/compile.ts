@@ -7,6 +7,7 @@ import type { CompiledStep, Handoff, RawStep, ReactorDefinition, RunMode } from 
 import { fingerprintPlan } from './fingerprint.js';
 import { checkFunction, checkName, checkNoElement, checkOptions, checkWaitFor, REMOVED_STEP_OPTIONS } from './checks.js';
 import { compileMap } from './compile-map.js';
+import { compileAsyncReactor, compileAsyncStep, isAsyncUnit } from './async-unit.js';
 
 export { RESERVED_PREFIX } from './checks.js';
 
@@ -144,6 +145,8 @@ function checkVersion(version: unknown, reactor: string): number {
 }
 
 function compileStep(raw: RawStep, order: number, reactor: string, resolveArgs: CompileInput['resolveArgs']): Omit<CompiledStep, 'index'> {
+  if (raw.async === 'step') return compileAsyncStep(raw, order, reactor, resolveArgs);
+  if (raw.async === 'reactor') return compileAsyncReactor(raw, order, reactor, resolveArgs);
   if (raw.compose !== undefined) return compileCompose(raw, order, reactor, resolveArgs);
   if (raw.interrupt === true) return compileInterrupt(raw, order, reactor, resolveArgs);
   if (raw.map !== undefined) return compileMap(raw, order, reactor, resolveArgs);
@@ -272,6 +275,13 @@ export function compileDefinition<TName extends string, TInput, TResults, TOutpu
   if (input.returns !== undefined && !seen.has(input.returns)) {
     throw new DefinitionError(
       `reactor "${reactor}": returns("${input.returns}") names a step the reactor does not declare; name one of ${[...seen].map((n) => `"${n}"`).join(', ') || 'its steps (it has none)'}`,
+    );
+  }
+  const returned = input.returns === undefined ? undefined : steps.find((s) => s.name === input.returns);
+  if (returned !== undefined && isAsyncUnit(returned)) {
+    throw new DefinitionError(
+      `reactor "${reactor}": returns("${input.returns}") names an async unit (${returned.kind}), which has no value when the run completes; return a step that reads it with result("${input.returns}")`,
+      { reactor, step: returned.name },
     );
   }
   const plan = planOrder(steps).map((order, index) => Object.freeze({ ...steps[order]!, index }));

@@ -28,6 +28,8 @@ export interface RawStep {
   readonly interrupt?: true;
   /** A map step: the element reactor as passed (checked at `build()`); its options are the config. */
   readonly map?: { readonly element: unknown };
+  /** An async unit: `step` (an `asyncStep`, its body or definition as for a step) or `reactor` (an `asyncReactor`, its child in `compose`). */
+  readonly async?: 'step' | 'reactor';
 }
 
 /** Turns an `args`-style callback of the sources into a source record (`undefined` when absent). */
@@ -99,14 +101,16 @@ export interface CompiledStep {
   readonly name: string;
   /**
    * `step`: a body; `compose`: a child reactor run inline, with its own undo stack; `interrupt`: a
-   * pause until continued; `map`: the element reactor run once per item of a collection.
+   * pause until continued; `map`: the element reactor run once per item of a collection;
+   * `asyncStep`: a body run in its own job (an async unit); `asyncReactor`: a child reactor
+   * dispatched as an independent execution (an async unit). Async units are never undone by their owner.
    */
-  readonly kind: 'step' | 'compose' | 'interrupt' | 'map';
+  readonly kind: 'step' | 'compose' | 'interrupt' | 'map' | 'asyncStep' | 'asyncReactor';
   /** The settings of an interrupt step. */
   readonly interrupt?: CompiledInterrupt;
   /** The settings of a map step. */
   readonly map?: CompiledMap;
-  /** The child reactor of a compose step, the element reactor of a map step. */
+  /** The child reactor of a compose or asyncReactor step, the element reactor of a map step. */
   readonly child: AnyReactorDefinition | undefined;
   /** Position in definition order. */
   readonly order: number;

@@ -16,7 +16,7 @@ export interface MapGraphNode {
 /** One step of a reactor's graph, as plain data. */
 export interface StepGraphNode {
   readonly name: string;
-  readonly type: 'step' | 'compose' | 'interrupt' | 'map';
+  readonly type: 'step' | 'compose' | 'interrupt' | 'map' | 'asyncStep' | 'asyncReactor';
   /** The child reactor of a compose step, the element reactor of a map step, or null. */
   readonly child: string | null;
   /** Steps whose results it reads. */

@@ -7,6 +7,7 @@ import { compileDefinition } from './compile.js';
 import type { AnyReactorDefinition, BackgroundCut, CompiledStep, ModeOf, OutputOf, RawStep, ReactorDefinition, RunMode, WithModes } from './compiled.js';
 import { elementHelpers } from './map.js';
 import type { ElementReactorCheck, MapMode, MapOptions, MapValue } from './map.js';
+import type { ASYNC_UNIT, AsyncOutcome } from './async-unit.js';
 import { DefinitionError } from '../errors/index.js';
 
 interface BuilderState {
@@ -46,6 +47,12 @@ export interface InlineStepConfig<TInput, TResults, A, S, R> extends StepHandler
   readonly input?: S;
   /** Ordering-only dependencies: this step runs after them without reading their results. */
   readonly waitFor?: readonly (keyof TResults & string)[];
+}
+
+/** Configuration of an async step written inline: a step's, without `undo` (its owner never undoes it). */
+export interface AsyncStepConfig<TInput, TResults, A, S, R> extends Omit<InlineStepConfig<TInput, TResults, A, S, R>, 'undo'> {
+  /** Not available: an async step is never undone; it compensates itself once after its last attempt fails. */
+  readonly undo?: never;
 }
 
 /** Options of an interrupt. */
@@ -89,9 +96,19 @@ export type EmptyResults = Record<never, never>;
 /** What the steps of a reactor without an input schema see as inputs: none, so `input(name)` is a compile error. */
 export type NoInputs = Record<never, never>;
 
-/** The value of a completed run: the `returns` step's result, or (`TReturns` never) the record of every step's result. */
+type IsAny<T> = 0 extends 1 & T ? true : false;
+
+/** The keys of a record of results whose values are async units' outcomes (not results of the run). */
+type AsyncUnitKeys<T> = { [K in keyof T]: IsAny<T[K]> extends true ? never : typeof ASYNC_UNIT extends keyof T[K] ? K : never }[keyof T];
+
+/**
+ * The value of a completed run: the `returns` step's result, or (`TReturns` never) the record of
+ * every step's result, async units left out (they have no value when the run completes).
+ */
 export type ReactorOutput<TResults, TReturns extends string> = [TReturns] extends [never]
-  ? TResults
+  ? [AsyncUnitKeys<TResults>] extends [never]
+    ? TResults
+    : Simplify<Omit<TResults, AsyncUnitKeys<TResults>>>
   : TReturns extends keyof TResults
     ? TResults[TReturns]
     : never;
@@ -159,6 +176,48 @@ export class ReactorBuilder<TName extends string, TInput, TResults, TReturns ext
     use?: ComposeUse<TInput, TResults, A>,
   ): ReactorBuilder<TName, TInput, WithStep<TResults, N, OutputOf<C>>, TReturns, TRunInput, ComposeMode<TMode, C>> {
     const raw: RawStep = { name, definition: undefined, config: (use ?? {}) as Record<string, unknown>, compose: child };
+    return new ReactorBuilder({ ...this.#state, steps: [...this.#state.steps, raw] });
+  }
+
+  /**
+   * Dispatch this step's body to its own job (an async unit) and go on at once: the step is
+   * complete for scheduling with no value, and is never undone by this reactor. Its body retries
+   * in its job; after its last attempt fails it compensates itself, once. A step that reads it
+   * (`result(name)`) waits until it settled and receives its {@link AsyncOutcome}.
+   * @example
+   * .asyncStep('sendEmail', { args: ({ input }) => ({ to: input('email') }), run: ({ to }) => mailer.send(to), retries: { maxAttempts: 3 } })
+   */
+  asyncStep<const N extends string, A extends ArgsRecord = never, S extends AnySchema = never, R = unknown>(
+    name: NewStepName<N, TResults>,
+    config: AsyncStepConfig<TInput, TResults, A, S, R>,
+  ): ReactorBuilder<TName, TInput, WithStep<TResults, N, AsyncOutcome<StepValue<Awaited<R>>>>, TReturns, TRunInput, TMode>;
+  /** Dispatch a reusable step definition's body to its own job (see the inline form). */
+  asyncStep<const N extends string, TArgs, V, A extends ArgsRecord = never>(
+    name: NewStepName<N, TResults>,
+    definition: StepDefinition<TArgs, V>,
+    use?: StepUse<TInput, TResults, A>,
+  ): ReactorBuilder<TName, TInput, WithStep<TResults, N, AsyncOutcome<V>>, TReturns, TRunInput, TMode>;
+  asyncStep(name: string, configOrDefinition: object, use?: object): unknown {
+    const raw: RawStep = isStepDefinition(configOrDefinition)
+      ? { name, definition: configOrDefinition, config: (use ?? {}) as Record<string, unknown>, async: 'step' }
+      : { name, definition: undefined, config: configOrDefinition as Record<string, unknown>, async: 'step' };
+    return new ReactorBuilder<TName, TInput, unknown, TReturns, TRunInput, TMode>({ ...this.#state, steps: [...this.#state.steps, raw] });
+  }
+
+  /**
+   * Dispatch a child reactor as an independent execution (an async unit, id
+   * `<execution>.<name>`) and go on at once. The child runs in a worker, rolls itself back on
+   * its own failure, and is never undone by this reactor. A step that reads it (`result(name)`)
+   * waits until it settled and receives its {@link AsyncOutcome}.
+   * @example
+   * .asyncReactor('provision', provisionAccount, { args: ({ input }) => ({ userId: input('userId') }) })
+   */
+  asyncReactor<const N extends string, C extends AnyReactorDefinition, A extends ArgsRecord = never>(
+    name: NewStepName<N, TResults>,
+    child: C,
+    use?: ComposeUse<TInput, TResults, A>,
+  ): ReactorBuilder<TName, TInput, WithStep<TResults, N, AsyncOutcome<OutputOf<C>>>, TReturns, TRunInput, TMode> {
+    const raw: RawStep = { name, definition: undefined, config: (use ?? {}) as Record<string, unknown>, compose: child, async: 'reactor' };
     return new ReactorBuilder({ ...this.#state, steps: [...this.#state.steps, raw] });
   }
 

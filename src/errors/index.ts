@@ -280,6 +280,23 @@ export class QueueRequiredError extends XreactorError {
   }
 }
 
+/**
+ * A step that reads an async unit (`result(name)` of an asyncStep or asyncReactor) waited longer
+ * than allowed for it to settle: `asyncWaitTimeoutMs` in a caller, `asyncParkTimeoutMs` from the
+ * unit's dispatch in a worker. The reader fails before its body (it is not compensated) with an
+ * {@link ArgumentResolutionError} caused by this one, and its execution rolls back. The unit goes
+ * on by itself.
+ */
+export class AsyncWaitTimeoutError extends XreactorError {
+  constructor(unit: string, reader: string, timeoutMs: number, option: 'asyncWaitTimeoutMs' | 'asyncParkTimeoutMs') {
+    super(
+      'async_wait_timeout',
+      `async unit ${unit} did not settle within ${timeoutMs} ms while step "${reader}" waited for it; raise ${option} (createRuntime / createWorker), or read the unit later in the plan`,
+      { step: reader, retryable: false },
+    );
+  }
+}
+
 /** A paused interrupt was not continued in time. */
 export class InterruptTimeoutError extends XreactorError {
   constructor(executionId: string, step: string, timeoutMs: number) {

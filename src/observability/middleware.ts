@@ -11,8 +11,12 @@ export interface HookBase {
 /** Events of a step's body and rollback handlers. */
 export interface StepHook extends HookBase {
   readonly step: string;
-  /** `compose` for a compose step, `map` for a map step (a child's or element's own steps report their own events). */
-  readonly kind: 'step' | 'compose' | 'interrupt' | 'map';
+  /**
+   * `compose` for a compose step, `map` for a map step (a child's or element's own steps report
+   * their own events); `asyncStep` for an async step's body and compensate, reported from the
+   * unit's own job with its owner's reactor, execution and path; `asyncReactor` for its dispatch.
+   */
+  readonly kind: 'step' | 'compose' | 'interrupt' | 'map' | 'asyncStep' | 'asyncReactor';
   readonly attempt: number;
   readonly args: unknown;
 }

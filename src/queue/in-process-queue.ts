@@ -301,6 +301,8 @@ class InProcessQueueImpl implements InProcessQueue {
     this.#cancelTimer();
     const consumer = this.#consumer;
     if (consumer) await this.#closeConsumer(consumer, false);
+    // Node 20 keeps every enabled AsyncLocalStorage alive and slows every later await with it.
+    this.#insideHandler?.disable();
   }
 
   pending(filter?: JobFilter): JobSpec[] {

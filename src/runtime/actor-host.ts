@@ -73,6 +73,12 @@ export interface Transition {
   readonly instead?: (error: unknown) => SignalEvent | undefined;
   /** The commit landed (the held actor has its new snapshot): the kind records what it keeps beside it and emits its observations. */
   readonly landed: (call: Call, previous: HeldActor['snapshot']) => Promise<void> | undefined;
+  /**
+   * The transition only consumes a signal (a late async unit settle): its commit carries the
+   * actor's stored outbox forward unchanged (`commit.outbox` is it), the kernel performs nothing
+   * for it, and the work pending before it is still pending after it (a recovery performs it).
+   */
+  readonly keepsOutbox?: boolean;
 }
 
 /** What the kernel needs of one kind of actor: its pure transition and its performers. */
@@ -148,7 +154,12 @@ export interface KernelDeps {
  * `committed` and `replaced` (the commit was refused for a reason its kind answers with another
  * event, nothing written) go on with `next`; `refused` delivers the event again after the inbox.
  */
-type StepOutcome = { readonly status: 'ignored' } | { readonly status: 'refused' } | { readonly status: 'committed' | 'replaced'; readonly next: SignalEvent | undefined };
+type StepOutcome =
+  | { readonly status: 'ignored' }
+  | { readonly status: 'refused' }
+  /** A signal consumed with nothing to do (`Transition.keepsOutbox`): the work pending before it is still pending. */
+  | { readonly status: 'kept' }
+  | { readonly status: 'committed' | 'replaced'; readonly next: SignalEvent | undefined };
 
 /**
  * The kernel's host loop, the same for every kind of actor: event → the kind's pure transition →
@@ -176,7 +187,7 @@ export class ActorHost<H extends HeldActor> {
       this.#ignored(held, first);
       return false;
     }
-    await this.continueWith(held, outcome.status === 'refused' ? first : outcome.next, call);
+    await this.continueWith(held, outcome.status === 'refused' ? first : outcome.status === 'kept' ? undefined : outcome.next, call);
     return true;
   }
 
@@ -212,7 +223,7 @@ export class ActorHost<H extends HeldActor> {
             break;
           }
           // Refused for a signal it had not seen: the inbox was applied; deliver the event again.
-          next = outcome.status === 'refused' ? next : outcome.next;
+          next = outcome.status === 'refused' ? next : outcome.status === 'kept' ? undefined : outcome.next;
         }
         if (await this.#applyInbox(held, call)) {
           next = undefined;
@@ -351,6 +362,8 @@ export class ActorHost<H extends HeldActor> {
         held.declined.add(entry.seq);
         continue;
       }
+      // Consumed with nothing to do: its pending work is unchanged (a recovery still performs it).
+      if (outcome.status === 'kept') continue;
       if (outcome.status !== 'refused') await this.continueWith(held, outcome.next, call);
       return true;
     }
@@ -464,6 +477,16 @@ export class ActorHost<H extends HeldActor> {
     }
     const previous = held.snapshot;
     held.snapshot = transition.next;
+    if (transition.keepsOutbox === true) {
+      // The stored outbox was carried forward: nothing to perform, nothing pending changes.
+      held.landed = undefined;
+      held.handed = undefined;
+      held.declined.clear();
+      if (entry !== undefined) held.inbox = { entries: held.inbox.entries.filter((e) => e.seq !== entry.seq), seq: held.inbox.seq };
+      const kept = transition.landed(call, previous);
+      if (kept !== undefined) await kept;
+      return { status: 'kept' };
+    }
     held.outbox = transition.effects;
     held.landed = receipt === undefined ? undefined : new Set(receipt);
     held.handed = delivered === undefined ? undefined : handOver(delivered, held.id, call);

@@ -8,6 +8,9 @@ function recipientKind(params: { readonly to: string | null }): string {
   return kind ?? DEFAULT_WAKE_KIND;
 }
 
+/** An actor a commit spawns, as the machine asks for it. */
+export type SpawnParams = Extract<ExecutionWrite, { type: 'xreactor.write.spawn' }>['params'];
+
 /** What a transition's actions ask of its commit, sorted by kind. */
 export interface CommitPlan {
   readonly writes: CommitWrites;
@@ -15,8 +18,8 @@ export interface CommitPlan {
   readonly effects: ExecutionEffect[];
   /** Signals landing in other actors' inboxes with the commit. */
   readonly signals: Signal[];
-  /** Composed children created with the commit (built by the host). */
-  readonly spawns: { readonly step: string; readonly child: string; readonly input: unknown; readonly kind?: 'execution' | 'map' }[];
+  /** Composed children, map operations and async units created with the commit (built by the host). */
+  readonly spawns: SpawnParams[];
   /** The actors awaited from this commit on (undefined: unchanged). */
   readonly awaits: readonly string[] | undefined;
 }
@@ -28,7 +31,7 @@ export function planCommit(actions: readonly { type: string; params?: unknown }[
   const trace: TraceEntry[] = [];
   const effects: ExecutionEffect[] = [];
   const signals: Signal[] = [];
-  const spawns: { step: string; child: string; input: unknown; kind?: 'execution' | 'map' }[] = [];
+  const spawns: SpawnParams[] = [];
   let map: MapWrites | undefined;
   const wakes: ExecutionEffect[] = [];
   let awaits: readonly string[] | undefined;

@@ -6,6 +6,7 @@ import { DefinitionError, DeserializationError, ExecutionNotFoundError, PlanMism
 import { describePlanMismatch } from '../definition/fingerprint.js';
 import { findMapStep } from '../definition/compile-map.js';
 import { ElementRollbackHost, MapHost } from './map-host.js';
+import { UnitHost } from './unit-host.js';
 import { reactorMachine } from './reactor-machine.js';
 import { jobId } from '../queue/job-ids.js';
 import type { Middleware } from '../observability/middleware.js';
@@ -77,6 +78,19 @@ export interface EngineOptions {
    * @defaultValue 5000
    */
   readonly lockSnoozeDelayMs?: number;
+  /**
+   * Async units: how long a step run in a caller (an inline `run()`, `continue()`) waits for an
+   * async unit it reads to settle before it fails with an `AsyncWaitTimeoutError`.
+   * @defaultValue 30000
+   */
+  readonly asyncWaitTimeoutMs?: number;
+  /**
+   * Async units: how long, from the unit's dispatch, a step run in a worker may wait for an async
+   * unit it reads (the execution waits `awaiting`, holding no worker) before it fails with an
+   * `AsyncWaitTimeoutError`. `Infinity`: no limit.
+   * @defaultValue 3600000 (one hour)
+   */
+  readonly asyncParkTimeoutMs?: number;
 }
 
 /** The parts a runtime and a worker share: store, queue, hosts per reactor, leases. */
@@ -188,6 +202,23 @@ export function createEngine(options: EngineOptions): Engine {
     return mapHosts;
   };
 
+  /** The host of async units, registered with the first reactor that has an async step (at any depth). */
+  let unitHost: UnitHost | undefined;
+  const unitKind = (): UnitHost => {
+    unitHost ??= engine.registerKind(
+      'unit',
+      (kernelDeps) =>
+        new UnitHost({
+          ...kernelDeps,
+          hooks,
+          definitionOf: (ref) => engine.definitionOf(ref),
+          stallMs: options.mapStallMs ?? 5 * leaseTtlMs,
+          inspector,
+        }),
+    ) as UnitHost;
+    return unitHost;
+  };
+
   const engine: Engine = {
     sweepOnce: () => Promise.resolve(0),
     store,
@@ -199,6 +230,7 @@ export function createEngine(options: EngineOptions): Engine {
       let host = hosts.get(definition);
       if (host === undefined) {
         if (findMapStep(definition) !== undefined) mapKinds();
+        if (definition.plan.some((step) => step.kind === 'asyncStep')) unitKind();
         const machine = reactorMachine(definition);
         host = new ExecutionHost(definition, machine, {
           store,
@@ -211,6 +243,9 @@ export function createEngine(options: EngineOptions): Engine {
           lease: (id) => engine.lease(id),
           loadLeased: (lease) => engine.loadLeased(lease),
           mapHost: () => mapKinds().map,
+          unitHost: unitKind,
+          asyncWaitTimeoutMs: options.asyncWaitTimeoutMs ?? 30_000,
+          asyncParkTimeoutMs: options.asyncParkTimeoutMs ?? 3_600_000,
         });
         hosts.set(definition, host);
         const versions = reactors.get(definition.name) ?? new Map<number, AnyReactorDefinition>();

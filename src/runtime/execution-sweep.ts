@@ -4,7 +4,8 @@
  * reactor, so a sweeper that does not know the reactor still recovers the execution (its job goes
  * to a worker that does).
  */
-import { XreactorError } from '../errors/index.js';
+import { ArgumentResolutionError, XreactorError } from '../errors/index.js';
+import { unitGoneError, unitTimeoutError } from './async-units.js';
 import { serializeError } from '../serialization/index.js';
 import type { ExecutionContext } from '../../machines/execution-types.js';
 import { statusOf, tagsOf, undoSettledOf } from '../../machines/registry.js';
@@ -32,6 +33,7 @@ export async function sweepExecution(id: string, found: LoadedExecution, look: S
   if (tags.has('awaiting')) {
     const awaiting = context.awaiting;
     if (awaiting === null) return { action: 'job' };
+    if (awaiting.kind === 'unit') return sweepUnitWait(id, context, awaiting, look, now);
     const child = await look(awaiting.child);
     if (child === 'not_here') return { action: 'keep' };
     if (child === undefined) {
@@ -47,4 +49,32 @@ export async function sweepExecution(id: string, found: LoadedExecution, look: S
     return { action: 'keep' };
   }
   return { action: 'drop' };
+}
+
+/**
+ * An execution whose step waits for an async unit, with no live lease: the unit's settle signal
+ * lands in its inbox atomically (a sweep of that is a job, above), so what can be lost is the
+ * delayed job timing the wait out, or the unit itself: past its `until` → the reader's timeout;
+ * the unit gone → the reader's failure; else keep.
+ */
+async function sweepUnitWait(id: string, context: ExecutionContext, awaiting: NonNullable<ExecutionContext['awaiting']>, look: SweepLook, now: number): Promise<SweepVerdict> {
+  const unit = await look(awaiting.child);
+  if (unit === 'not_here') return { action: 'keep' };
+  const source = awaiting.child.slice(id.length + 1);
+  const fail = (cause: Error): SweepVerdict => ({ action: 'deliver', event: readerFailureEvent(now, context.reactor, awaiting, source, cause) });
+  if (unit === undefined) return fail(unitGoneError(awaiting.child));
+  if (tagsOf(unit.snapshot.kind, unit.snapshot.value).has('settled')) return { action: 'deliver', event: { type: 'xreactor.unit.settled', at: now, child: awaiting.child } };
+  if (awaiting.until != null && now >= awaiting.until) {
+    // The wait's length: from the unit's dispatch (its creation) to `until`.
+    const unitContext = unit.snapshot.context as { readonly dispatchedAt?: number; readonly origin?: { readonly createdAt: number } };
+    const dispatchedAt = unitContext.dispatchedAt ?? unitContext.origin?.createdAt ?? awaiting.until;
+    const failed = readerFailureEvent(now, context.reactor, awaiting, source, unitTimeoutError(awaiting.child, awaiting.step, awaiting.until - dispatchedAt, 'asyncParkTimeoutMs'));
+    return { action: 'deliver', event: { ...failed, type: 'xreactor.unit.timedOut', unit: awaiting.child } };
+  }
+  return { action: 'keep' };
+}
+
+function readerFailureEvent(at: number, reactor: string, awaiting: NonNullable<ExecutionContext['awaiting']>, source: string, cause: Error) {
+  const error = new ArgumentResolutionError(`reactor "${reactor}" step "${awaiting.step}": argument from result("${source}") cannot be resolved: ${cause.message}`, { step: awaiting.step, reactor, cause });
+  return { type: 'xreactor.step.failed', at, index: awaiting.index, attempt: awaiting.attempt, error: serializeError(error), started: false, retryable: false, args: undefined };
 }

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { ExecutionMachine } from '../../machines/execution.js';
-import { EXECUTION_MACHINE_READABLE, EXECUTION_MACHINE_VERSION } from '../../machines/execution.js';
+import { EXECUTION_MACHINE_PLAIN_VERSION, EXECUTION_MACHINE_READABLE, EXECUTION_MACHINE_VERSION } from '../../machines/execution.js';
 import type { ExecutionContext, ExecutionEffect, ExecutionEvent, ExecutionStatus, PauseRecord } from '../../machines/execution-types.js';
 import type { AnyReactorDefinition, CompiledStep } from '../definition/compiled.js';
 import { DefinitionError, DeserializationError, InputValidationError, InterruptTimeoutError, MapGateClosedError, QueueRequiredError, WorkInterruptedError } from '../errors/index.js';
@@ -36,6 +36,10 @@ import { compensateMap, runMap, undoMap } from './map.js';
 import { isMapResultsRef, mapResultsOf } from './map-results.js';
 import type { ElementMapLink } from '../../machines/map-types.js';
 import type { ErrorData } from '../internal/error-data.js';
+import type { UnitHost } from './unit-host.js';
+import type { SpawnParams } from './commit-plan.js';
+import { dispatchUnit, isUnitRef, lookAtUnit, readerFailure, readerTimedOut, unitGoneError, unitTimeoutError } from './async-units.js';
+import { isAsyncUnit } from '../definition/async-unit.js';
 import type { ActorTag } from '../../machines/registry-types.js';
 
 type Snapshot = ExecutionSnapshot;
@@ -58,6 +62,12 @@ export interface HostDeps {
   readonly loadLeased: KernelDeps['loadLeased'];
   /** The host of map operations (for a map step's spawn). */
   readonly mapHost: () => MapHost;
+  /** The host of async units (for an async step's dispatch). */
+  readonly unitHost: () => UnitHost;
+  /** How long a step run in a caller waits for an async unit it reads (`EngineOptions.asyncWaitTimeoutMs`). */
+  readonly asyncWaitTimeoutMs: number;
+  /** How long after its dispatch a step run in a worker waits for an async unit it reads (`EngineOptions.asyncParkTimeoutMs`). */
+  readonly asyncParkTimeoutMs: number;
 }
 
 export type { Place } from './call.js';
@@ -86,12 +96,12 @@ function newHeld(id: string, snapshot: Snapshot, revision: number, inputs: unkno
   return { id, snapshot, revision, inputs, outbox, inbox: { entries: [], seq: 0 }, declined: new Set(), inboxStale: false, results: new Map(), lease: undefined };
 }
 
-/** A child a commit spawns: its held form, creation, lease and how this call starts it. */
+/** A child a commit spawns: its held form, creation, lease and how this call starts it (none for an async unit: its own job does). */
 interface SpawnedChild {
   readonly held: HeldActor;
   readonly create: SpawnActor;
   readonly lease: HeldLease | undefined;
-  readonly start: (call: Call) => Promise<void>;
+  readonly start: ((call: Call) => Promise<void>) | undefined;
 }
 
 /** Hand-off jobs carry the run's input up to this size (encoded); a larger input is read from the store. */
@@ -119,8 +129,14 @@ function isRecoverable(value: unknown): boolean {
 /** The status an execution snapshot is in. */
 export const statusOf = executionStatusOf;
 
-function persist(snapshot: Snapshot): PersistedSnapshot {
-  return { kind: 'execution', machineVersion: EXECUTION_MACHINE_VERSION, value: snapshot.value, context: snapshot.context };
+/**
+ * The stored form of a snapshot: machine version 9 for an execution that uses async units (`units`:
+ * its reactor has async unit steps; or it is an async reactor's child), else 8, which a build
+ * before 9 still reads.
+ */
+function persist(snapshot: Snapshot, units: boolean): PersistedSnapshot {
+  const machineVersion = units || snapshot.context.origin.async === true ? EXECUTION_MACHINE_VERSION : EXECUTION_MACHINE_PLAIN_VERSION;
+  return { kind: 'execution', machineVersion, value: snapshot.value, context: snapshot.context };
 }
 
 const waitersBySignal = new WeakMap<AbortSignal, Set<() => void>>();
@@ -154,6 +170,10 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
   readonly #stepper: MachineStepper;
   readonly #deps: HostDeps;
   readonly #byName: ReadonlyMap<string, CompiledStep>;
+  /** Per plan index: the async unit steps the step reads (it waits for them to settle). */
+  readonly #unitReads: readonly (readonly CompiledStep[])[];
+  /** The reactor has async unit steps: its executions are stored as machine version 9. */
+  readonly #usesUnits: boolean;
 
   readonly #composeDeps: ComposeDeps;
 
@@ -164,6 +184,8 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
     this.#deps = deps;
     this.#composeDeps = { store: deps.store, clock: deps.clock };
     this.#byName = new Map(definition.steps.map((s) => [s.name, s]));
+    this.#unitReads = definition.plan.map((step) => step.reads.map((name) => this.#byName.get(name)!).filter(isAsyncUnit));
+    this.#usesUnits = definition.plan.some(isAsyncUnit);
     this.loop = new ActorHost(deps, this);
   }
 
@@ -175,7 +197,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
   async creation(
     id: string,
     rawInput: unknown,
-    lineage: { readonly parentId: string | null; readonly path: readonly string[] },
+    lineage: { readonly parentId: string | null; readonly path: readonly string[]; readonly async?: boolean },
     element?: { readonly map: ElementMapLink; readonly rejected?: ErrorData },
   ): Promise<{ readonly held: HeldExecution; readonly event: ExecutionEvent; readonly plan: CommitPlan; readonly create: SpawnActor }> {
     const { clock } = this.#deps;
@@ -205,7 +227,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
       id,
       reactor,
       input: inputs,
-      commit: { snapshot: persist(decided), status: statusOf(decided.value), writes: plan.writes, outbox: plan.effects, signals: plan.signals },
+      commit: { snapshot: persist(decided, this.#usesUnits), status: statusOf(decided.value), writes: plan.writes, outbox: plan.effects, signals: plan.signals },
     };
     return { held, event, plan, create };
   }
@@ -284,7 +306,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
   }
 
   persist(held: HeldExecution): { readonly snapshot: PersistedSnapshot; readonly status: ExecutionStatus } {
-    return { snapshot: persist(held.snapshot), status: statusOf(held.snapshot.value) };
+    return { snapshot: persist(held.snapshot, this.#usesUnits), status: statusOf(held.snapshot.value) };
   }
 
   /**
@@ -302,7 +324,14 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
     if (next === held.snapshot) return undefined;
     const plan = planCommit(actions);
     if (plan.spawns.length === 0) return this.#transitionOf(held, event, next, actions, plan, [], call);
-    return Promise.all(plan.spawns.map((s) => (s.kind === 'map' ? this.#spawnMap(held, s.step, s.child, s.input as MapSpawnArgs, place) : this.#spawn(held, s.step, s.child, s.input)))).then((spawned) => this.#transitionOf(held, event, next, actions, plan, spawned, call));
+    return Promise.all(plan.spawns.map((s) => this.#spawnOf(held, s, place))).then((spawned) => this.#transitionOf(held, event, next, actions, plan, spawned, call));
+  }
+
+  #spawnOf(held: HeldExecution, s: SpawnParams, place: Place): Promise<SpawnedChild> {
+    if (s.kind === 'map') return this.#spawnMap(held, s.step, s.child, s.input as MapSpawnArgs, place);
+    if (s.kind === 'unit') return Promise.resolve(this.#spawnUnit(held, s.step, s.child, s.input));
+    if (s.async === true) return this.#spawnAsyncChild(held, s.step, s.child, s.input);
+    return this.#spawn(held, s.step, s.child, s.input);
   }
 
   #transitionOf(
@@ -316,11 +345,14 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
   ): Transition {
     const place = call.place;
     const { writes, effects } = plan;
+    // A late async unit settle consumed with nothing to do: the stored outbox (the work pending
+    // before it) is carried forward, not replaced by none.
+    const keepsOutbox = event.type === 'xreactor.unit.settled' && effects.length === 0;
     const commit: Commit = {
-      snapshot: persist(next),
+      snapshot: persist(next, this.#usesUnits),
       status: statusOf(next.value),
       writes,
-      outbox: effects,
+      outbox: keepsOutbox ? held.outbox : effects,
       ...(plan.signals.length === 0 ? {} : { signals: plan.signals }),
       ...(plan.awaits === undefined ? {} : { awaits: plan.awaits }),
       ...(spawned.length === 0 ? {} : { spawn: spawned.map((s) => s.create) }),
@@ -346,6 +378,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
       commit,
       options,
       effects,
+      ...(keepsOutbox ? { keepsOutbox } : {}),
       // An actor becoming recoverable again (continued after a pause, undone after its end) and a
       // signal's recipient are listed for the sweeper (a spawned child is listed by the store).
       // (A conditional signal goes to a map, and an undone element's settle to its rollback actor:
@@ -381,7 +414,8 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
         for (const [step, value] of writes.results) held.results.set(step, encode(value));
         for (const child of spawned) {
           child.lease?.taken();
-          landedIn.spawned.set(child.held.id, { held: child.held, start: child.start });
+          // An async unit is not advanced in this call: its own job (the dispatch effect's) does.
+          if (child.start !== undefined) landedIn.spawned.set(child.held.id, { held: child.held, start: child.start });
         }
         return this.#afterCommit(held, event, effects);
       },
@@ -405,6 +439,97 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
     const lease = leavesProcess(plan.effects, 'worker') ? undefined : this.#deps.lease(child);
     held.lease = lease;
     return { held, create: { ...create, ...(lease === undefined ? {} : { lease: lease.request }) }, lease, start: (startIn) => host.startSpawned(held, startIn) };
+  }
+
+  /** Build an async step's unit for its owner's dispatch commit (queued: no lease, its job takes it up). */
+  #spawnUnit(owner: HeldExecution, step: string, child: string, input: unknown): SpawnedChild {
+    const compiled = this.#byName.get(step);
+    if (compiled?.kind !== 'asyncStep') throw new DefinitionError(`step "${step}" of reactor "${this.#definition.name}" is not an async step`);
+    const { held, create } = this.#deps.unitHost().creation({ id: owner.id, path: owner.snapshot.context.origin.path }, this.#definition, compiled, child, input);
+    return { held, create, lease: undefined, start: undefined };
+  }
+
+  /** Build an async reactor's child execution for its parent's dispatch commit (independent: no lease, its job advances it). */
+  async #spawnAsyncChild(parent: HeldExecution, step: string, child: string, input: unknown): Promise<SpawnedChild> {
+    const definition = this.#byName.get(step)?.child;
+    if (definition === undefined) throw new DefinitionError(`step "${step}" of reactor "${this.#definition.name}" is not an async reactor step`);
+    const host = this.#deps.hostFor(definition);
+    const { held, create } = await host.creation(child, input, { parentId: parent.id, path: [...parent.snapshot.context.origin.path, step], async: true });
+    return { held, create, lease: undefined, start: undefined };
+  }
+
+  /**
+   * The async units the step at `index` reads: their outcomes once all settled; else the event
+   * of waiting for the first that has not (or the reader's failure when one is gone).
+   */
+  async #readUnits(held: HeldExecution, step: CompiledStep, attempt: number, units: readonly CompiledStep[]): Promise<{ readonly outcomes: Map<string, unknown> } | { readonly event: ExecutionEvent }> {
+    const { store, clock } = this.#deps;
+    const outcomes = new Map<string, unknown>();
+    const recorded = await this.#readResults(held, units.map((u) => u.name));
+    for (const unit of units) {
+      const ref = recorded.get(unit.name);
+      if (!isUnitRef(ref)) continue;
+      const look = await lookAtUnit(store, ref.xreactorUnit, unit.child);
+      if (look.state === 'gone') return { event: readerFailure(clock.now(), step, attempt, unitGoneError(ref.xreactorUnit.id), unit.name, this.#definition.name) };
+      if (look.state === 'pending') {
+        const park = this.#deps.asyncParkTimeoutMs;
+        const until = Number.isFinite(park) ? ref.xreactorUnit.dispatchedAt + park : null;
+        return { event: { type: 'xreactor.unit.awaiting', at: clock.now(), index: step.index, attempt, unit: ref.xreactorUnit.id, until } };
+      }
+      outcomes.set(unit.name, look.outcome);
+    }
+    return { outcomes };
+  }
+
+  /**
+   * A step waits for async unit `unit`: settled meanwhile → go on; gone → the reader fails. In a
+   * worker the execution stays `awaiting` (the worker is free; the unit's signal wakes it, a
+   * delayed job times the wait out at `until`). A caller waits here, up to `asyncWaitTimeoutMs`.
+   */
+  async #awaitUnit(held: HeldExecution, params: { readonly unit: string; readonly step: string; readonly index: number; readonly attempt: number; readonly until: number | null }, call: Call): Promise<ExecutionEvent | undefined> {
+    const { store, clock } = this.#deps;
+    const step = this.#definition.plan[params.index]!;
+    const source = this.#unitReads[params.index]?.find((u) => `${held.id}.${u.name}` === params.unit);
+    const look = () => lookAtUnit(store, { id: params.unit, kind: source?.kind === 'asyncReactor' ? 'execution' : 'unit', dispatchedAt: 0 }, source?.child);
+    const settled: ExecutionEvent = { type: 'xreactor.unit.settled', at: clock.now(), child: params.unit };
+    const gone = () => readerFailure(clock.now(), step, params.attempt, unitGoneError(params.unit), source?.name ?? params.step, this.#definition.name);
+    if (held.snapshot.context.handedOff || call.place === 'worker') {
+      const found = await look();
+      if (found.state === 'settled') return settled;
+      if (found.state === 'gone') return gone();
+      if (params.until !== null) {
+        // One job per wait (the step may wait for several units in turn), accepted only while it waits for this one.
+        const timeout = readerTimedOut(clock.now(), step, params.attempt, params.unit, source?.name ?? params.step, this.#definition.name, unitTimeoutError(params.unit, step.name, this.#deps.asyncParkTimeoutMs, 'asyncParkTimeoutMs'));
+        await this.#enqueue(held, jobId(held.id, 'unit-timeout', params.index, params.attempt, params.unit), timeout, Math.max(0, params.until - clock.now()));
+      }
+      return undefined;
+    }
+    const ms = this.#deps.asyncWaitTimeoutMs;
+    const deadline = clock.now() + ms;
+    const stop = new AbortController();
+    const onAbort = () => stop.abort();
+    call.signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      for (;;) {
+        // Listening before looking: a settle between the look and the wait is not missed.
+        const wait = store.waitSettled(params.unit, Math.max(1, deadline - clock.now()), stop.signal);
+        await wait.listening;
+        const found = await look();
+        if (found.state === 'gone') return gone();
+        if (found.state === 'settled') return settled;
+        if (clock.now() >= deadline) {
+          return readerTimedOut(clock.now(), step, params.attempt, params.unit, source?.name ?? params.step, this.#definition.name, unitTimeoutError(params.unit, step.name, ms, 'asyncWaitTimeoutMs'));
+        }
+        // The store's wait ends on the settle announcement, or at the deadline on the store's clock.
+        const notified = await wait.settled;
+        if (call.signal.aborted) return this.#abortEvent(call.signal);
+        // Not notified before this clock's deadline (a store on another clock): look again shortly, not at once.
+        if (!notified && clock.now() < deadline) await clock.sleep(Math.min(100, deadline - clock.now()), stop.signal).catch(() => undefined);
+      }
+    } finally {
+      call.signal.removeEventListener('abort', onAbort);
+      stop.abort();
+    }
   }
 
   /** Drive a child this call spawned, from its creating commit. */
@@ -530,8 +655,20 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
     switch (effect.type) {
       case 'xreactor.effect.runStep': {
         const step = this.#definition.plan[effect.params.index]!;
-        const loadResults = () => this.#readResults(held, step.reads);
         const attempt = effect.params.attempt;
+        let loadResults = () => this.#readResults(held, step.reads);
+        const units = this.#unitReads[step.index]!;
+        if (units.length > 0) {
+          // It reads async units: once they all settled it receives their outcomes; else it waits.
+          const read = await this.#readUnits(held, step, attempt, units);
+          if ('event' in read) return read.event;
+          loadResults = async () => {
+            const results = await this.#readResults(held, step.reads);
+            for (const [name, outcome] of read.outcomes) results.set(name, outcome);
+            return results;
+          };
+        }
+        if (isAsyncUnit(step)) return dispatchUnit(step, attempt, held.inputs, await loadResults(), reactor, () => clock.now());
         const progress: Attempt = {
           args: undefined,
           started: false,
@@ -557,6 +694,17 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
         // advances signals when it is done.
         await this.loop.advanceAwaited(held, effect.params.child, call);
         return undefined;
+      case 'xreactor.effect.dispatchUnit': {
+        // The unit exists from the commit that asked for this: its own job takes it up (seed 001 §2.5).
+        const { unit, kind } = effect.params;
+        const queue = this.#deps.queue;
+        if (queue === undefined) throw new QueueRequiredError(reactor);
+        hooks.emit('beforeEnqueue', { ...this.#base(held), job: jobId(unit, 'dispatch') });
+        await queue.enqueue([{ id: jobId(unit, 'dispatch'), kind: 'advance', actor: { kind, id: unit } }]);
+        return undefined;
+      }
+      case 'xreactor.effect.awaitUnit':
+        return this.#awaitUnit(held, effect.params, call);
       case 'xreactor.effect.element.gate':
         // A queued fan-out element's start job: it runs only while its map dispatches (an atomic
         // failure, a halt or a cancel stops it; elements already running finish). The start's
@@ -665,7 +813,9 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
       if (interrupt.correlationId !== undefined) {
         const results = await store.readResults(held.id, step.reads);
         const { id: correlationId } = (await resolveArguments({ ...step, args: interrupt.correlationId, contract: undefined }, held.inputs, results, reactor)) as { id: string };
-        const target = JSON.stringify({ root: rootIdOf(held.id, held.snapshot.context.origin.path), path: [...held.snapshot.context.origin.path, name] });
+        // Continued through its tree's root; an async reactor's child is a tree of its own for operators.
+        const { origin } = held.snapshot.context;
+        const target = JSON.stringify(origin.async === true ? { root: held.id, path: [name] } : { root: rootIdOf(held.id, origin.path), path: [...origin.path, name] });
         const owner = await store.claim(correlationKey(correlationId), target, CORRELATION_TTL_MS);
         if (owner !== target) {
           const error = new DefinitionError(`interrupt "${name}": correlation id "${correlationId}" is already used by another run (${owner}); correlation ids must be unique`, { step: name, reactor });

@@ -1,5 +1,5 @@
 import { createActor } from 'xstate';
-import type { ActorScope } from 'xstate';
+import type { ActorScope, AnyStateMachine } from 'xstate';
 import type { ExecutionMachine } from '../../machines/execution.js';
 import type { ExecutionEvent, ExecutionInput } from '../../machines/execution-types.js';
 
@@ -66,6 +66,52 @@ export function createMachineStepper(machine: ExecutionMachine): MachineStepper 
       collected = [];
       const next = machine.transition(snapshot, event, scope as never);
       return [next, take()];
+    },
+  };
+}
+
+/** A snapshot of any actor kind's machine, as its host holds it. */
+export interface KindSnapshot {
+  readonly value: unknown;
+  readonly context: unknown;
+}
+
+/**
+ * Pure transitions of the machine of another kind of actor (a map, an element rollback, an async
+ * unit) on one actor scope, as {@link createMachineStepper} does for executions.
+ */
+export function createKindStepper(machine: AnyStateMachine, input: unknown) {
+  let collected: MachineAction[] = [];
+  const self = createActor(machine, { input });
+  const scope = {
+    self,
+    id: '',
+    sessionId: '',
+    logger: () => undefined,
+    defer: () => undefined,
+    emit: () => undefined,
+    stopChild: () => undefined,
+    system: self.system,
+    actionExecutor: (action: MachineAction) => void collected.push(action),
+  } as unknown as ActorScope<never, never>;
+  const take = (): MachineAction[] => {
+    const out = collected;
+    collected = [];
+    return out.map((a) => ({ type: a.type, params: a.params }));
+  };
+  return {
+    initial(value: unknown): [KindSnapshot, MachineAction[]] {
+      collected = [];
+      const snapshot = machine.getInitialSnapshot(scope as never, value) as KindSnapshot;
+      return [snapshot, take()];
+    },
+    next(snapshot: KindSnapshot, event: { readonly type: string }): [KindSnapshot, MachineAction[]] {
+      collected = [];
+      const next = machine.transition(snapshot as never, event, scope as never) as KindSnapshot;
+      return [next, take()];
+    },
+    resolve(value: unknown, context: unknown): KindSnapshot {
+      return machine.resolveState({ value: value as never, context }) as KindSnapshot;
     },
   };
 }

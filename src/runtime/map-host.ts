@@ -6,8 +6,7 @@
  * likewise. A fan-out map throws `batchSize` queued elements (or rollback
  * actors) per commit and enqueues their start jobs with the next one (§9.3, §10.2).
  */
-import { createActor } from 'xstate';
-import type { ActorScope, AnyStateMachine } from 'xstate';
+import { createKindStepper } from './machine-stepper.js';
 import { createMapMachine, elementIdOf, MAP_MACHINE_VERSION, mapStatusOf, mapTagsOf, rollbackIdOf } from '../../machines/map.js';
 import type { ElementCreation, ElementSpawn, MapContext, MapEvent, MapInput, MapStop, RollbackCreation } from '../../machines/map-types.js';
 import {
@@ -42,43 +41,6 @@ import { wakeParams } from './wake.js';
 
 type Action = { readonly type: string; readonly params?: unknown };
 type Snap = { readonly value: unknown; readonly context: unknown };
-
-/** Pure transitions of a machine on one actor scope (as `machine-stepper.ts` does for executions). */
-function stepperOf(machine: AnyStateMachine, input: unknown) {
-  let collected: Action[] = [];
-  const self = createActor(machine, { input });
-  const scope = {
-    self,
-    id: '',
-    sessionId: '',
-    logger: () => undefined,
-    defer: () => undefined,
-    emit: () => undefined,
-    stopChild: () => undefined,
-    system: self.system,
-    actionExecutor: (action: Action) => void collected.push(action),
-  } as unknown as ActorScope<never, never>;
-  const take = () => {
-    const out = collected;
-    collected = [];
-    return out.map((a) => ({ type: a.type, params: a.params }));
-  };
-  return {
-    initial(value: unknown): [Snap, Action[]] {
-      collected = [];
-      const snapshot = machine.getInitialSnapshot(scope as never, value) as Snap;
-      return [snapshot, take()];
-    },
-    next(snapshot: Snap, event: SignalEvent): [Snap, Action[]] {
-      collected = [];
-      const next = machine.transition(snapshot as never, event, scope as never) as Snap;
-      return [next, take()];
-    },
-    resolve(value: unknown, context: unknown): Snap {
-      return machine.resolveState({ value: value as never, context: context }) as Snap;
-    },
-  };
-}
 
 /** A map or rollback actor's commit plan: its writes, outbox, signals, spawns and awaits. */
 interface KindPlan {
@@ -239,7 +201,7 @@ function parseStop(stop: string): MapStop {
 export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
   readonly loop: ActorHost<HeldMap>;
   readonly #deps: MapHostDeps;
-  readonly #stepper = stepperOf(createMapMachine(), undefined);
+  readonly #stepper = createKindStepper(createMapMachine(), undefined);
 
   constructor(deps: MapHostDeps) {
     this.#deps = deps;
@@ -634,7 +596,7 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
 export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHost<HeldRollback> {
   readonly loop: ActorHost<HeldRollback>;
   readonly #deps: MapHostDeps;
-  readonly #stepper = stepperOf(createElementRollbackMachine(), undefined);
+  readonly #stepper = createKindStepper(createElementRollbackMachine(), undefined);
 
   constructor(deps: MapHostDeps) {
     this.#deps = deps;

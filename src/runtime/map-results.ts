@@ -10,6 +10,7 @@ import type { CompletedElement, ElementResult, MapResults } from '../definition/
 import { StepFailure } from '../errors/index.js';
 import type { Store } from '../store/store.js';
 import { buildResult } from './results.js';
+import { isUnitRef } from './unit-ref.js';
 
 /** The stored result of a map step without `collect`: which map, how many elements, which element result is its value. */
 export interface MapResultsRef {
@@ -45,7 +46,8 @@ export function mapResultsOf<T = unknown>(store: Store, ref: MapResultsRef, elem
       const { index } = entry;
       switch (entry.outcome) {
         case 'completed':
-          out.push({ index, status: 'completed', value: (returns === null && entry.result instanceof Map ? Object.fromEntries(entry.result) : entry.result) as T });
+          // Every step's result but for async units' (references to the units, not values), as a run's.
+          out.push({ index, status: 'completed', value: (returns === null && entry.result instanceof Map ? Object.fromEntries([...entry.result].filter(([, v]) => !isUnitRef(v))) : entry.result) as T });
           break;
         case 'failed': {
           const context = entry.snapshot?.context as ExecutionContext | undefined;

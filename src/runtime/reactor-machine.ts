@@ -17,6 +17,7 @@ export function planView(definition: AnyReactorDefinition): ExecutionPlanView {
       retry: s.retry,
       tracked: s.tracked,
       ...(s.kind === 'map' ? { child: 'map' as const } : {}),
+      ...(s.kind === 'asyncStep' ? { async: 'unit' as const } : s.kind === 'asyncReactor' ? { async: 'execution' as const } : {}),
       ...(s.kind === 'interrupt' ? { interrupt: { group: interruptGroup(definition.plan, s.index), timeoutMs: s.interrupt?.timeout?.ms ?? null } } : {}),
     })),
   };

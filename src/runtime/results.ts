@@ -4,6 +4,7 @@ import { CompensationError, InputValidationError } from '../errors/index.js';
 import type { ExecutionId } from '../internal/ids.js';
 import { deserializeError } from '../serialization/index.js';
 import type { Store, UndoEntry } from '../store/store.js';
+import { isUnitRef } from './unit-ref.js';
 
 /** A compensate or undo that did not complete, as reported to callers. */
 export interface RollbackFailureReport {
@@ -103,7 +104,8 @@ export interface ExecutionView {
   readonly updatedAt: number;
 }
 
-function reports(failures: readonly RollbackFailure[]): RollbackFailureReport[] {
+/** Stored rollback failures as callers get them. */
+export function reports(failures: readonly RollbackFailure[]): RollbackFailureReport[] {
   return failures.map((f) => {
     const error = deserializeError(f.error);
     return { step: f.step, path: f.path ?? [], kind: f.kind, reason: f.reason, error, message: error.message, ...(f.map === undefined ? {} : { map: f.map }) };
@@ -123,7 +125,8 @@ export async function buildResult(
       // The definition when this process knows the reactor; else what the snapshot recorded.
       const returns = definition === undefined ? (context.origin.returns ?? undefined) : definition.returns;
       const results = await store.readResults(executionId, returns === undefined ? undefined : [returns]);
-      const value = returns === undefined ? Object.fromEntries(results) : results.get(returns);
+      // Every step's result, but for async units' (a reference to the unit, not a value of the run).
+      const value = returns === undefined ? Object.fromEntries([...results].filter(([, v]) => !isUnitRef(v))) : results.get(returns);
       return { status, executionId, value };
     }
     case 'halted':

@@ -18,6 +18,7 @@ import { markStale } from './actor-host.js';
 import { statusOf } from './host.js';
 import type { CancelledResult, DispatchedResult, ExecutionView, FailedResult, MapProgress, RunResult } from './results.js';
 import { buildResult } from './results.js';
+import { unitView } from './async-units.js';
 import { createJobHandler } from './worker.js';
 import type { ContinueRequest, PausedResult } from './interrupts.js';
 import { cancelTree, prepareResume, readyInterrupts } from './interrupts.js';
@@ -252,6 +253,20 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
   };
 
   /** The definition an execution runs on, when this process has it: reading an outcome needs none. */
+  /**
+   * An operator's cancel or undo addressed to an async step's unit: refused with what to do
+   * instead (units are independent of their owner and never undone). Only ids below a root can be units.
+   */
+  const refuseAsyncUnit = async (id: string, what: 'cancelled' | 'undone'): Promise<void> => {
+    if (!id.includes('.')) return;
+    const loaded = await store.load(id).catch(() => undefined);
+    if (loaded?.snapshot.kind !== 'unit') return;
+    const { step, owner } = loaded.snapshot.context as { readonly step: string; readonly owner: string };
+    throw new InvalidStateError(
+      `${id} is the async unit of step "${step}" of execution ${owner}; units are independent of their owner and cannot be ${what}: ${what === 'cancelled' ? 'cancel' : 'undo'} the owner instead (its other steps), and let the unit end by itself (it compensates itself after its last attempt fails)`,
+    );
+  };
+
   const knownDefinition = (context: Parameters<Engine['definitionOf']>[0]): AnyReactorDefinition | undefined => {
     try {
       return engine.definitionOf(context);
@@ -477,6 +492,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     },
 
     async cancel(id, reason) {
+      await refuseAsyncUnit(id, 'cancelled');
       await cancelTree(engine, id, reason, stopping.signal);
       const { definition, held } = await engine.load(id);
       const status = statusOf(held.snapshot.value);
@@ -499,6 +515,11 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         }
         if (loaded === undefined) throw new ExecutionNotFoundError(id);
         if (loaded instanceof DeserializationError) return { result: unreadable(id, loaded) };
+        if (loaded.snapshot.kind === 'unit') {
+          // An async step's unit: its outcome once it settled.
+          const view = await unitView(store, id, loaded);
+          return view.result === undefined ? { status: view.status } : { result: view.result as RunResult<never> };
+        }
         const status = statusOf(loaded.snapshot.value);
         const context = loaded.snapshot.context as Parameters<typeof buildResult>[2];
         if (SETTLED.includes(status) || status === 'aborted') {
@@ -564,6 +585,8 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
           updatedAt: 0,
         };
       }
+      // An async step's unit: its own view (its owner's reactor, its outcome and trace).
+      if (loaded.snapshot.kind === 'unit') return unitView(store, id, loaded);
       const context = loaded.snapshot.context as Parameters<typeof buildResult>[2];
       const status = statusOf(loaded.snapshot.value);
       const [undoStack, trace] = await Promise.all([store.readUndoStack(id), store.readTrace(id)]);
@@ -587,6 +610,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
     },
 
     async undo(id, undoOptions = {}) {
+      await refuseAsyncUnit(id, 'undone');
       return underLease(id, async (lease) => {
         const { definition, host, held } = await engine.load(id);
         const status = statusOf(held.snapshot.value);

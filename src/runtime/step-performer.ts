@@ -67,12 +67,22 @@ function resolveSource(step: CompiledStep, key: string, spec: SourceSpec, inputs
 
 /** Resolve a step's arguments (sources, then its input contract). Throws before the body on any problem. */
 export async function resolveArguments(step: CompiledStep, inputs: unknown, results: ReadonlyMap<string, unknown>, reactor: string): Promise<unknown> {
-  let args: unknown = inputs;
-  if (step.args !== undefined) {
-    const resolved: Record<string, unknown> = {};
-    for (const [key, source] of Object.entries(step.args)) resolved[key] = resolveSource(step, key, source.spec, inputs, results, reactor);
-    args = step.contract === undefined ? resolved : { ...(inputs as object), ...resolved };
-  }
+  return checkArguments(step, resolveSources(step, inputs, results, reactor), reactor);
+}
+
+/**
+ * A step's arguments from its sources, before its input contract: without `args`, every input;
+ * with a contract, the inputs with the wired sources over them. Throws an ArgumentResolutionError.
+ */
+export function resolveSources(step: CompiledStep, inputs: unknown, results: ReadonlyMap<string, unknown>, reactor: string): unknown {
+  if (step.args === undefined) return inputs;
+  const resolved: Record<string, unknown> = {};
+  for (const [key, source] of Object.entries(step.args)) resolved[key] = resolveSource(step, key, source.spec, inputs, results, reactor);
+  return step.contract === undefined ? resolved : { ...(inputs as object), ...resolved };
+}
+
+/** Apply a step's input contract to its resolved arguments (its output is what the body receives). Throws an InputValidationError. */
+export async function checkArguments(step: CompiledStep, args: unknown, reactor: string): Promise<unknown> {
   if (step.contract === undefined) return args;
   const checked = await validateWith(step.contract, args);
   if (!checked.ok) {
@@ -124,6 +134,8 @@ export async function performStep(
   loadResults: () => Promise<ReadonlyMap<string, unknown>>,
   at: () => number,
   progress: Attempt,
+  /** How the arguments are had (an async unit's: its stored arguments through its contract). @defaultValue resolved from the sources */
+  resolve: () => Promise<unknown> = async () => resolveArguments(step, scope.inputs, await loadResults(), scope.reactor),
 ): Promise<ExecutionEvent> {
   const base = { index: step.index, attempt };
   const failed = (error: unknown, started: boolean, retryable: boolean): ExecutionEvent => ({
@@ -137,7 +149,7 @@ export async function performStep(
   });
   try {
     // Reading the results it depends on is part of resolution: a failure here never starts the body.
-    progress.args = await resolveArguments(step, scope.inputs, await loadResults(), scope.reactor);
+    progress.args = await resolve();
   } catch (error) {
     return failed(error, false, false);
   }

@@ -191,6 +191,10 @@ function actorJobHandler(engine: Engine, jobs: KindJobs): ActorJobHandler {
       const { loop, held } = loaded;
       const outbox = held.outbox;
       held.lease = lease;
+      // Signals that landed before this job's event come first (a unit's settle before the timeout
+      // of the wait for it, a cancel before a timer): the event is delivered after them, and is
+      // ignored if they moved the actor on. (The kernel applies a handed-pending inbox before the next event.)
+      if (job.event !== undefined && held.inbox.entries.length > 0) held.handedPending = true;
       if (job.event !== undefined && (await loop.drive(held as never, job.event, newCall(signal, 'worker')))) return;
       await loop.resume(held as never, outbox, newCall(signal, 'worker'));
     } finally {

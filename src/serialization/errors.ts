@@ -8,7 +8,7 @@ import {
   ArgumentResolutionError, CompensationError, DefinitionError, DependencyError, DeprecatedOptionError,
   DeserializationError, ExecutionAbortedError, ExecutionNotFoundError, InputValidationError, InvalidStateError,
   OutputValidationError, StaleRevisionError, StepFailure, UndoError, UnknownReactorError, XreactorError,
-  WorkInterruptedError, AwaitTimeoutError, QueueRequiredError, InterruptTimeoutError, RedisUnavailableError,
+  WorkInterruptedError, AwaitTimeoutError, QueueRequiredError, InterruptTimeoutError, AsyncWaitTimeoutError, RedisUnavailableError,
 } from '../errors/index.js';
 
 /** An error as plain data: what is stored and sent instead of an Error object. */
@@ -256,6 +256,7 @@ function registerBuiltIns(): void {
   registerErrorClass(RedisUnavailableError.name, () => new RedisUnavailableError('', '', 0, ''));
   registerErrorClass(QueueRequiredError.name, () => new QueueRequiredError(''));
   registerErrorClass(InterruptTimeoutError.name, (s) => new InterruptTimeoutError('', s.step ?? '', 0));
+  registerErrorClass(AsyncWaitTimeoutError.name, (s) => new AsyncWaitTimeoutError('', s.step ?? '', 0, 'asyncWaitTimeoutMs'));
 }
 
 registerBuiltIns();

@@ -16,6 +16,9 @@ const name = (e: Pick<StepHook, 'path' | 'step'>) => {
   return [...segments, e.step].join('.') + suffix;
 };
 
+/** A step with a body of its own: a step, or an async step (whose body runs in its unit's job). */
+const hasBody = (e: Pick<StepHook, 'kind'>) => e.kind === 'step' || e.kind === 'asyncStep';
+
 /** A middleware that records what happened as `kind:step` strings, in order. */
 export interface EventRecorder {
   readonly middleware: Middleware;
@@ -30,7 +33,8 @@ export interface EventRecorder {
  * body starts, `retry:<step>#<attempt>` when a failed attempt will be retried,
  * `compensate:<step>`, `undo:<step>` when those handlers start. Steps of a
  * composed child are named by path (`run:payment.charge`); compose steps
- * themselves are containers and record nothing.
+ * themselves are containers and record nothing. An async step's body and
+ * compensate are recorded when its unit runs them (`run:sendEmail`), not at its dispatch.
  */
 export function recordEvents(): EventRecorder {
   const events: string[] = [];
@@ -38,9 +42,9 @@ export function recordEvents(): EventRecorder {
     events,
     clear: () => void events.splice(0),
     middleware: {
-      stepStart: (e) => void (e.kind === 'step' && events.push(`run:${name(e)}`)),
+      stepStart: (e) => void (hasBody(e) && events.push(`run:${name(e)}`)),
       retryAttempt: (e) => void events.push(`retry:${name(e)}#${e.attempt}`),
-      compensateStart: (e) => void (e.kind === 'step' && events.push(`compensate:${name(e)}`)),
+      compensateStart: (e) => void (hasBody(e) && events.push(`compensate:${name(e)}`)),
       undoStart: (e) => void (e.kind === 'step' && events.push(`undo:${name(e)}`)),
     },
   };

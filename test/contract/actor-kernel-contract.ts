@@ -434,13 +434,13 @@ export function describeActorKernelContract(fresh: () => Promise<Store>): void {
   describe('actor kinds', () => {
     it('stores the kind and refuses a kind or a machine version this build does not know, as retryable', async () => {
       const store = await fresh();
-      await store.create({ id: 'm', reactor: 'r', input: {}, commit: { ...step('created'), snapshot: { kind: 'unit', machineVersion: 1, value: 'x', context: {} } } });
+      await store.create({ id: 'm', reactor: 'r', input: {}, commit: { ...step('created'), snapshot: { kind: 'lock', machineVersion: 1, value: 'x', context: {} } } });
       await store.create({ id: 'v', reactor: 'r', input: {}, commit: { ...step('created'), snapshot: { kind: 'execution', machineVersion: 99, value: 'x', context: {} } } });
       const kind = await refusal(store.load('m'));
       expect(kind).toBeInstanceOf(DeserializationError);
       expect(kind).toMatchObject({ retryable: true });
-      // `map` and `element-rollback` are kinds this build knows (execution machine 7); `unit` is not yet.
-      expect(kind.message).toMatch(/kind "unit", which this build does not know.*a build that knows kind "unit" must advance it/);
+      // `map`, `element-rollback` and `unit` are kinds this build knows; `lock` is not yet.
+      expect(kind.message).toMatch(/kind "lock", which this build does not know.*a build that knows kind "lock" must advance it/);
       await expect(store.acquireAndLoad('m', { owner: 'host-a', ttlMs: 60_000 })).rejects.toMatchObject({ retryable: true, code: 'deserialization_failed' });
       expect(await store.hasLease('m')).toBe(false);
       const version = await refusal(store.load('v'));

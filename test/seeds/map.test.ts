@@ -323,8 +323,45 @@ describe('seed: fan-out maps', () => {
 });
 
 describe('seed: maps with async units', () => {
-  // S-map-12 (a fan-out map whose element reactor has an async step: both units run, the failed
-  // element's included, after the rollback) needs async units (`asyncStep`), which this build does
-  // not have yet; the map side it needs (jobs of purpose `async-unit`, drained last in a round) is in place.
-  it.todo('S-map-12: element 1 fails; elements roll back, then a; both elements\' async units run (units are independent)');
+  it("S-map-12: element 1 fails; elements roll back, then a; both elements' async units run after (units are independent)", async () => {
+    const h = seedHarness({ queue: 'manual' });
+    const element = defineReactor({ name: 'map12-element' })
+      .step('e1', elementStep(h, 'e1'))
+      .asyncStep('u', {
+        waitFor: ['e1'],
+        run: (item: unknown) => {
+          h.record('run', `u[${Number(item)}]`);
+          return `u:${Number(item)}`;
+        },
+        compensate: (_error: unknown, item: unknown) => h.record('compensate', `u[${Number(item)}]`),
+      })
+      .step('e2', { waitFor: ['e1'], ...elementStep(h, 'e2', (i) => (i === 1 ? 'fail' : 'ok')) })
+      .build();
+    const reactor = defineReactor({ name: 'map12', input })
+      .step('a', plainStep(h, 'a'))
+      .map('m', element, { source: ({ input }) => input('items'), fanOut: true, waitFor: ['a'] })
+      .step('b', { waitFor: ['m'], ...plainStep(h, 'b') })
+      .build();
+    const started = await h.runtime.run(reactor, { items: [0, 1] });
+    expect(started).toMatchObject({ status: 'dispatched', reason: 'awaiting' });
+    await h.queue!.drainRounds({ delayed: 'as-due' });
+    expect(h.queue!.pending()).toEqual([]);
+    expect(h.events).toEqual([
+      'run:a',
+      'run:e1[0]',
+      'run:e2[0]',
+      'run:e1[1]',
+      'run:e2[1]',
+      'compensate:e2[1]',
+      'undo:e1[1]',
+      'undo:e2[0]',
+      'undo:e1[0]',
+      'undo:a',
+      'run:u[0]',
+      'run:u[1]',
+    ]);
+    expect(h.hooks).toEqual(h.events);
+    const result = await h.runtime.awaitResult(started.executionId, { timeoutMs: 1_000 });
+    expect(result).toMatchObject({ status: 'failed', step: 'm', message: 'e2[1] failed', rollbackFailures: [] });
+  });
 });

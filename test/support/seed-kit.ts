@@ -21,8 +21,12 @@ export interface SeedHarness {
 /** Options of {@link seedHarness}. */
 export interface SeedHarnessOptions {
   readonly middleware?: readonly Middleware[];
-  /** `manual`: jobs wait until the test drains them (`h.queue.drainRounds()`), consumed by the runtime's embedded worker. */
-  readonly queue?: 'manual';
+  /**
+   * `manual`: jobs wait until the test drains them (`h.queue.drainRounds()`), consumed by the
+   * runtime's embedded worker. `inline`: each enqueue runs its jobs before it resolves (the
+   * seeds' "Sidekiq inline!" mode).
+   */
+  readonly queue?: 'manual' | 'inline';
 }
 
 export function seedHarness(options: readonly Middleware[] | SeedHarnessOptions = []): SeedHarness {
@@ -30,7 +34,7 @@ export function seedHarness(options: readonly Middleware[] | SeedHarnessOptions 
   const clock = createTestClock();
   const recorder = recordEvents();
   const events: string[] = [];
-  const queue = mode === 'manual' ? createInProcessQueue({ mode: 'manual', clock }) : undefined;
+  const queue = mode === undefined ? undefined : createInProcessQueue({ mode, clock });
   const runtime = createRuntime({ clock, middleware: [recorder.middleware, ...middleware], logger: pino({ level: 'silent' }), ...(queue === undefined ? {} : { queue, worker: true }) });
   return { runtime, clock, events, hooks: recorder.events, record: (kind, step) => void events.push(`${kind}:${step}`), queue };
 }

@@ -38,4 +38,21 @@ describe('createRuntime({ inspect })', () => {
     expect(last?.snapshot).toMatchObject({ status: 'done', value: 'failed' });
     await runtime.close();
   });
+
+  it('shows an async unit as a child actor of its owner, with the events its job applied', async () => {
+    const events: InspectionEvent[] = [];
+    const r = defineReactor({ name: 'ir_units' })
+      .asyncStep('u', { run: () => 'U' })
+      .step('r', { args: ({ result }) => ({ u: result('u') }), run: ({ u }) => u.status })
+      .build();
+    const runtime = createRuntime({ logger, inspect: (e) => void events.push(e), generateId: () => 'r2' });
+    expect(await runtime.run(r, {})).toMatchObject({ status: 'completed', value: { r: 'completed' } });
+    const actors = events.filter((e) => e.type === '@xstate.actor').map((e) => [e.actorRef.sessionId, (e.actorRef as { _parent?: { sessionId: string } })._parent?.sessionId ?? null]);
+    expect(actors).toContainEqual(['xr:r2.u', 'xr:r2']);
+    const applied = events
+      .filter((e): e is Extract<InspectionEvent, { type: '@xstate.event' }> => e.type === '@xstate.event' && e.actorRef.sessionId === 'xr:r2.u' && e.event.type !== 'xstate.init' && e.event.type !== 'xstate.stop')
+      .map((e) => e.event.type);
+    expect(applied).toEqual(['xreactor.unit.start', 'xreactor.unit.succeeded']);
+    await runtime.close();
+  });
 });

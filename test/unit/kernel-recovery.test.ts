@@ -146,4 +146,42 @@ describe('kernel recovery', () => {
     expect(ran).toEqual(['a', 'c1', 'g1', 'g2#1', 'g2#2', 'c2', 'b', 'undo:c2', 'undo:c1', 'undo:a']);
     await worker.close();
   });
+
+  it('a late async unit settle consumed by another process keeps the owner\'s pending work: the step it was about to run still runs', async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const ran: string[] = [];
+    const root = defineReactor({ name: 'kr_units' })
+      .step('a', { run: () => (ran.push('a'), 'A') })
+      .asyncStep('u', { waitFor: ['a'], run: () => (ran.push('u'), 'U') })
+      .step('b', { waitFor: ['a'], run: () => (ran.push('b'), 'B') })
+      .returns('b')
+      .build();
+    // The caller dies right after the commit that dispatches u: its outbox (dispatch u, run b) is not performed.
+    const dying: Store = new Proxy(store, {
+      get: (t, k, r) =>
+        k === 'commit'
+          ? async (...args: Parameters<Store['commit']>) => {
+              const revision = await t.commit(...args);
+              if (args[0] === 'r4' && args[2].spawn !== undefined) return new Promise<number>(() => undefined);
+              return revision;
+            }
+          : (Reflect.get(t, k, r) as unknown),
+    });
+    const caller = createRuntime({ store: dying, queue, clock: createTestClock(), logger, worker: false, leaseTtlMs: 5_000, generateId: () => 'r4' });
+    void caller.run(root, {});
+    await expect.poll(async () => (await store.load('r4.u'))?.snapshot.value).toBe('queued');
+    expect((await store.load('r4'))?.outbox.map((e) => e.type)).toEqual(['xreactor.effect.dispatchUnit', 'xreactor.effect.runStep']);
+    // The caller's lease runs out; the unit is run elsewhere, and its settle wakes the owner there.
+    time.advance(5_001);
+    const worker = createWorker({ store, queue, clock: time, logger, reactors: [root], sweepIntervalMs: 0 });
+    await queue.enqueue([{ id: 'start-u', kind: 'advance', actor: { kind: 'unit', id: 'r4.u' } }]);
+    await queue.drain();
+    const operator = createRuntime({ store, queue, clock: time, logger, worker: false, reactors: [root] });
+    expect(await operator.awaitResult('r4', { timeoutMs: 10 })).toMatchObject({ status: 'completed', value: 'B' });
+    expect(ran).toEqual(['a', 'u', 'b']);
+    expect((await store.load('r4'))?.inbox.entries).toEqual([]);
+    await worker.close();
+  });
 });

@@ -25,21 +25,21 @@ describe('snapshot codec', () => {
     expect(Buffer.compare(encodeSnapshot(decodeSnapshot(bytes)), bytes)).toBe(0);
   });
 
-  it('reads the machine versions it is given per kind, by default the registry\'s (executions of versions 6, 7 and 8, maps and element rollbacks of 1)', () => {
-    const v9 = encodeSnapshot({ ...snapshot, machineVersion: 9 });
-    expect(decodeSnapshot(v9, { execution: [8, 9] }).machineVersion).toBe(9);
-    expect(EXECUTION_MACHINE_VERSION).toBe(8);
-    expect(DEFAULT_MACHINES).toEqual({ execution: [6, 7, EXECUTION_MACHINE_VERSION], map: [1], 'element-rollback': [1] });
+  it('reads the machine versions it is given per kind, by default the registry\'s (executions of versions 6 to 9, maps, element rollbacks and async units of 1)', () => {
+    const v10 = encodeSnapshot({ ...snapshot, machineVersion: 10 });
+    expect(decodeSnapshot(v10, { execution: [9, 10] }).machineVersion).toBe(10);
+    expect(EXECUTION_MACHINE_VERSION).toBe(9);
+    expect(DEFAULT_MACHINES).toEqual({ execution: [6, 7, 8, EXECUTION_MACHINE_VERSION], map: [1], 'element-rollback': [1], unit: [1] });
     expect(decodeSnapshot(encodeSnapshot({ ...snapshot, machineVersion: 6 })).machineVersion).toBe(6);
-    expect(() => decodeSnapshot(v9)).toThrow(DeserializationError);
-    expect(() => decodeSnapshot(v9)).toThrow(new RegExp(`stored execution snapshot has machine version 9; this build knows 6, 7, ${EXECUTION_MACHINE_VERSION}: deploy a build that knows version 9`));
+    expect(() => decodeSnapshot(v10)).toThrow(DeserializationError);
+    expect(() => decodeSnapshot(v10)).toThrow(new RegExp(`stored execution snapshot has machine version 10; this build knows 6, 7, 8, ${EXECUTION_MACHINE_VERSION}: deploy a build that knows version 10`));
     expect(() => decodeSnapshot(encodeSnapshot(snapshot), { execution: [] })).toThrow(/knows no version/);
   });
 
   it('stores the actor kind and returns it; a kind or version this build does not know is retryable, naming it', () => {
-    const map: PersistedSnapshot = { kind: 'unit', machineVersion: 2, value: 'collecting', context: { done: 3 } };
+    const map: PersistedSnapshot = { kind: 'lock', machineVersion: 2, value: 'collecting', context: { done: 3 } };
     const bytes = encodeSnapshot(map);
-    expect(decodeSnapshot(bytes, { execution: [1], unit: [1, 2] })).toEqual(map);
+    expect(decodeSnapshot(bytes, { execution: [1], lock: [1, 2] })).toEqual(map);
     const unknownKind = (() => {
       try {
         decodeSnapshot(bytes);
@@ -49,8 +49,8 @@ describe('snapshot codec', () => {
     })();
     expect(unknownKind).toBeInstanceOf(DeserializationError);
     expect(unknownKind).toMatchObject({ retryable: true, code: 'deserialization_failed' });
-    expect((unknownKind as Error).message).toMatch(/kind "unit", which this build does not know \(it knows "execution", "map", "element-rollback"\): a build that knows kind "unit" must advance it/);
-    expect(() => decodeSnapshot(bytes, { unit: [1] })).toThrow(expect.objectContaining({ retryable: true, message: expect.stringMatching(/stored unit snapshot has machine version 2; this build knows 1/) }) as Error);
+    expect((unknownKind as Error).message).toMatch(/kind "lock", which this build does not know \(it knows "execution", "map", "element-rollback", "unit"\): a build that knows kind "lock" must advance it/);
+    expect(() => decodeSnapshot(bytes, { lock: [1] })).toThrow(expect.objectContaining({ retryable: true, message: expect.stringMatching(/stored lock snapshot has machine version 2; this build knows 1/) }) as Error);
     // A kind named like an Object.prototype member is not registered by accident.
     expect(() => decodeSnapshot(encodeSnapshot({ ...map, kind: 'constructor' }), {})).toThrow(/kind "constructor", which this build does not know \(it knows no kind\)/);
   });
