@@ -27,7 +27,7 @@ import { newCall } from './call.js';
 import { mergePlans, planCommit } from './commit-plan.js';
 import type { CommitPlan } from './commit-plan.js';
 import type { ActorInspector } from '../observability/inspector.js';
-import { ActorHost } from './actor-host.js';
+import { ActorHost, markStale } from './actor-host.js';
 import type { ActorBehaviour, HeldActor, KernelDeps, KindHost, SweepLook, SweepVerdict, Transition } from './actor-host.js';
 import { sweepExecution } from './execution-sweep.js';
 import type { MapHost } from './map-host.js';
@@ -513,7 +513,9 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
       for (;;) {
         // Listening before looking: a settle between the look and the wait is not missed.
         const wait = store.waitSettled(params.unit, Math.max(1, deadline - clock.now()), stop.signal);
-        await wait.listening;
+        // The owner's own announcement too: an operator who cancelled it meanwhile ends the wait.
+        const ownerWait = store.waitSettled(held.id, Math.max(1, deadline - clock.now()), stop.signal);
+        await Promise.all([wait.listening, ownerWait.listening]);
         const found = await look();
         if (found.state === 'gone') return gone();
         if (found.state === 'settled') return settled;
@@ -521,8 +523,17 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
           return readerTimedOut(clock.now(), step, params.attempt, params.unit, source?.name ?? params.step, this.#definition.name, unitTimeoutError(params.unit, step.name, ms, 'asyncWaitTimeoutMs'));
         }
         // The store's wait ends on the settle announcement, or at the deadline on the store's clock.
-        const notified = await wait.settled;
+        const notified = await Promise.race([wait.settled, ownerWait.settled.then((owner) => (owner ? ('owner' as const) : false))]);
         if (call.signal.aborted) return this.#abortEvent(call.signal);
+        if (notified === 'owner') {
+          // Moved by another writer (an operator's cancel), or a signal landed: it reads its inbox and
+          // state again and goes on from there. Else it waits on.
+          const owner = await store.load(held.id);
+          if (owner === undefined || owner.revision !== held.revision || owner.inbox.seq !== held.inbox.seq) {
+            markStale(held);
+            return undefined;
+          }
+        }
         // Not notified before this clock's deadline (a store on another clock): look again shortly, not at once.
         if (!notified && clock.now() < deadline) await clock.sleep(Math.min(100, deadline - clock.now()), stop.signal).catch(() => undefined);
       }

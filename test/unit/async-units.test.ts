@@ -274,6 +274,26 @@ describe('operators and async units (units are independent of their owner)', () 
     expect((await rt.find(started.executionId)).status).toBe('cancelled');
   });
 
+  it('cancelling an inline owner whose caller waits for its unit ends that wait at once', async () => {
+    const rt = runtime({ asyncWaitTimeoutMs: 60_000, generateId: () => 'cancel-inline-1' });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const r = defineReactor({ name: 'cancel-inline' })
+      .asyncStep('u', { run: async () => (await gate, 1) })
+      .step('r', { args: ({ result }) => ({ u: result('u') }), run: ({ u }) => u.status })
+      .build();
+    const running = rt.run(r, {}).then(
+      (value) => ({ value }),
+      (error: unknown) => ({ error }),
+    );
+    await expect.poll(async () => (await rt.find('cancel-inline-1')).waiting?.on, { timeout: 2_000 }).toBe('actors');
+    expect(await rt.cancel('cancel-inline-1', 'stop')).toMatchObject({ status: 'cancelled' });
+    // The caller's run() learns it from the owner's announcement, not after asyncWaitTimeoutMs.
+    const ended = await Promise.race([running, sleep(2_000).then(() => 'still waiting' as const)]);
+    expect(ended).toMatchObject({ error: expect.objectContaining({ message: expect.stringMatching(/was cancelled while this process ran it \(stop\)/) }) });
+    release();
+  });
+
   it("undoing a completed owner undoes its steps, never its units", async () => {
     const rt = runtime();
     const undone: string[] = [];
