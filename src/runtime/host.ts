@@ -510,32 +510,38 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
     const onAbort = () => stop.abort();
     call.signal.addEventListener('abort', onAbort, { once: true });
     try {
+      // Moved by another writer (an operator's cancel), or a signal landed for it.
+      const ownerMoved = async () => {
+        const owner = await store.load(held.id);
+        return owner === undefined || owner.revision !== held.revision || owner.inbox.seq !== held.inbox.seq;
+      };
       for (;;) {
         // Listening before looking: a settle between the look and the wait is not missed.
         const wait = store.waitSettled(params.unit, Math.max(1, deadline - clock.now()), stop.signal);
-        // The owner's own announcement too: an operator who cancelled it meanwhile ends the wait.
-        const ownerWait = store.waitSettled(held.id, Math.max(1, deadline - clock.now()), stop.signal);
-        await Promise.all([wait.listening, ownerWait.listening]);
+        await wait.listening;
         const found = await look();
         if (found.state === 'gone') return gone();
         if (found.state === 'settled') return settled;
         if (clock.now() >= deadline) {
           return readerTimedOut(clock.now(), step, params.attempt, params.unit, source?.name ?? params.step, this.#definition.name, unitTimeoutError(params.unit, step.name, ms, 'asyncWaitTimeoutMs'));
         }
-        // The store's wait ends on the settle announcement, or at the deadline on the store's clock.
+        // The owner's own announcement too (listening before looking again): an operator who
+        // cancels it meanwhile ends the wait; it then reads its inbox and state again and goes on.
+        const ownerWait = store.waitSettled(held.id, Math.max(1, deadline - clock.now()), stop.signal);
+        await ownerWait.listening;
+        if (await ownerMoved()) {
+          markStale(held);
+          return undefined;
+        }
+        // Either wait ends on its announcement, or at the deadline on the store's clock.
         const notified = await Promise.race([wait.settled, ownerWait.settled.then((owner) => (owner ? ('owner' as const) : false))]);
         if (call.signal.aborted) return this.#abortEvent(call.signal);
-        if (notified === 'owner') {
-          // Moved by another writer (an operator's cancel), or a signal landed: it reads its inbox and
-          // state again and goes on from there. Else it waits on.
-          const owner = await store.load(held.id);
-          if (owner === undefined || owner.revision !== held.revision || owner.inbox.seq !== held.inbox.seq) {
-            markStale(held);
-            return undefined;
-          }
+        if (notified === 'owner' && (await ownerMoved())) {
+          markStale(held);
+          return undefined;
         }
         // Not notified before this clock's deadline (a store on another clock): look again shortly, not at once.
-        if (!notified && clock.now() < deadline) await clock.sleep(Math.min(100, deadline - clock.now()), stop.signal).catch(() => undefined);
+        if (notified === false && clock.now() < deadline) await clock.sleep(Math.min(100, deadline - clock.now()), stop.signal).catch(() => undefined);
       }
     } finally {
       call.signal.removeEventListener('abort', onAbort);
