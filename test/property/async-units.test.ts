@@ -7,12 +7,12 @@
  * ones at random (waitFor), and are declared in a random order that respects their dependencies.
  *
  * One memory store (seen through a recording wrapper) and a manual in-process queue on a test
- * clock, as in test/property/kernel-chaos.test.ts: a fast-check schedule decides which due job
- * runs next (owner jobs, unit jobs, async children's jobs, wakes, sweep jobs, redeliveries), which
- * deliveries are duplicated (a copy under another id, or the same job handled at once by a second
- * worker), when a sweep runs and when time moves on; and which deliveries are handled by a worker
- * that dies at its N-th commit, right after it lands (before its outbox is performed) or while it
- * is sent (it never lands). A dead worker's job is delivered again or fails for good (then only a
+ * clock, as in test/property/kernel-chaos.test.ts (both driven by test/support/chaos-schedule.ts):
+ * a fast-check schedule decides which due job runs next (owner jobs, unit jobs, async children's
+ * jobs, wakes, sweep jobs, redeliveries), which deliveries are duplicated (a copy under another
+ * id, or the same job handled at once by a second worker), when a sweep runs and when time moves
+ * on; and which deliveries are handled by a worker that dies at its N-th commit, right after it
+ * lands (before its outbox is performed) or while it is sent (it never lands). A dead worker's job is delivered again or fails for good (then only a
  * sweep recovers the actor: a unit whose start job was lost is sent again after `mapStallMs`).
  *
  * Required of every run, against a reference interpreter written from the docs (docs/
@@ -47,8 +47,8 @@
 import fc from 'fast-check';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { createMemoryStore, createRuntime, defineReactor, fail, halt, JobRejectedError } from '../../src/index.js';
-import type { AnyReactorDefinition, AsyncOutcome, RunResult, Runtime, Store, TraceEntry } from '../../src/index.js';
+import { createMemoryStore, createRuntime, defineReactor, fail, halt } from '../../src/index.js';
+import type { AnyReactorDefinition, AsyncOutcome, RunResult, Store, TraceEntry } from '../../src/index.js';
 import type { Clock } from '../../src/internal/clock.js';
 import { createEngine } from '../../src/runtime/engine.js';
 import { statusOf } from '../../src/runtime/host.js';
@@ -57,10 +57,10 @@ import type { JobHandler } from '../../src/queue/queue.js';
 import type { Commit, InboxEntry, SpawnActor } from '../../src/store/store.js';
 import { unitTagsOf } from '../../machines/unit.js';
 import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
-import type { InProcessQueue, TestClock } from '../../src/testing/index.js';
 import { definitionOrder, referenceWaves } from './support/reference-plan.js';
-import { dyingStore } from '../support/dying-store.js';
-import type { CommitCrash, CommitDeath } from '../support/dying-store.js';
+import type { CommitDeath } from '../support/dying-store.js';
+import { chaosScheduleArb, DOOMED_LEASE_TTL_MS, driveSchedule, equalsWithRepeats, REDELIVERY_MS, scheduleReport } from '../support/chaos-schedule.js';
+import type { ChaosWorld, Choice } from '../support/chaos-schedule.js';
 import { recordingStore } from '../support/recording-store.js';
 import type { CommitLedger } from '../support/recording-store.js';
 
@@ -71,10 +71,6 @@ const TEST_TIMEOUT_MS = Math.max(60_000, RUNS * 400);
 const silent = pino({ level: 'silent' });
 const INPUT = { x: 7 };
 
-/** Lease TTL of the workers that die: the clock moving past it lets their leases run out. */
-const DOOMED_LEASE_TTL_MS = 5_000;
-/** A job whose handler threw (a dead worker's, or one refused as busy) comes back after this. */
-const REDELIVERY_MS = 1_000;
 /** A unit queued this long (its start job lost, or failed for good) is sent again by a sweep. */
 const STALL_MS = 20_000;
 /** Deaths per run at most. */
@@ -497,46 +493,8 @@ const nonEmpty = (effects: Effects): Effects => new Map([...effects].filter(([, 
 // Schedules
 // ---------------------------------------------------------------------------
 
-interface CrashPlan extends CommitCrash {
-  /** What becomes of the job the dead worker held: delivered again (as a stalled BullMQ job), or failed for good. */
-  readonly job: 'redelivered' | 'failed';
-}
-
-type Choice =
-  | {
-      readonly kind: 'run';
-      /** Which due job (mod their number). */
-      readonly pick: number;
-      /** `later`: a copy of the job is enqueued under another id; `concurrent`: a second worker handles the same job at once. */
-      readonly dup: 'none' | 'later' | 'concurrent';
-      readonly crash: CrashPlan | undefined;
-    }
-  | { readonly kind: 'sweep' }
-  /** Time passes beyond a dead worker's lease. */
-  | { readonly kind: 'outlive' }
-  /** Time passes to the next delayed job. */
-  | { readonly kind: 'tick' };
-
-const crashArb: fc.Arbitrary<CrashPlan> = fc.record({
-  commit: fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 1, max: 4 }) }, { weight: 2, arbitrary: fc.integer({ min: 1, max: 12 }) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 30 }) }),
-  mode: fc.constantFrom<'after' | 'before'>('after', 'before'),
-  job: fc.oneof({ weight: 3, arbitrary: fc.constant('redelivered' as const) }, { weight: 1, arbitrary: fc.constant('failed' as const) }),
-});
-const choiceArb: fc.Arbitrary<Choice> = fc.oneof(
-  {
-    weight: 10,
-    arbitrary: fc.record({
-      kind: fc.constant('run' as const),
-      pick: fc.nat({ max: 7 }),
-      dup: fc.oneof({ weight: 6, arbitrary: fc.constant('none' as const) }, { weight: 1, arbitrary: fc.constant('later' as const) }, { weight: 1, arbitrary: fc.constant('concurrent' as const) }),
-      crash: fc.oneof({ weight: 2, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: crashArb }),
-    }),
-  },
-  { weight: 1, arbitrary: fc.constant({ kind: 'sweep' as const }) },
-  { weight: 1, arbitrary: fc.constant({ kind: 'outlive' as const }) },
-  { weight: 1, arbitrary: fc.constant({ kind: 'tick' as const }) },
-);
-const scheduleArb = fc.array(choiceArb, { maxLength: 40 });
+// A dead worker's job is mostly delivered again (as a stalled BullMQ job), sometimes failed for good.
+const scheduleArb = chaosScheduleArb({ maxCommit: 30, job: fc.oneof({ weight: 3, arbitrary: fc.constant('redelivered' as const) }, { weight: 1, arbitrary: fc.constant('failed' as const) }), noCrashWeight: 2 });
 
 // ---------------------------------------------------------------------------
 // What the store saw: the inbox entries each landed commit consumed
@@ -568,18 +526,12 @@ class CommitBook implements CommitLedger {
 // One run in the chaos world
 // ---------------------------------------------------------------------------
 
-interface World {
-  readonly time: TestClock;
-  readonly store: Store;
-  readonly queue: InProcessQueue;
+/** The world the schedule drives (time, store, queue, runtime, deaths, journal), and what this test reads of it. */
+interface World extends ChaosWorld {
   readonly book: CommitBook;
-  readonly runtime: Runtime;
   readonly log: HandlerLog;
-  readonly deaths: CommitDeath[];
   readonly id: string;
   readonly dispatched: RunResult<unknown> | { readonly status: string };
-  /** Deliveries and what happened, for the failure report. */
-  readonly journal: string[];
 }
 
 let executions = 0;
@@ -609,18 +561,15 @@ async function chaosRun(sc: Scenario, schedule: readonly Choice[], parkTimeoutMs
   executions += 1;
   const id = `async-${executions}`;
 
-  // The queue's one consumer hands each delivery to the worker the schedule chose for it.
-  let handler: JobHandler = workerA;
-  queue.consume((job, signal) => handler(job, signal));
+  const dispatched = await runtime.run(owner, INPUT, { executionId: id });
+  const world: World = { time, store, queue, book, runtime, log, deaths, id, dispatched, journal };
+  expect(dispatched.status).toBe('dispatched');
 
-  /**
-   * A worker that dies at its `plan.commit`-th commit handles `job`; the queue sees the job fail
-   * (stalled) if it did. It lives on the world's clock (a unit's backoff it sleeps is time passing
-   * for every process), but its timers (lease renewals) stop when it dies.
-   */
-  const dyingWorker =
-    (plan: CrashPlan): JobHandler =>
-    async (job) => {
+  await driveSchedule(world, schedule, {
+    workers: [workerA, workerB],
+    // A dying worker lives on the world's clock (a unit's backoff it sleeps is time passing for
+    // every process), but its timers (lease renewals) stop when it dies.
+    doomedEngine: (doomed) => {
       const timers = new Set<() => void>();
       const clock: Clock = {
         now: () => time.now(),
@@ -631,98 +580,21 @@ async function chaosRun(sc: Scenario, schedule: readonly Choice[], parkTimeoutMs
           return () => (timers.delete(stop), stop());
         },
       };
-      let death: ((d: CommitDeath) => void) | undefined;
-      const died = new Promise<CommitDeath>((resolve) => (death = resolve));
-      const engine = createEngine({
-        ...engineOptions(parkTimeoutMs),
-        store: dyingStore(store, plan, job.id, (d) => {
+      return {
+        engine: createEngine({ ...engineOptions(parkTimeoutMs), store: doomed, queue, clock, reactors: reactorList, leaseTtlMs: DOOMED_LEASE_TTL_MS }),
+        stop: () => {
           for (const stop of timers) stop();
-          death!(d);
-        }),
-        queue,
-        clock,
-        reactors: reactorList,
-        leaseTtlMs: DOOMED_LEASE_TTL_MS,
-      });
-      const handled = createJobHandler(engine)(job, new AbortController().signal).then(
-        () => ({ done: true as const }),
-        (error: unknown) => ({ error }),
-      );
-      const out = await Promise.race([handled, died.then((d) => ({ death: d }))]);
-      if ('death' in out) {
-        deaths.push(out.death);
-        journal.push(`  died at commit ${plan.commit} (${plan.mode}, job ${plan.job}, ${out.death.landed ? 'landed' : 'not landed'}) of ${out.death.id}: ${out.death.commit.status} ${JSON.stringify(out.death.commit.writes.trace.map((t) => `${t.type}:${t.step ?? ''}`))}`);
-        if (plan.job === 'failed') throw new JobRejectedError(`worker died handling ${job.id}; the job failed for good`);
-        throw new Error(`worker died handling ${job.id}`);
-      }
-      if ('error' in out) throw out.error;
-    };
-
-  const dispatched = await runtime.run(owner, INPUT, { executionId: id });
-  const world: World = { time, store, queue, book, runtime, log, deaths, id, dispatched, journal };
-  expect(dispatched.status).toBe('dispatched');
-
-  const due = () => queue.inspect().filter((p) => p.dueAt <= time.now());
-  const nextDelayed = () => {
-    const later = queue.inspect().filter((p) => p.dueAt > time.now());
-    return later.length === 0 ? undefined : Math.min(...later.map((p) => p.dueAt));
-  };
-  const tick = () => {
-    const at = nextDelayed();
-    if (at !== undefined) time.advance(at - time.now());
-  };
-  let dups = 0;
-  let quiet = 0;
-  for (let step = 0; ; step++) {
-    if (step >= MAX_LOOP) throw new Error(`the run did not settle and go quiet in ${MAX_LOOP} scheduler steps:\n${await describeWorld(world, sc)}`);
-    const choice: Choice | undefined = schedule[step];
-    if (choice?.kind === 'sweep') {
-      journal.push(`sweep at ${time.now()}: ${await runtime.sweepOnce()}`);
-      continue;
-    }
-    if (choice?.kind === 'outlive') {
-      time.advance(DOOMED_LEASE_TTL_MS + 1);
-      continue;
-    }
-    if (choice?.kind === 'tick') {
-      tick();
-      continue;
-    }
-    const ready = due();
-    if (ready.length > 0) {
-      const run = choice?.kind === 'run' ? choice : { pick: 0, dup: 'none' as const, crash: undefined };
-      const job = ready[run.pick % ready.length]!.job;
-      queue.reorder([job.id]);
-      const crash = run.crash !== undefined && deaths.length < MAX_CRASHES ? run.crash : undefined;
-      journal.push(`${time.now()}: ${job.id}${crash === undefined ? '' : ` (dies at commit ${crash.commit}, ${crash.mode}, job ${crash.job})`}${run.dup === 'none' ? '' : ` dup ${run.dup}`}`);
-      if (run.dup === 'later') {
-        const { delayMs: _delay, ...copy } = job;
-        await queue.enqueue([{ ...copy, id: `${job.id}.dup${(dups += 1)}` }]);
-      }
-      handler = crash === undefined ? workerA : dyingWorker(crash);
-      if (run.dup === 'concurrent' && crash === undefined) {
-        await Promise.all([queue.runNext(), workerB(job, new AbortController().signal).catch(() => undefined)]);
-      } else {
-        await queue.runNext();
-      }
-      handler = workerA;
-      quiet = 0;
-      continue;
-    }
-    if (nextDelayed() !== undefined) {
-      tick();
-      continue;
-    }
+        },
+      };
+    },
+    describe: () => describeWorld(world, sc),
     // Nothing pending: let every dead worker's lease run out (and a queued unit's stall pass) and
     // sweep. Quiet once two sweeps in a row find nothing.
-    time.advance(Math.max(DOOMED_LEASE_TTL_MS, STALL_MS) + 1);
-    const requeued = await runtime.sweepOnce();
-    journal.push(`final sweep at ${time.now()}: ${requeued}`);
-    if (requeued === 0 && queue.inspect().length === 0) {
-      quiet += 1;
-      if (quiet >= 2) break;
-    } else quiet = 0;
-  }
+    maxSteps: MAX_LOOP,
+    maxCrashes: MAX_CRASHES,
+    settleMs: Math.max(DOOMED_LEASE_TTL_MS, STALL_MS) + 1,
+    quiet: 'in-a-row',
+  });
   return world;
 }
 
@@ -747,9 +619,7 @@ async function describeWorld(world: World, sc: Scenario): Promise<string> {
     lines.push(`${actor}: ${loaded.snapshot.kind} ${JSON.stringify(loaded.snapshot.value)} rev ${loaded.revision} inbox ${JSON.stringify(loaded.inbox.entries.map((e) => e.dedupeKey))} (seq ${loaded.inbox.seq}) outbox ${JSON.stringify(loaded.outbox.map((e) => e.type))} leased ${await world.store.hasLease(actor)}`);
   }
   lines.push(`effects: ${JSON.stringify([...world.log.effects])}`);
-  lines.push(`pending: ${JSON.stringify(world.queue.inspect().map((p) => [p.job.id, p.dueAt]))} at ${world.time.now()}`);
-  lines.push(`failed jobs: ${JSON.stringify(world.queue.failed().map((f) => [f.job.id, String(f.error)]))}`);
-  lines.push(...world.journal);
+  lines.push(...scheduleReport(world));
   return lines.join('\n');
 }
 
@@ -823,18 +693,6 @@ function cutOff(death: CommitDeath, id: string): { readonly key: string; readonl
     if (entry.type === 'undo' || entry.type === 'undo_failure') return [{ key, effect: `undo:${step}` }];
     return [];
   });
-}
-
-/** Whether `actual` is `expected` with, for each of `repeats`, at most one extra copy of it right after itself. */
-function equalsWithRepeats(actual: readonly string[], expected: readonly string[], repeats: readonly string[]): boolean {
-  if (actual.length === expected.length && actual.every((e, i) => e === expected[i])) return true;
-  if (repeats.length === 0 || actual.length <= expected.length) return false;
-  const [first, ...rest] = repeats;
-  if (equalsWithRepeats(actual, expected, rest)) return true;
-  for (let i = 0; i + 1 < actual.length; i++) {
-    if (actual[i] === first && actual[i + 1] === first && equalsWithRepeats([...actual.slice(0, i + 1), ...actual.slice(i + 2)], expected, rest)) return true;
-  }
-  return false;
 }
 
 /** The reader whose wait for a unit timed out, when the run failed for it (with its message's pattern). */

@@ -2,14 +2,15 @@
  * The actor kernel under chaos (issue 9): random compose trees (depth up to 3, see
  * support/compose-tree.ts) whose root is `.background({ all: true })`, so every actor of the tree
  * is advanced by jobs in workers; children may park on retry backoffs (delayed jobs). One memory
- * store and a manual in-process queue on a test clock. A fast-check schedule decides which due
- * job runs next, which deliveries are duplicated (a copy enqueued under another id, or the same
- * job handled at once by a second worker), when a sweep runs and when time moves on; and which
- * deliveries are handled by a worker that dies at its N-th commit, either right after the commit
- * lands (before its outbox is performed) or while it is being sent (it never lands). A dead
- * worker's job is delivered again (as BullMQ does with a stalled job) or fails for good (then only
- * a sweep recovers the actor); its leases run out when the clock passes their TTL, and sweeps and
- * live workers finish the tree. Up to three deaths per run.
+ * store and a manual in-process queue on a test clock. A fast-check schedule (driven by
+ * test/support/chaos-schedule.ts) decides which due job runs next, which deliveries are duplicated
+ * (a copy enqueued under another id, or the same job handled at once by a second worker), when a
+ * sweep runs and when time moves on; and which deliveries are handled by a worker that dies at its
+ * N-th commit, either right after the commit lands (before its outbox is performed) or while it is
+ * being sent (it never lands). A dead worker's job is delivered again (as BullMQ does with a
+ * stalled job) or fails for good (then only a sweep recovers the actor); its leases run out when
+ * the clock passes their TTL, and sweeps and live workers finish the tree. Up to three deaths per
+ * run.
  *
  * Required of every run, against the reference interpreter and the same tree run inline:
  * - the outcome (status, failing root step, error, rollback failures with their compose paths)
@@ -32,8 +33,8 @@
 import fc from 'fast-check';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { createMemoryStore, createRuntime, JobRejectedError } from '../../src/index.js';
-import type { AnyReactorDefinition, RollbackFailure, Runtime, Store, TraceEntry } from '../../src/index.js';
+import { createMemoryStore, createRuntime } from '../../src/index.js';
+import type { AnyReactorDefinition, RollbackFailure, Store, TraceEntry } from '../../src/index.js';
 import { createEngine } from '../../src/runtime/engine.js';
 import { statusOf } from '../../src/runtime/host.js';
 import { createJobHandler } from '../../src/runtime/worker.js';
@@ -41,11 +42,11 @@ import type { JobHandler } from '../../src/queue/queue.js';
 import type { Commit, InboxEntry, PersistedSnapshot, SpawnActor } from '../../src/store/store.js';
 import type { ExecutionContext } from '../../machines/execution-types.js';
 import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
-import type { InProcessQueue, TestClock } from '../../src/testing/index.js';
 import { buildTree, composeSteps, expectedResult, INPUT, plainSteps, reference, resultShape, scenarioArb } from './support/compose-tree.js';
 import type { ExpectedFailure, HandlerLog, PlainSpec, ReactorSpec, Scenario } from './support/compose-tree.js';
-import { dyingStore } from '../support/dying-store.js';
-import type { CommitCrash, CommitDeath } from '../support/dying-store.js';
+import type { CommitDeath } from '../support/dying-store.js';
+import { chaosScheduleArb, DOOMED_LEASE_TTL_MS, driveSchedule, equalsWithRepeats, REDELIVERY_MS, scheduleReport } from '../support/chaos-schedule.js';
+import type { ChaosWorld, Choice } from '../support/chaos-schedule.js';
 import { recordingStore } from '../support/recording-store.js';
 import type { CommitLedger } from '../support/recording-store.js';
 
@@ -54,10 +55,6 @@ const RUNS = { numRuns: Number(process.env['KERNEL_CHAOS_RUNS'] ?? 300) };
 const TEST_TIMEOUT_MS = 120_000;
 const silent = pino({ level: 'silent' });
 
-/** Lease TTL of the workers that die: the clock moving past it lets their leases run out. */
-const DOOMED_LEASE_TTL_MS = 5_000;
-/** A job whose handler threw (a dead worker's, or one refused as busy) comes back after this. */
-const REDELIVERY_MS = 1_000;
 /** Deaths per run at most. */
 const MAX_CRASHES = 3;
 /** Scheduler steps before a run that has not settled and gone quiet is declared stuck. */
@@ -68,51 +65,9 @@ const MAX_LOOP = 600;
 // Schedules
 // ---------------------------------------------------------------------------
 
-interface CrashPlan extends CommitCrash {
-  /**
-   * What becomes of the job the dead worker held: `redelivered` (as BullMQ delivers a stalled job
-   * again), or `failed` for good (its stalled deliveries exhausted): then only a sweep recovers the
-   * actor; any job may fail for good (timer and sweep jobs included).
-   */
-  readonly job: 'redelivered' | 'failed';
-}
-
-type Choice =
-  | {
-      readonly kind: 'run';
-      /** Which due job (mod their number). */
-      readonly pick: number;
-      /** `later`: a copy of the job is enqueued under another id; `concurrent`: a second worker handles the same job at once. */
-      readonly dup: 'none' | 'later' | 'concurrent';
-      readonly crash: CrashPlan | undefined;
-    }
-  | { readonly kind: 'sweep' }
-  /** Time passes beyond a dead worker's lease. */
-  | { readonly kind: 'outlive' }
-  /** Time passes to the next delayed job. */
-  | { readonly kind: 'tick' };
-
-const crashArb: fc.Arbitrary<CrashPlan> = fc.record({
-  // Most deliveries after the first make a few commits; the first may make dozens.
-  commit: fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 1, max: 4 }) }, { weight: 2, arbitrary: fc.integer({ min: 1, max: 12 }) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 40 }) }),
-  mode: fc.constantFrom<'after' | 'before'>('after', 'before'),
-  job: fc.constantFrom<'redelivered' | 'failed'>('redelivered', 'failed'),
-});
-const choiceArb: fc.Arbitrary<Choice> = fc.oneof(
-  {
-    weight: 10,
-    arbitrary: fc.record({
-      kind: fc.constant('run' as const),
-      pick: fc.nat({ max: 7 }),
-      dup: fc.oneof({ weight: 6, arbitrary: fc.constant('none' as const) }, { weight: 1, arbitrary: fc.constant('later' as const) }, { weight: 1, arbitrary: fc.constant('concurrent' as const) }),
-      crash: fc.oneof({ weight: 1, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: crashArb }),
-    }),
-  },
-  { weight: 1, arbitrary: fc.constant({ kind: 'sweep' as const }) },
-  { weight: 1, arbitrary: fc.constant({ kind: 'outlive' as const }) },
-  { weight: 1, arbitrary: fc.constant({ kind: 'tick' as const }) },
-);
-const scheduleArb = fc.array(choiceArb, { maxLength: 40 });
+// Most deliveries after the first make a few commits; the first may make dozens. Any job may fail
+// for good (timer and sweep jobs included).
+const scheduleArb = chaosScheduleArb({ maxCommit: 40, job: fc.constantFrom<'redelivered' | 'failed'>('redelivered', 'failed'), noCrashWeight: 1 });
 
 // ---------------------------------------------------------------------------
 // What the store saw: every landed commit, the inbox entries it consumed, the waits it ended
@@ -181,17 +136,11 @@ type Death = CommitDeath;
 // One run in the chaos world
 // ---------------------------------------------------------------------------
 
-interface World {
-  readonly time: TestClock;
-  readonly store: Store;
-  readonly queue: InProcessQueue;
+/** The world the schedule drives (time, store, queue, runtime, deaths, journal), and what this test reads of it. */
+interface World extends ChaosWorld {
   readonly book: CommitBook;
-  readonly runtime: Runtime;
   readonly log: HandlerLog;
-  readonly deaths: Death[];
   readonly id: string;
-  /** Deliveries and what happened, for the failure report. */
-  readonly journal: string[];
 }
 
 let executions = 0;
@@ -215,94 +164,20 @@ async function chaosRun(sc: Scenario, schedule: readonly Choice[]): Promise<Worl
   const id = `chaos-${executions}`;
   const world: World = { time, store, queue, book, runtime, log, deaths, id, journal };
 
-  // The queue's one consumer hands each delivery to the worker the schedule chose for it.
-  let handler: JobHandler = workerA;
-  queue.consume((job, signal) => handler(job, signal));
-
-  /** A worker that dies at its `plan.commit`-th commit handles `job`; the queue sees the job fail (stalled) if it did. */
-  const dyingWorker =
-    (plan: CrashPlan): JobHandler =>
-    async (job) => {
-      let death: ((d: Death) => void) | undefined;
-      const died = new Promise<Death>((resolve) => (death = resolve));
-      const engine = createEngine({ store: dyingStore(store, plan, job.id, (d) => death!(d)), queue, clock: createTestClock(time.now()), logger: silent, reactors, leaseTtlMs: DOOMED_LEASE_TTL_MS });
-      const handled = createJobHandler(engine)(job, new AbortController().signal).then(
-        () => ({ done: true as const }),
-        (error: unknown) => ({ error }),
-      );
-      const out = await Promise.race([handled, died.then((d) => ({ death: d }))]);
-      if ('death' in out) {
-        deaths.push(out.death);
-        journal.push(`  died at commit ${plan.commit} (${plan.mode}, job ${plan.job}, ${out.death.landed ? 'landed' : 'not landed'}) of ${out.death.id}: ${out.death.commit.status} ${JSON.stringify(out.death.commit.writes.trace.map((t) => `${t.type}:${t.step ?? ''}`))}`);
-        if (plan.job === 'failed') throw new JobRejectedError(`worker died handling ${job.id}; the job failed for good`);
-        throw new Error(`worker died handling ${job.id}`);
-      }
-      if ('error' in out) throw out.error;
-    };
-
   const dispatched = await runtime.run(root, INPUT, { executionId: id });
   expect(dispatched.status).toBe('dispatched');
 
-  const due = () => queue.inspect().filter((p) => p.dueAt <= time.now());
-  const nextDelayed = () => {
-    const later = queue.inspect().filter((p) => p.dueAt > time.now());
-    return later.length === 0 ? undefined : Math.min(...later.map((p) => p.dueAt));
-  };
-  const tick = () => {
-    const at = nextDelayed();
-    if (at !== undefined) time.advance(at - time.now());
-  };
-  let dups = 0;
-  let quiet = 0;
-  for (let step = 0; ; step++) {
-    if (step >= MAX_LOOP) throw new Error(`the tree did not settle and go quiet in ${MAX_LOOP} scheduler steps:\n${await describeWorld(world, sc)}`);
-    const choice: Choice | undefined = schedule[step];
-    if (choice?.kind === 'sweep') {
-      journal.push(`sweep at ${time.now()}: ${await runtime.sweepOnce()}`);
-      continue;
-    }
-    if (choice?.kind === 'outlive') {
-      time.advance(DOOMED_LEASE_TTL_MS + 1);
-      continue;
-    }
-    if (choice?.kind === 'tick') {
-      tick();
-      continue;
-    }
-    const ready = due();
-    if (ready.length > 0) {
-      const run = choice?.kind === 'run' ? choice : { pick: 0, dup: 'none' as const, crash: undefined };
-      const job = ready[run.pick % ready.length]!.job;
-      queue.reorder([job.id]);
-      const crash = run.crash !== undefined && deaths.length < MAX_CRASHES ? run.crash : undefined;
-      journal.push(`${time.now()}: ${job.id}${crash === undefined ? '' : ` (dies at commit ${crash.commit}, ${crash.mode}, job ${crash.job})`}${run.dup === 'none' ? '' : ` dup ${run.dup}`}`);
-      if (run.dup === 'later') {
-        const { delayMs: _delay, ...copy } = job;
-        await queue.enqueue([{ ...copy, id: `${job.id}.dup${(dups += 1)}` }]);
-      }
-      handler = crash === undefined ? workerA : dyingWorker(crash);
-      if (run.dup === 'concurrent' && crash === undefined) {
-        await Promise.all([queue.runNext(), workerB(job, new AbortController().signal).catch(() => undefined)]);
-      } else {
-        await queue.runNext();
-      }
-      handler = workerA;
-      quiet = 0;
-      continue;
-    }
-    if (nextDelayed() !== undefined) {
-      tick();
-      continue;
-    }
-    // Nothing pending: let every dead worker's lease run out and sweep. Quiet once a sweep finds nothing.
-    time.advance(DOOMED_LEASE_TTL_MS + 1);
-    const requeued = await runtime.sweepOnce();
-    journal.push(`final sweep at ${time.now()}: ${requeued}`);
-    if (requeued === 0 && queue.inspect().length === 0) {
-      quiet += 1;
-      if (quiet >= 2) break;
-    }
-  }
+  await driveSchedule(world, schedule, {
+    workers: [workerA, workerB],
+    // A dying worker lives on a clock of its own (its lease renewals stop with it).
+    doomedEngine: (doomed) => ({ engine: createEngine({ store: doomed, queue, clock: createTestClock(time.now()), logger: silent, reactors, leaseTtlMs: DOOMED_LEASE_TTL_MS }) }),
+    describe: () => describeWorld(world, sc),
+    // Nothing pending: let every dead worker's lease run out and sweep. Quiet once two sweeps since the last delivery find nothing.
+    maxSteps: MAX_LOOP,
+    maxCrashes: MAX_CRASHES,
+    settleMs: DOOMED_LEASE_TTL_MS + 1,
+    quiet: 'since-delivery',
+  });
   return world;
 }
 
@@ -318,9 +193,7 @@ async function describeWorld(world: World, sc: Scenario): Promise<string> {
     if (loaded === undefined) continue;
     lines.push(`${actor}: ${JSON.stringify(loaded.snapshot.value)} rev ${loaded.revision} inbox ${JSON.stringify(loaded.inbox.entries.map((e) => e.dedupeKey))} leased ${await world.store.hasLease(actor)}`);
   }
-  lines.push(`pending: ${JSON.stringify(world.queue.inspect().map((p) => [p.job.id, p.dueAt]))} at ${world.time.now()}`);
-  lines.push(`failed jobs: ${JSON.stringify(world.queue.failed().map((f) => [f.job.id, String(f.error)]))}`);
-  lines.push(...world.journal);
+  lines.push(...scheduleReport(world));
   return lines.join('\n');
 }
 
@@ -379,18 +252,6 @@ function cutOff(death: Death, sc: Scenario, rootId: string): string[] {
     if (entry.type === 'undo' || entry.type === 'undo_failure') return [`undo:${path}`];
     return [];
   });
-}
-
-/** Whether `actual` is `expected` with, for each of `repeats`, at most one extra copy of it right after itself. */
-function equalsWithRepeats(actual: readonly string[], expected: readonly string[], repeats: readonly string[]): boolean {
-  if (actual.length === expected.length && actual.every((e, i) => e === expected[i])) return true;
-  if (repeats.length === 0 || actual.length <= expected.length) return false;
-  const [first, ...rest] = repeats;
-  if (equalsWithRepeats(actual, expected, rest)) return true;
-  for (let i = 0; i + 1 < actual.length; i++) {
-    if (actual[i] === first && actual[i + 1] === first && equalsWithRepeats([...actual.slice(0, i + 1), ...actual.slice(i + 2)], expected, rest)) return true;
-  }
-  return false;
 }
 
 async function checkRun(sc: Scenario, schedule: readonly Choice[]): Promise<void> {
