@@ -4,7 +4,7 @@ import { EXECUTION_MACHINE_PLAIN_VERSION, EXECUTION_MACHINE_READABLE, EXECUTION_
 import type { ExecutionContext, ExecutionEffect, ExecutionEvent, ExecutionStatus, PauseRecord } from '../../machines/execution-types.js';
 import type { AnyReactorDefinition, CompiledStep } from '../definition/compiled.js';
 import { DefinitionError, DeserializationError, InputValidationError, InterruptTimeoutError, MapGateClosedError, QueueRequiredError, WorkInterruptedError } from '../errors/index.js';
-import { CORRELATION_TTL_MS, correlationKey, interruptKey, rootIdOf } from './lineage.js';
+import { CORRELATION_TTL_MS, correlationKey, descendantId, interruptKey, rootIdOf } from './lineage.js';
 import type { JobSpec, Queue } from '../queue/queue.js';
 import { jobId } from '../queue/job-ids.js';
 import { describeIssues, validateWith } from '../internal/standard-schema.js';
@@ -818,6 +818,24 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
   }
 
   /**
+   * Where an operator continues interrupt `name` of this execution: its tree's root and the path
+   * below it. An async reactor's child (this one, or the nearest such ancestor) is a tree of its
+   * own for operators: its owner never pauses for it.
+   */
+  async #operatorAddress(held: HeldExecution, name: string): Promise<{ readonly root: string; readonly path: readonly string[] }> {
+    const { origin } = held.snapshot.context;
+    if (origin.async === true) return { root: held.id, path: [name] };
+    const root = rootIdOf(held.id, origin.path);
+    // Ancestors below the root, nearest first: a composed child of an async reactor's child.
+    for (let depth = origin.path.length - 1; depth >= 1; depth -= 1) {
+      const ancestor = await this.#deps.store.load(descendantId(root, origin.path.slice(0, depth)));
+      const ancestorOrigin = (ancestor?.snapshot.context as { origin?: { async?: boolean } } | undefined)?.origin;
+      if (ancestorOrigin?.async === true) return { root: descendantId(root, origin.path.slice(0, depth)), path: [...origin.path.slice(depth), name] };
+    }
+    return { root, path: [...origin.path, name] };
+  }
+
+  /**
    * A run paused: claim the correlation ids of its ready interrupts, schedule
    * active timeouts, and wake whoever awaits the run.
    */
@@ -830,9 +848,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
       if (interrupt.correlationId !== undefined) {
         const results = await store.readResults(held.id, step.reads);
         const { id: correlationId } = (await resolveArguments({ ...step, args: interrupt.correlationId, contract: undefined }, held.inputs, results, reactor)) as { id: string };
-        // Continued through its tree's root; an async reactor's child is a tree of its own for operators.
-        const { origin } = held.snapshot.context;
-        const target = JSON.stringify(origin.async === true ? { root: held.id, path: [name] } : { root: rootIdOf(held.id, origin.path), path: [...origin.path, name] });
+        const target = JSON.stringify(await this.#operatorAddress(held, name));
         const owner = await store.claim(correlationKey(correlationId), target, CORRELATION_TTL_MS);
         if (owner !== target) {
           const error = new DefinitionError(`interrupt "${name}": correlation id "${correlationId}" is already used by another run (${owner}); correlation ids must be unique`, { step: name, reactor });

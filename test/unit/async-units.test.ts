@@ -339,6 +339,22 @@ describe('an async reactor child with an interrupt', () => {
     await expect.poll(async () => (await rt.find(secondChild)).status, { timeout: 2_000 }).toBe('paused');
     expect(await rt.continue(secondChild, { step: 'signOff', payload: 'direct' })).toMatchObject({ status: 'completed', value: 'direct' });
   });
+
+  it('an interrupt of a reactor composed inside the child is continued by its correlation id too', async () => {
+    const rt = runtime();
+    const inner = defineReactor({ name: 'inner-approval', input: z.object({ ref: z.string() }) })
+      .interrupt('ok', { correlationId: ({ input }) => input('ref') })
+      .step('done', { args: ({ result }) => ({ ok: result('ok') }), run: ({ ok }) => ok })
+      .returns('done')
+      .build();
+    const child = defineReactor({ name: 'wraps-approval', input: z.object({ ref: z.string() }) }).compose('inner', inner).returns('inner').build();
+    const owner = defineReactor({ name: 'owns-nested', input: z.object({ ref: z.string() }) }).asyncReactor('k', child).build();
+    const started = await rt.run(owner, { ref: 'corr-nested' });
+    const childId = `${started.executionId}.k`;
+    await expect.poll(async () => (await rt.find(childId)).status, { timeout: 2_000 }).toBe('paused');
+    expect(await rt.continueByCorrelationId('corr-nested', { payload: 'nested' })).toMatchObject({ status: 'completed', value: 'nested' });
+    expect(await rt.find(childId)).toMatchObject({ status: 'completed' });
+  });
 });
 
 describe('the sweep of an execution whose step waits for an async unit', () => {
