@@ -24,6 +24,13 @@ import type { LoadedActor } from '../store/store.js';
 import { unitStatusOf } from '../../machines/unit.js';
 import { resolveSources } from './step-performer.js';
 import type { UnitRef } from './unit-ref.js';
+import type { Clock } from '../internal/clock.js';
+import type { Call } from './call.js';
+import type { HeldActor } from './actor-host.js';
+import { markStale } from './actor-host.js';
+import { jobId } from '../queue/job-ids.js';
+
+import { isUnitRef } from './unit-ref.js';
 
 export { isUnitRef } from './unit-ref.js';
 export type { UnitRef } from './unit-ref.js';
@@ -153,4 +160,120 @@ export async function unitView(store: Store, id: string, loaded: LoadedActor): P
     createdAt: context.dispatchedAt,
     updatedAt: context.updatedAt,
   };
+}
+
+/** What the waits of an execution for its async units need of its host. */
+export interface UnitWaitDeps {
+  readonly store: Store;
+  readonly clock: Clock;
+  /** The owner's reactor (errors name it). */
+  readonly reactor: string;
+  readonly asyncWaitTimeoutMs: number;
+  readonly asyncParkTimeoutMs: number;
+  /** The owner's recorded results of these steps (its host's cache, else the store). */
+  readonly readResults: (steps: readonly string[]) => Promise<ReadonlyMap<string, unknown>>;
+  /** Enqueue a delayed job delivering `event` to the owner. */
+  readonly enqueueTimeout: (id: string, event: ExecutionEvent, delayMs: number) => Promise<void>;
+  /** The owner's event for an interruption (the call's signal fired). */
+  readonly abortEvent: (signal: AbortSignal) => ExecutionEvent;
+}
+
+/** An owner execution as its host holds it, as far as its waits read it. */
+type Owner = HeldActor & { readonly snapshot: { readonly context: ExecutionContext } };
+
+/**
+ * The async units `step` reads: their outcomes once all settled; else the event of waiting for
+ * the first that has not (or the reader's failure when one is gone).
+ */
+export async function readUnits(deps: UnitWaitDeps, step: CompiledStep, attempt: number, units: readonly CompiledStep[]): Promise<{ readonly outcomes: Map<string, unknown> } | { readonly event: ExecutionEvent }> {
+  const { store, clock } = deps;
+  const outcomes = new Map<string, unknown>();
+  const recorded = await deps.readResults(units.map((u) => u.name));
+  for (const unit of units) {
+    const ref = recorded.get(unit.name);
+    if (!isUnitRef(ref)) continue;
+    const look = await lookAtUnit(store, ref.xreactorUnit, unit.child);
+    if (look.state === 'gone') return { event: readerFailure(clock.now(), step, attempt, unitGoneError(ref.xreactorUnit.id), unit.name, deps.reactor) };
+    if (look.state === 'pending') {
+      const park = deps.asyncParkTimeoutMs;
+      const until = Number.isFinite(park) ? ref.xreactorUnit.dispatchedAt + park : null;
+      return { event: { type: 'xreactor.unit.awaiting', at: clock.now(), index: step.index, attempt, unit: ref.xreactorUnit.id, until } };
+    }
+    outcomes.set(unit.name, look.outcome);
+  }
+  return { outcomes };
+}
+
+/**
+ * `step` (of `owner`, reading the async units `reads`) waits for async unit `params.unit`:
+ * settled meanwhile → go on; gone → the reader fails. In a worker the execution stays `awaiting`
+ * (the worker is free; the unit's signal wakes it, a delayed job times the wait out at `until`).
+ * A caller waits here, up to `asyncWaitTimeoutMs`, on the unit's announcement and its owner's (an
+ * operator's cancel meanwhile ends the wait: the owner reads its inbox and state again).
+ */
+export async function awaitUnit(
+  deps: UnitWaitDeps,
+  owner: Owner,
+  step: CompiledStep,
+  reads: readonly CompiledStep[],
+  params: { readonly unit: string; readonly step: string; readonly index: number; readonly attempt: number; readonly until: number | null },
+  call: Call,
+): Promise<ExecutionEvent | undefined> {
+  const { store, clock, reactor } = deps;
+  const source = reads.find((u) => `${owner.id}.${u.name}` === params.unit);
+  const sourceName = source?.name ?? params.step;
+  const look = () => lookAtUnit(store, { id: params.unit, kind: source?.kind === 'asyncReactor' ? 'execution' : 'unit', dispatchedAt: 0 }, source?.child);
+  const settled: ExecutionEvent = { type: 'xreactor.unit.settled', at: clock.now(), child: params.unit };
+  const gone = () => readerFailure(clock.now(), step, params.attempt, unitGoneError(params.unit), sourceName, reactor);
+  if (owner.snapshot.context.handedOff || call.place === 'worker') {
+    const found = await look();
+    if (found.state === 'settled') return settled;
+    if (found.state === 'gone') return gone();
+    if (params.until !== null) {
+      // One job per wait (the step may wait for several units in turn), accepted only while it waits for this one.
+      const timeout = readerTimedOut(clock.now(), step, params.attempt, params.unit, sourceName, reactor, unitTimeoutError(params.unit, step.name, deps.asyncParkTimeoutMs, 'asyncParkTimeoutMs'));
+      await deps.enqueueTimeout(jobId(owner.id, 'unit-timeout', params.index, params.attempt, params.unit), timeout, Math.max(0, params.until - clock.now()));
+    }
+    return undefined;
+  }
+  const ms = deps.asyncWaitTimeoutMs;
+  const deadline = clock.now() + ms;
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  call.signal.addEventListener('abort', onAbort, { once: true });
+  // Moved by another writer (an operator's cancel), or a signal landed for it.
+  const ownerMoved = async () => {
+    const stored = await store.load(owner.id);
+    return stored === undefined || stored.revision !== owner.revision || stored.inbox.seq !== owner.inbox.seq;
+  };
+  try {
+    for (;;) {
+      // Listening before looking: a settle between the look and the wait is not missed.
+      const wait = store.waitSettled(params.unit, Math.max(1, deadline - clock.now()), stop.signal);
+      await wait.listening;
+      const found = await look();
+      if (found.state === 'gone') return gone();
+      if (found.state === 'settled') return settled;
+      if (clock.now() >= deadline) return readerTimedOut(clock.now(), step, params.attempt, params.unit, sourceName, reactor, unitTimeoutError(params.unit, step.name, ms, 'asyncWaitTimeoutMs'));
+      // The owner's own announcement too (listening before looking again), once the deadline is ahead.
+      const ownerWait = store.waitSettled(owner.id, Math.max(1, deadline - clock.now()), stop.signal);
+      await ownerWait.listening;
+      if (await ownerMoved()) {
+        markStale(owner);
+        return undefined;
+      }
+      // Either wait ends on its announcement, or at the deadline on the store's clock.
+      const notified = await Promise.race([wait.settled, ownerWait.settled.then((moved) => (moved ? ('owner' as const) : false))]);
+      if (call.signal.aborted) return deps.abortEvent(call.signal);
+      if (notified === 'owner' && (await ownerMoved())) {
+        markStale(owner);
+        return undefined;
+      }
+      // Not notified before this clock's deadline (a store on another clock): look again shortly, not at once.
+      if (notified === false && clock.now() < deadline) await clock.sleep(Math.min(100, deadline - clock.now()), stop.signal).catch(() => undefined);
+    }
+  } finally {
+    call.signal.removeEventListener('abort', onAbort);
+    stop.abort();
+  }
 }

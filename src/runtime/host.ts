@@ -27,7 +27,7 @@ import { newCall } from './call.js';
 import { mergePlans, planCommit } from './commit-plan.js';
 import type { CommitPlan } from './commit-plan.js';
 import type { ActorInspector } from '../observability/inspector.js';
-import { ActorHost, markStale } from './actor-host.js';
+import { ActorHost } from './actor-host.js';
 import type { ActorBehaviour, HeldActor, KernelDeps, KindHost, SweepLook, SweepVerdict, Transition } from './actor-host.js';
 import { sweepExecution } from './execution-sweep.js';
 import type { MapHost } from './map-host.js';
@@ -38,7 +38,8 @@ import type { ElementMapLink } from '../../machines/map-types.js';
 import type { ErrorData } from '../internal/error-data.js';
 import type { UnitHost } from './unit-host.js';
 import type { SpawnParams } from './commit-plan.js';
-import { dispatchUnit, isUnitRef, lookAtUnit, readerFailure, readerTimedOut, unitGoneError, unitTimeoutError } from './async-units.js';
+import { awaitUnit, dispatchUnit, readUnits } from './async-units.js';
+import type { UnitWaitDeps } from './async-units.js';
 import { isAsyncUnit } from '../definition/async-unit.js';
 import type { ActorTag } from '../../machines/registry-types.js';
 
@@ -458,95 +459,19 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
     return { held, create, lease: undefined, start: undefined };
   }
 
-  /**
-   * The async units the step at `index` reads: their outcomes once all settled; else the event
-   * of waiting for the first that has not (or the reader's failure when one is gone).
-   */
-  async #readUnits(held: HeldExecution, step: CompiledStep, attempt: number, units: readonly CompiledStep[]): Promise<{ readonly outcomes: Map<string, unknown> } | { readonly event: ExecutionEvent }> {
-    const { store, clock } = this.#deps;
-    const outcomes = new Map<string, unknown>();
-    const recorded = await this.#readResults(held, units.map((u) => u.name));
-    for (const unit of units) {
-      const ref = recorded.get(unit.name);
-      if (!isUnitRef(ref)) continue;
-      const look = await lookAtUnit(store, ref.xreactorUnit, unit.child);
-      if (look.state === 'gone') return { event: readerFailure(clock.now(), step, attempt, unitGoneError(ref.xreactorUnit.id), unit.name, this.#definition.name) };
-      if (look.state === 'pending') {
-        const park = this.#deps.asyncParkTimeoutMs;
-        const until = Number.isFinite(park) ? ref.xreactorUnit.dispatchedAt + park : null;
-        return { event: { type: 'xreactor.unit.awaiting', at: clock.now(), index: step.index, attempt, unit: ref.xreactorUnit.id, until } };
-      }
-      outcomes.set(unit.name, look.outcome);
-    }
-    return { outcomes };
-  }
-
-  /**
-   * A step waits for async unit `unit`: settled meanwhile → go on; gone → the reader fails. In a
-   * worker the execution stays `awaiting` (the worker is free; the unit's signal wakes it, a
-   * delayed job times the wait out at `until`). A caller waits here, up to `asyncWaitTimeoutMs`.
-   */
-  async #awaitUnit(held: HeldExecution, params: { readonly unit: string; readonly step: string; readonly index: number; readonly attempt: number; readonly until: number | null }, call: Call): Promise<ExecutionEvent | undefined> {
-    const { store, clock } = this.#deps;
-    const step = this.#definition.plan[params.index]!;
-    const source = this.#unitReads[params.index]?.find((u) => `${held.id}.${u.name}` === params.unit);
-    const look = () => lookAtUnit(store, { id: params.unit, kind: source?.kind === 'asyncReactor' ? 'execution' : 'unit', dispatchedAt: 0 }, source?.child);
-    const settled: ExecutionEvent = { type: 'xreactor.unit.settled', at: clock.now(), child: params.unit };
-    const gone = () => readerFailure(clock.now(), step, params.attempt, unitGoneError(params.unit), source?.name ?? params.step, this.#definition.name);
-    if (held.snapshot.context.handedOff || call.place === 'worker') {
-      const found = await look();
-      if (found.state === 'settled') return settled;
-      if (found.state === 'gone') return gone();
-      if (params.until !== null) {
-        // One job per wait (the step may wait for several units in turn), accepted only while it waits for this one.
-        const timeout = readerTimedOut(clock.now(), step, params.attempt, params.unit, source?.name ?? params.step, this.#definition.name, unitTimeoutError(params.unit, step.name, this.#deps.asyncParkTimeoutMs, 'asyncParkTimeoutMs'));
-        await this.#enqueue(held, jobId(held.id, 'unit-timeout', params.index, params.attempt, params.unit), timeout, Math.max(0, params.until - clock.now()));
-      }
-      return undefined;
-    }
-    const ms = this.#deps.asyncWaitTimeoutMs;
-    const deadline = clock.now() + ms;
-    const stop = new AbortController();
-    const onAbort = () => stop.abort();
-    call.signal.addEventListener('abort', onAbort, { once: true });
-    try {
-      // Moved by another writer (an operator's cancel), or a signal landed for it.
-      const ownerMoved = async () => {
-        const owner = await store.load(held.id);
-        return owner === undefined || owner.revision !== held.revision || owner.inbox.seq !== held.inbox.seq;
-      };
-      for (;;) {
-        // Listening before looking: a settle between the look and the wait is not missed.
-        const wait = store.waitSettled(params.unit, Math.max(1, deadline - clock.now()), stop.signal);
-        await wait.listening;
-        const found = await look();
-        if (found.state === 'gone') return gone();
-        if (found.state === 'settled') return settled;
-        if (clock.now() >= deadline) {
-          return readerTimedOut(clock.now(), step, params.attempt, params.unit, source?.name ?? params.step, this.#definition.name, unitTimeoutError(params.unit, step.name, ms, 'asyncWaitTimeoutMs'));
-        }
-        // The owner's own announcement too (listening before looking again): an operator who
-        // cancels it meanwhile ends the wait; it then reads its inbox and state again and goes on.
-        const ownerWait = store.waitSettled(held.id, Math.max(1, deadline - clock.now()), stop.signal);
-        await ownerWait.listening;
-        if (await ownerMoved()) {
-          markStale(held);
-          return undefined;
-        }
-        // Either wait ends on its announcement, or at the deadline on the store's clock.
-        const notified = await Promise.race([wait.settled, ownerWait.settled.then((owner) => (owner ? ('owner' as const) : false))]);
-        if (call.signal.aborted) return this.#abortEvent(call.signal);
-        if (notified === 'owner' && (await ownerMoved())) {
-          markStale(held);
-          return undefined;
-        }
-        // Not notified before this clock's deadline (a store on another clock): look again shortly, not at once.
-        if (notified === false && clock.now() < deadline) await clock.sleep(Math.min(100, deadline - clock.now()), stop.signal).catch(() => undefined);
-      }
-    } finally {
-      call.signal.removeEventListener('abort', onAbort);
-      stop.abort();
-    }
+  /** What the async-unit waits of this reactor's executions need (see async-units.ts). */
+  #unitWaits(held: HeldExecution): UnitWaitDeps {
+    const { store, clock, asyncWaitTimeoutMs, asyncParkTimeoutMs } = this.#deps;
+    return {
+      store,
+      clock,
+      reactor: this.#definition.name,
+      asyncWaitTimeoutMs,
+      asyncParkTimeoutMs,
+      readResults: (steps) => this.#readResults(held, steps),
+      enqueueTimeout: (id, event, delayMs) => this.#enqueue(held, id, event, delayMs),
+      abortEvent: (signal) => this.#abortEvent(signal),
+    };
   }
 
   /** Drive a child this call spawned, from its creating commit. */
@@ -677,7 +602,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
         const units = this.#unitReads[step.index]!;
         if (units.length > 0) {
           // It reads async units: once they all settled it receives their outcomes; else it waits.
-          const read = await this.#readUnits(held, step, attempt, units);
+          const read = await readUnits(this.#unitWaits(held), step, attempt, units);
           if ('event' in read) return read.event;
           loadResults = async () => {
             const results = await this.#readResults(held, step.reads);
@@ -721,7 +646,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
         return undefined;
       }
       case 'xreactor.effect.awaitUnit':
-        return this.#awaitUnit(held, effect.params, call);
+        return awaitUnit(this.#unitWaits(held), held, this.#definition.plan[effect.params.index]!, this.#unitReads[effect.params.index] ?? [], effect.params, call);
       case 'xreactor.effect.element.gate':
         // A queued fan-out element's start job: it runs only while its map dispatches (an atomic
         // failure, a halt or a cancel stops it; elements already running finish). The start's
