@@ -56,11 +56,6 @@ export function unitStatusOf(value: unknown): UnitStatus {
   }
 }
 
-/** The id of the unit an execution dispatches for step `step` (as a composed child's: one per step). */
-export function unitIdOf(owner: string, step: string): string {
-  return `${owner}.${step}`;
-}
-
 const hostPerformed = <P>() => (_: unknown, _params: P): void => undefined;
 
 /**

@@ -7,11 +7,12 @@
  * `compileAsyncReactor` below.
  */
 import { DefinitionError } from '../errors/index.js';
-import type { AnySchema } from './step.js';
+import { compileBodyStep } from './compile-body.js';
+import type { BodyShape } from './compile-body.js';
 import type { CompiledStep, RawStep, ResolveArgs } from './compiled.js';
-import { compileRetryOptions, NO_RETRY } from './retry.js';
+import { NO_RETRY } from './retry.js';
 import { resultDependencies } from './sources.js';
-import { checkFunction, checkName, checkNoElement, checkOptions, checkWaitFor, REMOVED_STEP_OPTIONS } from './checks.js';
+import { checkName, checkNoElement, checkOptions, checkWaitFor, REMOVED_STEP_OPTIONS } from './checks.js';
 
 /**
  * What a step reading an async unit (`result('sendEmail')`) receives once the unit settled: its
@@ -37,8 +38,13 @@ export type AsyncOutcome<V> = (
  */
 export declare const ASYNC_UNIT: unique symbol;
 
-const ASYNC_STEP_OPTIONS = new Set(['args', 'input', 'waitFor', 'run', 'compensate', 'output', 'retries']);
-const ASYNC_STEP_USE_OPTIONS = new Set(['args', 'waitFor', 'retries']);
+/** An async step takes a step's options but `undo`, and is never undone. */
+const ASYNC_STEP_SHAPE: BodyShape = {
+  kind: 'asyncStep',
+  inlineOptions: new Set(['args', 'input', 'waitFor', 'run', 'compensate', 'output', 'retries']),
+  useOptions: new Set(['args', 'waitFor', 'retries']),
+  tracked: false,
+};
 const ASYNC_REACTOR_OPTIONS = new Set(['args', 'waitFor']);
 const REMOVED_ASYNC_REACTOR_OPTIONS: Readonly<Record<string, string>> = {
   ...REMOVED_STEP_OPTIONS,
@@ -60,36 +66,10 @@ export function compileAsyncStep(raw: RawStep, order: number, reactor: string, r
       step: raw.name,
     });
   }
-  checkOptions(raw.config, def === undefined ? ASYNC_STEP_OPTIONS : ASYNC_STEP_USE_OPTIONS, REMOVED_STEP_OPTIONS, where);
-  const handlers = (def?.handlers ?? raw.config) as Record<string, unknown>;
-  checkFunction(handlers['run'], 'run', where, true);
-  checkFunction(handlers['compensate'], 'compensate', where, false);
   if (def !== undefined && def.handlers.undo !== undefined) {
     process.emitWarning(`${where}: step definition "${def.name}" declares undo, which never runs for an async step (its owner never undoes it)`, { code: 'XREACTOR_ASYNC_UNDO' });
   }
-  if (def !== undefined && def.handlers.retries !== undefined && raw.config['retries'] !== undefined) {
-    throw new DefinitionError(`${where}: step definition "${def.name}" declares its own retries; define a variant with defineStep({ ...}) to use a different policy`);
-  }
-  const retries = (raw.config['retries'] ?? handlers['retries']) as Parameters<typeof compileRetryOptions>[0];
-  const args = resolveArgs(raw.config['args']);
-  checkNoElement(args, where);
-  return {
-    name: raw.name,
-    kind: 'asyncStep',
-    child: undefined,
-    order,
-    args,
-    contract: def === undefined ? (raw.config['input'] as AnySchema | undefined) : def.input,
-    output: handlers['output'] as AnySchema | undefined,
-    run: handlers['run'] as CompiledStep['run'],
-    compensate: handlers['compensate'] as CompiledStep['compensate'],
-    undo: undefined,
-    retry: compileRetryOptions(retries, where),
-    reads: resultDependencies(args),
-    waitFor: checkWaitFor(raw.config['waitFor'], where),
-    tracked: false,
-    definitionName: def?.name,
-  };
+  return compileBodyStep(raw, order, resolveArgs, where, ASYNC_STEP_SHAPE);
 }
 
 /** Validate an `asyncReactor` as written: a child reactor dispatched as an independent execution. */

@@ -1,13 +1,15 @@
 import { DefinitionError, DependencyError } from '../errors/index.js';
 import type { ArgsRecord } from './sources.js';
 import { resultDependencies } from './sources.js';
-import { compileRetryOptions, NO_RETRY } from './retry.js';
+import { NO_RETRY } from './retry.js';
 import type { AnySchema } from './step.js';
 import type { CompiledStep, Handoff, RawStep, ReactorDefinition, RunMode } from './compiled.js';
 import { fingerprintPlan } from './fingerprint.js';
-import { checkFunction, checkName, checkNoElement, checkOptions, checkWaitFor, REMOVED_STEP_OPTIONS } from './checks.js';
+import { checkName, checkNoElement, checkOptions, checkWaitFor, REMOVED_STEP_OPTIONS } from './checks.js';
 import { compileMap } from './compile-map.js';
 import { compileAsyncReactor, compileAsyncStep, isAsyncUnit } from './async-unit.js';
+import { compileBodyStep } from './compile-body.js';
+import type { BodyShape } from './compile-body.js';
 
 export { RESERVED_PREFIX } from './checks.js';
 
@@ -15,8 +17,12 @@ const REMOVED_REACTOR_OPTIONS: Readonly<Record<string, string>> = {
   async: 'use .background({ all: true }) (or { before: step } / { after: step })',
   retryDefaults: 'declare retries on each step',
 };
-const INLINE_STEP_OPTIONS = new Set(['args', 'input', 'waitFor', 'run', 'compensate', 'undo', 'output', 'retries']);
-const USE_OPTIONS = new Set(['args', 'waitFor', 'retries']);
+const STEP_SHAPE: BodyShape = {
+  kind: 'step',
+  inlineOptions: new Set(['args', 'input', 'waitFor', 'run', 'compensate', 'undo', 'output', 'retries']),
+  useOptions: new Set(['args', 'waitFor', 'retries']),
+  tracked: true,
+};
 const COMPOSE_OPTIONS = new Set(['args', 'waitFor']);
 const REMOVED_COMPOSE_OPTIONS: Readonly<Record<string, string>> = {
   ...REMOVED_STEP_OPTIONS,
@@ -150,40 +156,8 @@ function compileStep(raw: RawStep, order: number, reactor: string, resolveArgs: 
   if (raw.compose !== undefined) return compileCompose(raw, order, reactor, resolveArgs);
   if (raw.interrupt === true) return compileInterrupt(raw, order, reactor, resolveArgs);
   if (raw.map !== undefined) return compileMap(raw, order, reactor, resolveArgs);
-  const where = `reactor "${reactor}" step "${raw.name}"`;
   checkName('step', raw.name, `reactor "${reactor}"`);
-  const def = raw.definition;
-  checkOptions(raw.config, def === undefined ? INLINE_STEP_OPTIONS : USE_OPTIONS, REMOVED_STEP_OPTIONS, where);
-  const handlers = (def?.handlers ?? raw.config) as Record<string, unknown>;
-  checkFunction(handlers['run'], 'run', where, true);
-  checkFunction(handlers['compensate'], 'compensate', where, false);
-  checkFunction(handlers['undo'], 'undo', where, false);
-  if (def !== undefined && def.handlers.retries !== undefined && raw.config['retries'] !== undefined) {
-    throw new DefinitionError(
-      `${where}: step definition "${def.name}" declares its own retries; define a variant with defineStep({ ...}) to use a different policy`,
-    );
-  }
-  const retries = (raw.config['retries'] ?? handlers['retries']) as Parameters<typeof compileRetryOptions>[0];
-  const args = resolveArgs(raw.config['args']);
-  checkNoElement(args, where);
-  const waitFor = checkWaitFor(raw.config['waitFor'], where);
-  return {
-    name: raw.name,
-    kind: 'step',
-    child: undefined,
-    order,
-    args,
-    contract: def === undefined ? (raw.config['input'] as AnySchema | undefined) : def.input,
-    output: handlers['output'] as AnySchema | undefined,
-    run: handlers['run'] as CompiledStep['run'],
-    compensate: handlers['compensate'] as CompiledStep['compensate'],
-    undo: handlers['undo'] as CompiledStep['undo'],
-    retry: compileRetryOptions(retries, where),
-    reads: resultDependencies(args),
-    waitFor,
-    tracked: true,
-    definitionName: def?.name,
-  };
+  return compileBodyStep(raw, order, resolveArgs, `reactor "${reactor}" step "${raw.name}"`, STEP_SHAPE);
 }
 
 /**

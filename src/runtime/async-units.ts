@@ -29,6 +29,7 @@ import type { Call } from './call.js';
 import type { HeldActor } from './actor-host.js';
 import { markStale } from './actor-host.js';
 import { jobId } from '../queue/job-ids.js';
+import { childIdOf } from './compose.js';
 
 import { isUnitRef } from './unit-ref.js';
 
@@ -220,7 +221,7 @@ export async function awaitUnit(
   call: Call,
 ): Promise<ExecutionEvent | undefined> {
   const { store, clock, reactor } = deps;
-  const source = reads.find((u) => `${owner.id}.${u.name}` === params.unit);
+  const source = reads.find((u) => childIdOf(owner.id, u.name) === params.unit);
   const sourceName = source?.name ?? params.step;
   const look = () => lookAtUnit(store, { id: params.unit, kind: source?.kind === 'asyncReactor' ? 'execution' : 'unit', dispatchedAt: 0 }, source?.child);
   const settled: ExecutionEvent = { type: 'xreactor.unit.settled', at: clock.now(), child: params.unit };

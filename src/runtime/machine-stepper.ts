@@ -35,35 +35,16 @@ export interface MachineStepper {
 }
 
 export function createMachineStepper(machine: ExecutionMachine): MachineStepper {
-  let collected: MachineAction[] = [];
   // The scope's own actor is never started; its input only satisfies the constructor.
-  const self = createActor(machine, { input: { executionId: '', reactor: '', at: 0 } });
-  const scope: ActorScope<ExecutionSnapshot, ExecutionEvent> = {
-    self: self,
-    id: '',
-    sessionId: '',
-    logger: () => undefined,
-    defer: () => undefined,
-    emit: () => undefined,
-    stopChild: () => undefined,
-    system: self.system,
-    actionExecutor: (action) => {
-      collected.push(action);
-    },
-  };
-  const take = (): MachineAction[] => {
-    const actions = collected;
-    collected = [];
-    return actions;
-  };
+  const { scope, take, clear } = collectingScope(machine, { executionId: '', reactor: '', at: 0 });
   return {
     initial(input) {
-      collected = [];
+      clear();
       const snapshot = machine.getInitialSnapshot(scope as never, input);
       return [snapshot, take()];
     },
     next(snapshot, event) {
-      collected = [];
+      clear();
       const next = machine.transition(snapshot, event, scope as never);
       return [next, take()];
     },
@@ -81,6 +62,33 @@ export interface KindSnapshot {
  * unit) on one actor scope, as {@link createMachineStepper} does for executions.
  */
 export function createKindStepper(machine: AnyStateMachine, input: unknown) {
+  const collecting = collectingScope(machine, input);
+  const scope = collecting.scope;
+  // Only the action's data: XState's action objects also carry the whole context and event.
+  const take = (): MachineAction[] => collecting.take().map((a) => ({ type: a.type, params: a.params }));
+  return {
+    initial(value: unknown): [KindSnapshot, MachineAction[]] {
+      collecting.clear();
+      const snapshot = machine.getInitialSnapshot(scope as never, value) as KindSnapshot;
+      return [snapshot, take()];
+    },
+    next(snapshot: KindSnapshot, event: { readonly type: string }): [KindSnapshot, MachineAction[]] {
+      collecting.clear();
+      const next = machine.transition(snapshot as never, event, scope as never) as KindSnapshot;
+      return [next, take()];
+    },
+    resolve(value: unknown, context: unknown): KindSnapshot {
+      return machine.resolveState({ value: value as never, context }) as KindSnapshot;
+    },
+  };
+}
+
+/**
+ * An actor scope of `machine` made of public API only (an actor that is never started, its system,
+ * and an `actionExecutor` that collects the actions of the call in progress instead of running
+ * them), `take`, which hands over the actions collected since it was last called, and `clear`.
+ */
+function collectingScope(machine: AnyStateMachine, input: unknown): { readonly scope: ActorScope<never, never>; readonly take: () => MachineAction[]; readonly clear: () => void } {
   let collected: MachineAction[] = [];
   const self = createActor(machine, { input });
   const scope = {
@@ -95,23 +103,13 @@ export function createKindStepper(machine: AnyStateMachine, input: unknown) {
     actionExecutor: (action: MachineAction) => void collected.push(action),
   } as unknown as ActorScope<never, never>;
   const take = (): MachineAction[] => {
-    const out = collected;
+    const actions = collected;
     collected = [];
-    return out.map((a) => ({ type: a.type, params: a.params }));
+    return actions;
   };
-  return {
-    initial(value: unknown): [KindSnapshot, MachineAction[]] {
-      collected = [];
-      const snapshot = machine.getInitialSnapshot(scope as never, value) as KindSnapshot;
-      return [snapshot, take()];
-    },
-    next(snapshot: KindSnapshot, event: { readonly type: string }): [KindSnapshot, MachineAction[]] {
-      collected = [];
-      const next = machine.transition(snapshot as never, event, scope as never) as KindSnapshot;
-      return [next, take()];
-    },
-    resolve(value: unknown, context: unknown): KindSnapshot {
-      return machine.resolveState({ value: value as never, context }) as KindSnapshot;
-    },
+  // Before a transition: what a transition that threw left behind is not the next one's.
+  const clear = (): void => {
+    collected.length = 0;
   };
+  return { scope, take, clear };
 }
