@@ -10,7 +10,7 @@
  * transitions are pure; every state carries its declared tags.
  */
 import { describe, expect, it } from 'vitest';
-import { declaredTransitions } from './support/transitions.js';
+import { declaredTransitions, describePath } from './support/transitions.js';
 import type { AnyTransitionDefinition } from 'xstate';
 import { getMicrosteps, initialTransition, transition } from 'xstate';
 import type { TestPath } from 'xstate/graph';
@@ -183,19 +183,13 @@ function replay(config: RollbackModelConfig, machine: ElementRollbackMachine, la
     const undoKeys = new Set<string>();
     /** Undo signals sent to the element in the current round (reset when an aborted undo starts another). */
     let undosThisRound = 0;
-    const describePath = () =>
-      path.steps
-        .map((st) => st.event)
-        .filter((e) => (e.type as string) !== 'xstate.init')
-        .map(eventVariant)
-        .join(' → ');
 
     for (const [i, pathStep] of path.steps.entries()) {
       const event = pathStep.event;
       if ((event.type as string) === 'xstate.init') continue;
       const before = snapshot;
       const b = before.context;
-      const where = `path ${describePath()}\n  at step ${i}: ${eventVariant(event)} from ${abstractKey(before)}`;
+      const where = `path ${describePath(path, eventVariant)}\n  at step ${i}: ${eventVariant(event)} from ${abstractKey(before)}`;
       const [next, raw] = transition(machine, before, event);
       const actions = normalize(raw);
       const c = next.context;

@@ -26,6 +26,7 @@ import { createExecutionMachine, EXECUTION_STATE_TAGS, executionTagsOf } from '.
 import type { ActorTag } from '../../machines/registry-types.js';
 import { createUnitMachine } from '../../machines/unit.js';
 import { createMachineStepper } from '../../src/runtime/machine-stepper.js';
+import { describePath } from './support/transitions.js';
 
 type Snapshot = ReturnType<typeof initialTransition<ExecutionMachine>>[0];
 type Action = ExecutionEffect | ExecutionWrite;
@@ -755,12 +756,7 @@ const isRealEvent = (event: ExecutionEvent) => 'at' in event;
 const normalize = (actions: readonly { type: string; params?: unknown }[]): Action[] =>
   actions.map((a) => ({ type: a.type, params: a.params }) as Action);
 
-const describePath = (path: Path) =>
-  path.steps
-    .map((s) => s.event)
-    .filter((e) => (e.type as string) !== 'xstate.init')
-    .map(eventVariant)
-    .join(' → ');
+const describeModelPath = (path: Path) => describePath(path, eventVariant);
 
 const snapshotData = (s: Snapshot) => ({ value: s.value, context: s.context, status: s.status });
 
@@ -938,7 +934,7 @@ function replay(model: PlanModel, machine: ExecutionMachine, labels: Map<AnyTran
     for (const [i, pathStep] of path.steps.entries()) {
       const event = pathStep.event;
       if ((event.type as string) === 'xstate.init') continue;
-      const where = `path ${describePath(path)}\n  at step ${i}: ${eventVariant(event)} from ${model.abstractKey(snapshot, stack, unitsSeen)}`;
+      const where = `path ${describeModelPath(path)}\n  at step ${i}: ${eventVariant(event)} from ${model.abstractKey(snapshot, stack, unitsSeen)}`;
       const before = snapshot;
       const stackBefore = [...stack];
       const edge = `${model.abstractKey(before, stack, unitsSeen)} ${eventVariant(event)}`;

@@ -12,7 +12,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { declaredTransitions } from './support/transitions.js';
+import { declaredTransitions, describePath } from './support/transitions.js';
 import type { AnyStateNode, AnyTransitionDefinition } from 'xstate';
 import { getMicrosteps, initialTransition, transition } from 'xstate';
 import type { TestPath } from 'xstate/graph';
@@ -464,18 +464,12 @@ function replay(config: MapModelConfig, machine: MapMachine, labels: Map<AnyTran
     const elements: number[] = [];
     const rollbackPositions: number[] = [];
     /** The last position of the last throw (its slot settles before the next throw: the events follow that rule). */
-    const describePath = () =>
-      path.steps
-        .map((st) => st.event)
-        .filter((e) => (e.type as string) !== 'xstate.init')
-        .map(eventVariant)
-        .join(' → ');
 
     for (const [i, pathStep] of path.steps.entries()) {
       const event = pathStep.event;
       if ((event.type as string) === 'xstate.init') continue;
       const before = snapshot;
-      const where = `path ${describePath()}\n  at step ${i}: ${eventVariant(event)} from ${abstractKey(before)}`;
+      const where = `path ${describePath(path, eventVariant)}\n  at step ${i}: ${eventVariant(event)} from ${abstractKey(before)}`;
       const edge = `${abstractKey(before)} ${eventVariant(event)}`;
       const firstTime = !checkedEdges.has(edge);
       const beforeData = firstTime ? structuredClone(snapshotData(before)) : undefined;

@@ -12,7 +12,7 @@
  * state carries its declared tags.
  */
 import { describe, expect, it } from 'vitest';
-import { declaredTransitions } from './support/transitions.js';
+import { declaredTransitions, describePath } from './support/transitions.js';
 import type { AnyTransitionDefinition } from 'xstate';
 import { getMicrosteps, initialTransition, transition } from 'xstate';
 import type { TestPath } from 'xstate/graph';
@@ -214,19 +214,13 @@ function replay(config: UnitModelConfig, machine: UnitMachine, labels: Map<AnyTr
     let values = 0;
     /** The error of the attempt that failed last (the one a compensation and the end carry). */
     let lastError: EventOf<'xreactor.unit.failed'>['error'] | null = null;
-    const describePath = () =>
-      path.steps
-        .map((st) => st.event)
-        .filter((e) => (e.type as string) !== 'xstate.init')
-        .map(eventVariant)
-        .join(' → ');
 
     for (const [i, pathStep] of path.steps.entries()) {
       const event = pathStep.event;
       if ((event.type as string) === 'xstate.init') continue;
       const before = snapshot;
       const b = before.context;
-      const where = `path ${describePath()}\n  at step ${i}: ${eventVariant(event)} from ${abstractKey(before)}`;
+      const where = `path ${describePath(path, eventVariant)}\n  at step ${i}: ${eventVariant(event)} from ${abstractKey(before)}`;
       const [next, raw] = transition(machine, before, event);
       const actions = normalize(raw);
       const c = next.context;

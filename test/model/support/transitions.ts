@@ -39,3 +39,12 @@ export function declaredTransitions(machine: { readonly id: string; readonly roo
   expect(new Set(labels.values()).size, 'transition labels are not unique').toBe(labels.size);
   return labels;
 }
+
+/** A generated path's events (the init left out), each named by `variant`: for failure messages. */
+export function describePath<E extends { readonly type: string }>(path: { readonly steps: readonly { readonly event: E }[] }, variant: (event: E) => string): string {
+  return path.steps
+    .map((step) => step.event)
+    .filter((event) => (event.type) !== 'xstate.init')
+    .map(variant)
+    .join(' → ');
+}
