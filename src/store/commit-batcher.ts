@@ -7,10 +7,9 @@
  *
  * Every commit keeps its own fence (revision, inbox seq) and its own reply: the batch script
  * applies or refuses each exactly as `commitExecution-5.lua` would alone, in the order given.
- * Every commit of a turn waits until the turn's microtasks are done (`process.nextTick`): a lone
- * commit (an inline `run()`) then goes out alone, at once, and several go out as one call. (The
- * first commit of a turn used to go out on its own, before the others: that made two socket
- * writes and two script calls per turn instead of one, for no measurable latency.)
+ * When to send is {@link batchedCommits}' rule: at once while nothing is in flight, at the end of
+ * the turn while something is. (The first commit of every turn used to go out on its own: a busy
+ * worker then made two socket writes and two script calls per turn instead of one.)
  */
 import { commitBatchArgs, isBatchable, readBatchReplies } from './redis-scripts.js';
 import type { CommitCall, ScriptRunner } from './redis-scripts.js';
@@ -29,18 +28,31 @@ export function unbatchedCommits(run: ScriptRunner): CommitSender {
   return (call) => run('commitExecution', call);
 }
 
-/** A sender that groups the fast-path commits of one turn of the event loop into one script call. */
+/**
+ * A sender that groups the fast-path commits of one turn of the event loop into one script call,
+ * as Nagle's algorithm groups a socket's small writes: a commit sent while none of this sender's
+ * is in flight goes out at once, alone (an idle process, a lone run: nothing to wait for); one
+ * sent while others are in flight waits for the end of the turn (`process.nextTick`), and the
+ * turn's waiting commits go out together. A busy worker always has commits in flight, so its
+ * commits go out one call per turn.
+ */
 export function batchedCommits(run: ScriptRunner): CommitSender {
   let pending: Pending[] | undefined;
+  let inFlight = 0;
+  const send = <T>(reply: Promise<T>): Promise<T> => {
+    inFlight++;
+    const settled = () => void inFlight--;
+    reply.then(settled, settled);
+    return reply;
+  };
   const flush = () => {
     const batch = pending!;
     pending = undefined;
-    if (batch.length === 0) return;
     if (batch.length === 1) {
-      run('commitExecution', batch[0]!.call).then(batch[0]!.resolve, batch[0]!.reject);
+      send(run('commitExecution', batch[0]!.call)).then(batch[0]!.resolve, batch[0]!.reject);
       return;
     }
-    run('commitBatch', commitBatchArgs(batch.map((p) => p.call))).then(
+    send(run('commitBatch', commitBatchArgs(batch.map((p) => p.call)))).then(
       (reply) => {
         let replies: unknown[];
         try {
@@ -61,7 +73,7 @@ export function batchedCommits(run: ScriptRunner): CommitSender {
     );
   };
   return (call) => {
-    if (!isBatchable(call)) return run('commitExecution', call);
+    if (!isBatchable(call) || (pending === undefined && inFlight === 0)) return send(run('commitExecution', call));
     if (pending === undefined) {
       pending = [];
       process.nextTick(flush);

@@ -431,14 +431,14 @@ describe('redis store: group commit', () => {
   };
   const ten = Array.from({ length: 10 }, (_, i) => `batch-${i}`);
 
-  it('sends the per-step commits of one turn as one script call, each to its own keys', async () => {
+  it('sends the first commit of an idle turn at once, alone, and the rest of the turn as one script call, each to its own keys', async () => {
     const { redis, store, cleanup } = open();
     try {
       for (const id of ten) await store.create({ id, reactor: 'r', input: {}, commit: first() });
       const traced = await Promise.all(ten.map(async (id) => (await store.readTrace(id)).length));
       await redis.config('RESETSTAT');
       expect(await Promise.all(ten.map((id) => store.commit(id, 1, quiet())))).toEqual(ten.map(() => 2));
-      expect(await scriptCalls(redis)).toBe(1);
+      expect(await scriptCalls(redis)).toBe(2);
       // The script builds each commit's results, undo, trace and lease keys from its base and id.
       for (const [i, id] of ten.entries()) {
         expect(await store.readResults(id)).toEqual(new Map([['a', 1], ['s', 1]]));
@@ -449,7 +449,26 @@ describe('redis store: group commit', () => {
     }
   });
 
-  it('sends a lone commit of its turn alone, at the end of the turn, with its lease taken', async () => {
+  it('while a commit is in flight, sends every commit of a turn in one script call (as Nagle groups a socket\'s writes)', async () => {
+    const { redis, store, cleanup } = open();
+    try {
+      for (const id of [...ten, 'ahead']) await store.create({ id, reactor: 'r', input: {}, commit: first() });
+      await redis.config('RESETSTAT');
+      // The server is busy for a while with a script sent ahead on the store's connection, so the
+      // reply of the commit sent behind it (at once: nothing was in flight) cannot arrive before
+      // the next turn's commits are issued.
+      const busy = redis.eval('local i = 0 while i < 20000000 do i = i + 1 end return i', 0);
+      const ahead = store.commit('ahead', 1, quiet());
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(await Promise.all([...ten.map((id) => store.commit(id, 1, quiet())), ahead])).toEqual([...ten.map(() => 2), 2]);
+      await busy;
+      expect(await scriptCalls(redis)).toBe(3);
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('sends a lone commit of an idle turn at once, alone, with its lease taken', async () => {
     const { redis, store, prefix, cleanup } = open();
     try {
       await store.create({ id: 'alone', reactor: 'r', input: {}, commit: first() });
@@ -470,7 +489,7 @@ describe('redis store: group commit', () => {
       await redis.set(k.executionKeys('batch-3').lease, 'other', 'PX', 60_000);
       await redis.config('RESETSTAT');
       const outcomes = await Promise.allSettled(ten.map((id) => store.commit(id, 1, quiet(), { takeLease: { owner: `w-${id}`, ttlMs: 60_000 } })));
-      expect(await scriptCalls(redis)).toBe(1);
+      expect(await scriptCalls(redis)).toBe(2);
       outcomes.forEach((outcome, i) => expect(outcome.status, ten[i]).toBe(i === 3 ? 'rejected' : 'fulfilled'));
       for (const id of ten) expect(await redis.get(k.executionKeys(id).lease), id).toBe(id === 'batch-3' ? 'other' : `w-${id}`);
     } finally {
@@ -500,7 +519,7 @@ describe('redis store: group commit', () => {
       await redis.set(createKeyBuilder(prefix).executionKeys('batch-4').results, 'foreign');
       await redis.config('RESETSTAT');
       const outcomes = await Promise.allSettled(ten.map((id) => store.commit(id, 1, quiet())));
-      expect(await scriptCalls(redis)).toBe(1);
+      expect(await scriptCalls(redis)).toBe(2);
       outcomes.forEach((outcome, i) => {
         if (i === 4) expect(outcome).toMatchObject({ status: 'rejected', reason: { message: expect.stringMatching(/WRONGTYPE/) } });
         else expect(outcome, ten[i]).toEqual({ status: 'fulfilled', value: 2 });
@@ -517,6 +536,7 @@ describe('redis store: group commit', () => {
       await redis.config('RESETSTAT');
       const kernel = store.commit('k.c', 1, { ...quiet(), signals: [{ to: 'k', event: { type: 't' }, dedupeKey: 'x' }] });
       expect(await Promise.all([...ten.map((id) => store.commit(id, 1, quiet())), kernel])).toEqual([...ten.map(() => 2), 2]);
+      // The kernel commit alone; the ten after it, issued while it is in flight, in one call.
       expect(await scriptCalls(redis)).toBe(2);
       expect((await store.readInbox('k')).entries).toHaveLength(1);
     } finally {
