@@ -209,40 +209,47 @@ async function roundA(url: string, round: number, profileDir?: string): Promise<
     await whenReady(worker, 'xreactor worker process');
     const pid = worker.child.pid!;
     if (LIB === 'dist') {
-      batch = await distCallerBatch(env, pid, round);
-      return profileDir === undefined ? { batch } : { batch, profile: workerProfile(profileDir, worker, batch) };
-    }
-    const caller = new Redis(url, REDIS_OPTIONS);
-    const store = adapters.createRedisStore({ redis: caller, prefix });
-    const queue = adapters.createBullmqQueue({ connection: caller, queueName });
-    const runtime = xr.createRuntime({ store, queue, worker: false, reactors: [reactor], logger });
-    try {
-      if (WARMUP > 0) await runBatch(runtime, WARMUP);
-      if (COMMANDSTATS) await caller.config('RESETSTAT');
-      const cpu = cpuNow(pid);
-      const { startedAt, dispatchedAt, ok, statuses } = await runBatch(runtime, RUNS);
-      if (COMMANDSTATS) printCommandStats('A', await info(caller, 'commandstats'));
-      const endedAt = monotonicMs();
-      const used = cpuSince(cpu, pid);
-      const totalS = (endedAt - startedAt) / 1000;
-      const other = statuses.filter((s) => s !== 'completed');
-      batch = {
-        kind: 'A',
-        round,
-        perSecond: RUNS / totalS,
-        totalS,
-        startedS: (dispatchedAt - startedAt) / 1000,
-        cpu: used,
-        ok,
-        note: other.length === 0 ? '' : `${other.length} not completed (${[...new Set(other)].join(', ')})`,
-        loadAfter: loadAverage(),
-        window: { fromMs: startedAt, toMs: endedAt },
-      };
-    } finally {
-      await runtime.close().catch(() => undefined);
-      await queue.close().catch(() => undefined);
-      await store.close().catch(() => undefined);
-      caller.disconnect();
+      // The profile is read after the worker has exited (below): it writes it on exit.
+      const stats = COMMANDSTATS ? new Redis(url, REDIS_OPTIONS) : undefined;
+      try {
+        batch = await distCallerBatch(env, pid, round, async () => void (await stats?.config('RESETSTAT')));
+        if (stats !== undefined) printCommandStats('A', await info(stats, 'commandstats'));
+      } finally {
+        stats?.disconnect();
+      }
+    } else {
+      const caller = new Redis(url, REDIS_OPTIONS);
+      const store = adapters.createRedisStore({ redis: caller, prefix });
+      const queue = adapters.createBullmqQueue({ connection: caller, queueName });
+      const runtime = xr.createRuntime({ store, queue, worker: false, reactors: [reactor], logger });
+      try {
+        if (WARMUP > 0) await runBatch(runtime, WARMUP);
+        if (COMMANDSTATS) await caller.config('RESETSTAT');
+        const cpu = cpuNow(pid);
+        const { startedAt, dispatchedAt, ok, statuses } = await runBatch(runtime, RUNS);
+        if (COMMANDSTATS) printCommandStats('A', await info(caller, 'commandstats'));
+        const endedAt = monotonicMs();
+        const used = cpuSince(cpu, pid);
+        const totalS = (endedAt - startedAt) / 1000;
+        const other = statuses.filter((s) => s !== 'completed');
+        batch = {
+          kind: 'A',
+          round,
+          perSecond: RUNS / totalS,
+          totalS,
+          startedS: (dispatchedAt - startedAt) / 1000,
+          cpu: used,
+          ok,
+          note: other.length === 0 ? '' : `${other.length} not completed (${[...new Set(other)].join(', ')})`,
+          loadAfter: loadAverage(),
+          window: { fromMs: startedAt, toMs: endedAt },
+        };
+      } finally {
+        await runtime.close().catch(() => undefined);
+        await queue.close().catch(() => undefined);
+        await store.close().catch(() => undefined);
+        caller.disconnect();
+      }
     }
   } finally {
     await stopChild(worker.child, worker.exited, 15_000);
@@ -265,7 +272,7 @@ function workerProfile(profileDir: string, worker: BenchChild, batch: Batch): Pr
  * (`fixtures/worker-throughput-caller-dist.mjs`); its CPU is that process's, read from /proc
  * around the batch as the worker's and redis-server's are.
  */
-async function distCallerBatch(env: Readonly<Record<string, string>>, workerPid: number, round: number): Promise<Batch> {
+async function distCallerBatch(env: Readonly<Record<string, string>>, workerPid: number, round: number, afterWarmup: () => Promise<void>): Promise<Batch> {
   const child = spawn(process.execPath, [benchFile('fixtures/worker-throughput-caller-dist.mjs')], {
     cwd: ROOT,
     env: { ...process.env, ...env, BENCH_RUNS: String(RUNS), BENCH_WARMUP: String(WARMUP) },
@@ -289,6 +296,7 @@ async function distCallerBatch(env: Readonly<Record<string, string>>, workerPid:
   child.stdout.on('data', (chunk: Buffer) => void (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => void (output += chunk.toString()));
   await seen('bench caller warm');
+  await afterWarmup();
   const callerPid = child.pid!;
   const before = { worker: cpuSecondsOf(workerPid) ?? Number.NaN, caller: cpuSecondsOf(callerPid) ?? Number.NaN, redis: cpuSecondsOf(redisPid) ?? Number.NaN };
   const fromMs = monotonicMs();

@@ -1,45 +1,58 @@
 /**
  * Group commit for the Redis store: the fast-path commits that several executions issue in the
- * same turn of the event loop share one script call (`commitBatch-5n.lua`), so they share one
+ * same turn of the event loop share one script call (`commitBatch-1n.lua`), so they share one
  * command's building, one socket write and one reply. A worker advancing ten runs at once issues
  * their next commits together (their previous commits' replies arrive in one read), and this is
  * where a step's client-side Redis cost goes.
  *
  * Every commit keeps its own fence (revision, inbox seq) and its own reply: the batch script
  * applies or refuses each exactly as `commitExecution-5.lua` would alone, in the order given.
- * The first commit of a turn goes out at once, alone, so a single run (an inline `run()`) pays
- * no delay; the commits that follow it in the same turn wait until the turn's microtasks are done
- * (`process.nextTick`) and go out as one call.
+ * When to send is {@link batchedCommits}' rule: at once while nothing is in flight, at the end of
+ * the turn while something is. (The first commit of every turn used to go out on its own: a busy
+ * worker then made two socket writes and two script calls per turn instead of one.)
  */
 import { commitBatchArgs, isBatchable, readBatchReplies } from './redis-scripts.js';
-import type { ScriptCall, ScriptRunner } from './redis-scripts.js';
+import type { CommitCall, ScriptRunner } from './redis-scripts.js';
 
 interface Pending {
-  readonly call: ScriptCall;
+  readonly call: CommitCall;
   readonly resolve: (reply: unknown) => void;
   readonly reject: (error: unknown) => void;
 }
 
 /** Sends one commit call (`commitArgs`), batched with the others of its turn when it is on the fast path; resolves with its own reply. */
-export type CommitSender = (call: ScriptCall) => Promise<unknown>;
+export type CommitSender = (call: CommitCall) => Promise<unknown>;
 
 /** A sender that sends every commit on its own (Redis Cluster: executions live in different slots). */
 export function unbatchedCommits(run: ScriptRunner): CommitSender {
   return (call) => run('commitExecution', call);
 }
 
-/** A sender that groups the fast-path commits of one turn of the event loop into one script call. */
+/**
+ * A sender that groups the fast-path commits of one turn of the event loop into one script call,
+ * as Nagle's algorithm groups a socket's small writes: a commit sent while none of this sender's
+ * is in flight goes out at once, alone (an idle process, a lone run: nothing to wait for); one
+ * sent while others are in flight waits for the end of the turn (`process.nextTick`), and the
+ * turn's waiting commits go out together. A busy worker always has commits in flight, so its
+ * commits go out one call per turn.
+ */
 export function batchedCommits(run: ScriptRunner): CommitSender {
   let pending: Pending[] | undefined;
+  let inFlight = 0;
+  const send = <T>(reply: Promise<T>): Promise<T> => {
+    inFlight++;
+    const settled = () => void inFlight--;
+    reply.then(settled, settled);
+    return reply;
+  };
   const flush = () => {
     const batch = pending!;
     pending = undefined;
-    if (batch.length === 0) return;
     if (batch.length === 1) {
-      run('commitExecution', batch[0]!.call).then(batch[0]!.resolve, batch[0]!.reject);
+      send(run('commitExecution', batch[0]!.call)).then(batch[0]!.resolve, batch[0]!.reject);
       return;
     }
-    run('commitBatch', commitBatchArgs(batch.map((p) => p.call))).then(
+    send(run('commitBatch', commitBatchArgs(batch.map((p) => p.call)))).then(
       (reply) => {
         let replies: unknown[];
         try {
@@ -60,11 +73,10 @@ export function batchedCommits(run: ScriptRunner): CommitSender {
     );
   };
   return (call) => {
-    if (!isBatchable(call)) return run('commitExecution', call);
+    if (!isBatchable(call) || (pending === undefined && inFlight === 0)) return send(run('commitExecution', call));
     if (pending === undefined) {
       pending = [];
       process.nextTick(flush);
-      return run('commitExecution', call);
     }
     return new Promise((resolve, reject) => pending!.push({ call, resolve, reject }));
   };

@@ -30,12 +30,21 @@ export interface ScriptCall {
   readonly argv: readonly (string | Buffer)[];
 }
 
-/** The scripts, by operation, with the file holding each and its number of keys. */
+/** A commit's call (`commitArgs`): its KEYS and ARGV, and the actor they are of (a group commit declares one key per commit and builds the others in the script). */
+export interface CommitCall extends ScriptCall {
+  readonly actor: { readonly base: string; readonly id: string };
+}
+
+/**
+ * The scripts, by operation, with the file holding each and its number of keys. A `packed`
+ * script takes its arguments as one (see {@link packArgv}): the hot ones, whose many arguments
+ * would otherwise cost the client a command argument each.
+ */
 export const SCRIPTS = {
-  createExecution: { file: 'createExecution-5.lua', numberOfKeys: 5 },
-  commitExecution: { file: 'commitExecution-5.lua', numberOfKeys: 5 },
-  // Five keys per batched commit: the call passes its number of keys (`numberOfKeys: 'per5'`).
-  commitBatch: { file: 'commitBatch-5n.lua', numberOfKeys: 'per5' },
+  createExecution: { file: 'createExecution-5.lua', numberOfKeys: 5, packed: true },
+  commitExecution: { file: 'commitExecution-5.lua', numberOfKeys: 5, packed: true },
+  // One key per batched commit: the call passes its number of keys (`numberOfKeys: 'perCommit'`).
+  commitBatch: { file: 'commitBatch-1n.lua', numberOfKeys: 'perCommit', packed: true },
   loadExecution: { file: 'loadExecution-3.lua', numberOfKeys: 3 },
   readInbox: { file: 'readInbox-2.lua', numberOfKeys: 2 },
   signalActor: { file: 'signalActor-1.lua', numberOfKeys: 1 },
@@ -45,7 +54,7 @@ export const SCRIPTS = {
   markActive: { file: 'markActive-1.lua', numberOfKeys: 1 },
   markUnreadable: { file: 'markUnreadable-1.lua', numberOfKeys: 1 },
   readMapPage: { file: READ_MAP_PAGE_FILE, numberOfKeys: 1 },
-} as const satisfies Record<string, { file: string; numberOfKeys: number | 'per5' }>;
+} as const satisfies Record<string, { file: string; numberOfKeys: number | 'perCommit'; packed?: true }>;
 
 /** Name of an atomic operation with a script. */
 export type ScriptName = keyof typeof SCRIPTS;
@@ -79,17 +88,42 @@ export function defineScripts(redis: Redis | Cluster): ScriptRunner {
     redis.defineCommand(`xreactor_${name}`, { lua: loadLuaScript(script.file), ...(typeof script.numberOfKeys === 'number' ? { numberOfKeys: script.numberOfKeys } : {}) });
   }
   return (name, call, binary = false) => {
-    const expected: number | 'per5' = SCRIPTS[name].numberOfKeys;
+    const script: { readonly file: string; readonly numberOfKeys: number | 'perCommit'; readonly packed?: true } = SCRIPTS[name];
     const command = commands[`xreactor_${name}${binary ? 'Buffer' : ''}`]!;
-    if (expected === 'per5') {
-      if (call.keys.length === 0 || call.keys.length % 5 !== 0) throw new XreactorError('script_keys_invalid', `script ${SCRIPTS[name].file} takes five keys per commit, not ${call.keys.length}`);
-      return command.call(redis, String(call.keys.length), ...call.keys, ...call.argv);
+    const argv = script.packed === true ? [packArgv(call.argv)] : call.argv;
+    if (script.numberOfKeys === 'perCommit') {
+      if (call.keys.length === 0) throw new XreactorError('script_keys_invalid', `script ${script.file} takes one key per commit, and at least one commit`);
+      return command.call(redis, String(call.keys.length), ...call.keys, ...argv);
     }
-    if (call.keys.length !== expected) {
-      throw new XreactorError('script_keys_invalid', `script ${SCRIPTS[name].file} takes ${expected} keys, not ${call.keys.length}`);
+    if (call.keys.length !== script.numberOfKeys) {
+      throw new XreactorError('script_keys_invalid', `script ${script.file} takes ${script.numberOfKeys} keys, not ${call.keys.length}`);
     }
-    return command.call(redis, ...call.keys, ...call.argv);
+    return command.call(redis, ...call.keys, ...argv);
   };
+}
+
+/**
+ * A script's arguments as one: a msgpack array (array 32) of strings (str 32, raw bytes: a
+ * Buffer's as they are, a string's in UTF-8), which the script unpacks with Redis's built-in
+ * `cmsgpack.unpack(ARGV[1])` into the table it reads as it would read ARGV. One argument instead
+ * of dozens: the client builds, measures and copies one (ioredis's per-argument cost was most of
+ * a commit's client side), and the server parses one. Redis's cmsgpack reads no msgpack `bin`
+ * type, hence `str` for binary values too.
+ */
+export function packArgv(argv: readonly (string | Buffer)[]): Buffer {
+  let size = 5;
+  for (const arg of argv) size += 5 + (typeof arg === 'string' ? Buffer.byteLength(arg) : arg.length);
+  const out = Buffer.allocUnsafe(size);
+  out[0] = 0xdd;
+  out.writeUInt32BE(argv.length, 1);
+  let at = 5;
+  for (const arg of argv) {
+    out[at] = 0xdb;
+    const length = typeof arg === 'string' ? out.write(arg, at + 5) : arg.copy(out, at + 5);
+    out.writeUInt32BE(length, at + 1);
+    at += 5 + length;
+  }
+  return out;
 }
 
 /** A Buffer over the same bytes (ioredis sends Buffers as binary, other typed arrays as text). */
@@ -252,7 +286,7 @@ export interface CommitScriptOptions {
  * For a commit without kernel work and without a re-stamp (the per-step fast path) the root base
  * before the commit is '' and nothing follows the commit; else the id and the kernel tail follow it.
  */
-export function commitArgs(keys: ExecutionKeys, expectedRevision: number, commit: Commit, contextTtlMs: number, options: CommitScriptOptions = {}): ScriptCall {
+export function commitArgs(keys: ExecutionKeys, expectedRevision: number, commit: Commit, contextTtlMs: number, options: CommitScriptOptions = {}): CommitCall {
   const { takeLease, ifSnapshot, index } = options;
   const restamp = options.restamp !== false;
   const indexed = index !== undefined && (index.list.length > 0 || index.unlist);
@@ -261,6 +295,7 @@ export function commitArgs(keys: ExecutionKeys, expectedRevision: number, commit
   const indexSection = [indexed ? index.activeKey : '', String(list.length), ...list, indexed && index.unlist ? '1' : '0'];
   return {
     keys: executionKeys(keys),
+    actor: { base: keys.base, id: keys.id },
     argv: [
       String(expectedRevision),
       ttlArg(contextTtlMs),
@@ -285,25 +320,29 @@ export function commitArgs(keys: ExecutionKeys, expectedRevision: number, commit
 /** ioredis's error class for an error reply (typed `any` there). */
 const RedisReplyError = ReplyError as new (message: string) => Error;
 
-/** Whether `commitBatch-5n.lua` takes a call `commitArgs` built: a fast-path commit (no kernel section, ARGV[14] ''). */
-export function isBatchable(call: ScriptCall): boolean {
+/** Whether `commitBatch-1n.lua` takes a call `commitArgs` built: a fast-path commit (no kernel section, argument 14 ''). */
+export function isBatchable(call: CommitCall): boolean {
   return call.keys.length === 5 && call.argv[13] === '';
 }
 
-/** Arguments of `commitBatch-5n.lua`: fast-path commit calls (see {@link isBatchable}), applied in this order. */
-export function commitBatchArgs(calls: readonly ScriptCall[]): ScriptCall {
+/**
+ * Arguments of `commitBatch-1n.lua`: fast-path commit calls (see {@link isBatchable}), applied in
+ * this order. Each commit declares its execution hash; the script builds its other four keys from
+ * the root base and id that lead its arguments.
+ */
+export function commitBatchArgs(calls: readonly CommitCall[]): ScriptCall {
   const keys: string[] = [];
-  const argv: (string | Buffer)[] = [String(calls.length)];
+  const argv: (string | Buffer)[] = [];
   for (const call of calls) {
-    if (!isBatchable(call)) throw new XreactorError('script_keys_invalid', 'commitBatch-5n.lua takes fast-path commits only (five keys, no kernel section)');
-    keys.push(...call.keys);
-    argv.push(String(call.argv.length), ...call.argv);
+    if (!isBatchable(call)) throw new XreactorError('script_keys_invalid', `${SCRIPTS.commitBatch.file} takes fast-path commits only (five keys, no kernel section)`);
+    keys.push(call.keys[0]!);
+    argv.push(String(call.argv.length), call.actor.base, call.actor.id, ...call.argv);
   }
   return { keys, argv };
 }
 
 /**
- * Reads the reply of `commitBatch-5n.lua` for `n` commits: each commit's own reply (as
+ * Reads the reply of `commitBatch-1n.lua` for `n` commits: each commit's own reply (as
  * `commitExecution-5.lua` replies it, for {@link readCommitReply}), or an Error carrying the
  * message of the Redis error one of its commands raised (an ioredis `ReplyError`, as a script
  * run alone raises).

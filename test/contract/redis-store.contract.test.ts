@@ -431,14 +431,67 @@ describe('redis store: group commit', () => {
   };
   const ten = Array.from({ length: 10 }, (_, i) => `batch-${i}`);
 
-  it('sends the per-step commits of one turn as two script calls: the first alone, the rest together', async () => {
+  it('sends the first commit of an idle turn at once, alone, and the rest of the turn as one script call, each to its own keys', async () => {
     const { redis, store, cleanup } = open();
     try {
       for (const id of ten) await store.create({ id, reactor: 'r', input: {}, commit: first() });
+      const traced = await Promise.all(ten.map(async (id) => (await store.readTrace(id)).length));
       await redis.config('RESETSTAT');
       expect(await Promise.all(ten.map((id) => store.commit(id, 1, quiet())))).toEqual(ten.map(() => 2));
       expect(await scriptCalls(redis)).toBe(2);
-      for (const id of ten) expect(await store.readResults(id)).toEqual(new Map([['a', 1], ['s', 1]]));
+      // The script builds each commit's results, undo, trace and lease keys from its base and id.
+      for (const [i, id] of ten.entries()) {
+        expect(await store.readResults(id)).toEqual(new Map([['a', 1], ['s', 1]]));
+        expect(await store.readTrace(id)).toHaveLength(traced[i]! + 1);
+      }
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('while a commit is in flight, sends every commit of a turn in one script call (as Nagle groups a socket\'s writes)', async () => {
+    const { redis, store, cleanup } = open();
+    try {
+      for (const id of [...ten, 'ahead']) await store.create({ id, reactor: 'r', input: {}, commit: first() });
+      await redis.config('RESETSTAT');
+      // The server is busy for a while with a script sent ahead on the store's connection, so the
+      // reply of the commit sent behind it (at once: nothing was in flight) cannot arrive before
+      // the next turn's commits are issued.
+      const busy = redis.eval('local i = 0 while i < 20000000 do i = i + 1 end return i', 0);
+      const ahead = store.commit('ahead', 1, quiet());
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(await Promise.all([...ten.map((id) => store.commit(id, 1, quiet())), ahead])).toEqual([...ten.map(() => 2), 2]);
+      await busy;
+      expect(await scriptCalls(redis)).toBe(3);
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('sends a lone commit of an idle turn at once, alone, with its lease taken', async () => {
+    const { redis, store, prefix, cleanup } = open();
+    try {
+      await store.create({ id: 'alone', reactor: 'r', input: {}, commit: first() });
+      await redis.config('RESETSTAT');
+      expect(await store.commit('alone', 1, quiet(), { takeLease: { owner: 'w1', ttlMs: 60_000 } })).toBe(2);
+      expect(await scriptCalls(redis)).toBe(1);
+      expect(await redis.get(createKeyBuilder(prefix).executionKeys('alone').lease)).toBe('w1');
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('takes each batched commit\'s lease on its own key, and refuses the one whose lease another owner holds', async () => {
+    const { redis, store, prefix, cleanup } = open();
+    try {
+      for (const id of ten) await store.create({ id, reactor: 'r', input: {}, commit: first() });
+      const k = createKeyBuilder(prefix);
+      await redis.set(k.executionKeys('batch-3').lease, 'other', 'PX', 60_000);
+      await redis.config('RESETSTAT');
+      const outcomes = await Promise.allSettled(ten.map((id) => store.commit(id, 1, quiet(), { takeLease: { owner: `w-${id}`, ttlMs: 60_000 } })));
+      expect(await scriptCalls(redis)).toBe(2);
+      outcomes.forEach((outcome, i) => expect(outcome.status, ten[i]).toBe(i === 3 ? 'rejected' : 'fulfilled'));
+      for (const id of ten) expect(await redis.get(k.executionKeys(id).lease), id).toBe(id === 'batch-3' ? 'other' : `w-${id}`);
     } finally {
       await cleanup();
     }
@@ -483,7 +536,8 @@ describe('redis store: group commit', () => {
       await redis.config('RESETSTAT');
       const kernel = store.commit('k.c', 1, { ...quiet(), signals: [{ to: 'k', event: { type: 't' }, dedupeKey: 'x' }] });
       expect(await Promise.all([...ten.map((id) => store.commit(id, 1, quiet())), kernel])).toEqual([...ten.map(() => 2), 2]);
-      expect(await scriptCalls(redis)).toBe(3);
+      // The kernel commit alone; the ten after it, issued while it is in flight, in one call.
+      expect(await scriptCalls(redis)).toBe(2);
       expect((await store.readInbox('k')).entries).toHaveLength(1);
     } finally {
       await cleanup();

@@ -11,6 +11,7 @@ import {
   acquireLeaseArgs,
   commitArgs,
   commitBatchArgs,
+  packArgv,
   isBatchable,
   createArgs,
   hasKernelWork,
@@ -467,13 +468,16 @@ describe('lua scripts', () => {
 
   it('registers every script file, each named verbNoun-<numKeys>.lua', () => {
     expect(files.sort()).toEqual(Object.values(SCRIPTS).map((s) => s.file).sort());
-    for (const script of Object.values(SCRIPTS)) expect(script.file).toMatch(new RegExp(`^[a-z][A-Za-z]+-${script.numberOfKeys === 'per5' ? '5n' : script.numberOfKeys}\\.lua$`));
+    for (const script of Object.values(SCRIPTS)) expect(script.file).toMatch(new RegExp(`^[a-z][A-Za-z]+-${script.numberOfKeys === 'perCommit' ? '1n' : script.numberOfKeys}\\.lua$`));
   });
 
   it('opens each script with a header listing exactly its KEYS, its ARGV and its return codes', () => {
-    for (const script of Object.values(SCRIPTS)) {
-      if (script.numberOfKeys === 'per5') continue; // commitBatch-5n.lua: KEYS[5i-4 .. 5i], checked below
+    for (const script of Object.values(SCRIPTS) as readonly { readonly file: string; readonly numberOfKeys: number | 'perCommit'; readonly packed?: true }[]) {
       const source = loadLuaScript(script.file);
+      // A packed script unpacks its one argument into A before anything reads it; the others read ARGV.
+      if (script.packed === true) expect(source, script.file).toMatch(/^local A = cmsgpack\.unpack\(ARGV\[1\]\)$/m);
+      else expect(source, script.file).not.toMatch(/cmsgpack/);
+      if (script.numberOfKeys === 'perCommit') continue; // commitBatch-1n.lua: KEYS[i], one per commit
       const header = /^--\[\[([\s\S]*?)\]\]/.exec(source)?.[1] ?? '';
       expect(header, script.file).toContain(script.file);
       expect(header, script.file).toMatch(/ARGV\[1\]|ARGV {5}none/);
@@ -494,6 +498,26 @@ describe('lua scripts', () => {
     expect(source).toContain("return base .. KIND[kind] .. ':' .. id");
     const deliver = readFileSync(new URL('../../src/store/lua/includes/deliverSignal.lua', import.meta.url), 'utf8');
     expect(deliver).toContain(`local MAX_CASCADE_DEPTH = ${MAX_CASCADE_DEPTH}`);
+  });
+
+  it('packs a packed script\'s arguments as one msgpack array of str values holding the raw bytes', () => {
+    expect([...packArgv(['a', Buffer.from([0xff, 0x00]), '', 'é'])]).toEqual([
+      0xdd, 0, 0, 0, 4, // array 32 of 4
+      0xdb, 0, 0, 0, 1, 0x61, // str 32 'a'
+      0xdb, 0, 0, 0, 2, 0xff, 0x00, // a Buffer's bytes as they are (Redis's cmsgpack reads no bin type)
+      0xdb, 0, 0, 0, 0, // ''
+      0xdb, 0, 0, 0, 2, 0xc3, 0xa9, // a string in UTF-8
+    ]);
+    expect([...packArgv([])]).toEqual([0xdd, 0, 0, 0, 0]);
+  });
+
+  it('lays out a group commit: one declared key per commit (its execution hash), then per commit its argument count, root base and id before its arguments', () => {
+    const other = createKeyBuilder('app').executionKeys('e2.c');
+    const first = commitArgs(keys, 3, commit, 1000, { restamp: false });
+    const second = commitArgs(other, 8, commit, 1000, { restamp: false });
+    const call = commitBatchArgs([first, second]);
+    expect(call.keys).toEqual([keys.execution, other.execution]);
+    expect(call.argv).toEqual([String(first.argv.length), keys.base, 'e1', ...first.argv, String(second.argv.length), 'app:{e2}:', 'e2.c', ...second.argv]);
   });
 
   it('expands includes', () => {

@@ -22,6 +22,9 @@
   reach, it spawns, or it re-stamps, are built from the root base of the kernel section
   (includes/actorKeys.lua): same hash tag, same slot.
 
+  Arguments come packed (packArgv in src/store/redis-scripts.ts): ARGV[1] is one msgpack array
+  of strings, unpacked into A; ARGV[i] below means A[i].
+
   ARGV[1]  expected revision
   ARGV[2]  retention (TTL) of the execution's keys, ms
   ARGV[3]  '1': re-stamp ARGV[2] on every key of the execution; '0': only on the keys this
@@ -69,17 +72,18 @@
     {7, map, why}           a gated start (MapWrites.started.gate) of an element whose map no
                             longer dispatches; nothing written
 ]]
+local A = cmsgpack.unpack(ARGV[1])
 --- @include "applyCommit"
 --- @include "fencedCommit"
 
 local refused, commit, stored, undoLength = checkCommit(KEYS, 0)
 if refused then return refused end
 
-local restamp, base, revision, landed, delivered = ARGV[3] == '1', ARGV[14], nil, nil, nil
+local restamp, base, revision, landed, delivered = A[3] == '1', A[14], nil, nil, nil
 if base == '' then
   -- The per-step fast path: no kernel section (and no re-stamp). The kernel code of the other
   -- branch is not run, so not even its functions are created.
-  revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, ARGV[2], restamp, stored + 1, undoLength)
+  revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, A[2], restamp, stored + 1, undoLength)
 else
 --- @include "actorKeys"
 --- @include "deliverSignal"
@@ -87,21 +91,21 @@ else
 --- @include "actorKernel"
 --- @include "activeIndex"
   local tail = commitEnd(commit)
-  local id = ARGV[tail]
+  local id = A[tail]
   local kernel, after = readKernel(tail + 1)
-  local activeKey, nList = ARGV[after], tonumber(ARGV[after + 1])
+  local activeKey, nList = A[after], tonumber(A[after + 1])
   local listed = {}
-  for j = 1, nList do listed[j] = ARGV[after + 1 + j] end
-  local unlist = ARGV[after + 2 + nList] == '1'
+  for j = 1, nList do listed[j] = A[after + 1 + j] end
+  local unlist = A[after + 2 + nList] == '1'
   local maps = readMapSection(after + 3 + nList)
   local gateClosed = checkMapGates(base, maps)
   if gateClosed then return gateClosed end
   local spawnRefused = checkSpawns(base, kernel, { [id] = true })
   if spawnRefused then return spawnRefused end
-  revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, ARGV[2], restamp, stored + 1, undoLength)
-  applyKernel(base, id, kernel, ARGV[2], restamp)
+  revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, A[2], restamp, stored + 1, undoLength)
+  applyKernel(base, id, kernel, A[2], restamp)
   landed, delivered = {}, {}
-  deliverKernel(base, id, kernel, ARGV[2], applyMapWrites(base, maps, ARGV[2]), landed, delivered)
+  deliverKernel(base, id, kernel, A[2], applyMapWrites(base, maps, A[2]), landed, delivered)
   if activeKey ~= '' then
     if nList > 0 then markActive(activeKey, listed) end
     if unlist then redis.call('ZREM', activeKey, id) end

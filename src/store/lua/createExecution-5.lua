@@ -16,6 +16,9 @@
   The actor's inbox, dedupe, awaits and children keys, and the keys of the actors its signals
   reach or it spawns, are built from the root base of the kernel section (includes/actorKeys.lua).
 
+  Arguments come packed (packArgv in src/store/redis-scripts.ts): ARGV[1] is one msgpack array
+  of strings, unpacked into A; ARGV[i] below means A[i].
+
   ARGV[1]  retention (TTL) of every key of the execution, ms
   ARGV[2]  reactor name
   ARGV[3]  encoded input
@@ -42,6 +45,7 @@
     {4, id}                 another owner holds the lease of spawned actor `id`; nothing written
     {3, position, length, id}  an undo push of spawned actor `id` would leave a gap; nothing written
 ]]
+local A = cmsgpack.unpack(ARGV[1])
 --- @include "actorKeys"
 --- @include "deliverSignal"
 --- @include "applyCommit"
@@ -52,15 +56,15 @@
 local existing = redis.call('HGET', KEYS[1], 'rev')
 if existing then return {1, tonumber(existing)} end
 
-local takeLease = ARGV[4] == '1'
+local takeLease = A[4] == '1'
 if takeLease then
   local holder = redis.call('GET', KEYS[5])
-  if holder and holder ~= ARGV[5] then return {4, 0} end
+  if holder and holder ~= A[5] then return {4, 0} end
 end
 
 local commit = readCommit(11)
-local base, tail = ARGV[9], commitEnd(commit)
-local id = ARGV[tail]
+local base, tail = A[9], commitEnd(commit)
+local id = A[tail]
 local kernel, after = readKernel(tail + 1)
 local maps = readMapSection(after)
 local badPosition, length = checkUndo(commit, 0)
@@ -69,14 +73,14 @@ local refused = checkSpawns(base, kernel, { [id] = true })
 if refused then return refused end
 
 redis.call('DEL', KEYS[2], KEYS[3], KEYS[4], keyOf(base, 'inbox', id), keyOf(base, 'dedupe', id), keyOf(base, 'awaits', id), keyOf(base, 'children', id))
-redis.call('HSET', KEYS[1], 'reactor', ARGV[2], 'input', ARGV[3])
-local revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, ARGV[1], true, 1, 0)
-applyKernel(base, id, kernel, ARGV[1], false)
+redis.call('HSET', KEYS[1], 'reactor', A[2], 'input', A[3])
+local revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, A[1], true, 1, 0)
+applyKernel(base, id, kernel, A[1], false)
 local landed = {}
-deliverKernel(base, id, kernel, ARGV[1], applyMapWrites(base, maps, ARGV[1]), landed)
-if takeLease then redis.call('SET', KEYS[5], ARGV[5], 'PX', ARGV[6]) end
-if ARGV[10] ~= '' then markActive(ARGV[10], { id }) end
-if ARGV[7] ~= '' then redis.call('PUBLISH', ARGV[7], ARGV[8]) end
+deliverKernel(base, id, kernel, A[1], applyMapWrites(base, maps, A[1]), landed)
+if takeLease then redis.call('SET', KEYS[5], A[5], 'PX', A[6]) end
+if A[10] ~= '' then markActive(A[10], { id }) end
+if A[7] ~= '' then redis.call('PUBLISH', A[7], A[8]) end
 local reply = {0, revision}
 for _, key in ipairs(landed) do reply[#reply + 1] = key end
 return reply

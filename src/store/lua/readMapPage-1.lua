@@ -22,12 +22,13 @@
                                  (letter: the slot's outcome letter; result: the step's bytes, or
                                  {step, bytes, ...} for every result; snapshot: envelope bytes)
 ]]
+local A = ARGV
 --- @include "actorKeys"
 --- @include "mapWrites"
 local fields = redis.call('HMGET', KEYS[1], 'batch', 'target')
 if not fields[1] then return {'0', false} end
-local base, map, from, count = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
-local one = ARGV[5] == '1'
+local base, map, from, count = A[1], A[2], tonumber(A[3]), tonumber(A[4])
+local one = A[5] == '1'
 local reply = {'1', fields[2]}
 for index = from, from + count - 1 do
   -- %d: tostring() would print a large index in exponent form.
@@ -37,7 +38,7 @@ for index = from, from + count - 1 do
   local element = map .. '.' .. field
   if letter == 'c' then
     if one then
-      result = redis.call('HGET', keyOf(base, 'results', element), ARGV[6])
+      result = redis.call('HGET', keyOf(base, 'results', element), A[6])
     elseif redis.call('EXISTS', keyOf(base, 'execution', element)) == 1 then
       result = redis.call('HGETALL', keyOf(base, 'results', element))
     end

@@ -22,18 +22,19 @@
                           everywhere, or no such actor)
     {1, id, status}       refused: actor id has the refuse status `status`; nothing written
 ]]
+local A = ARGV
 --- @include "actorKeys"
 --- @include "deliverSignal"
 
-local base, ttl = ARGV[1], ARGV[2]
-local reached = reachSignal(base, ARGV[3], ARGV[5] == '1')
+local base, ttl = A[1], A[2]
+local reached = reachSignal(base, A[3], A[5] == '1')
 local refuse = {}
-for j = 1, tonumber(ARGV[7]) do refuse[ARGV[7 + j]] = true end
+for j = 1, tonumber(A[7]) do refuse[A[7 + j]] = true end
 for _, actor in ipairs(reached) do
   if actor.status and refuse[actor.status] then return {1, actor.id, actor.status} end
 end
 local landed = {0}
 for _, actor in ipairs(reached) do
-  if landSignal(base, actor.id, ARGV[4], ARGV[6], ttl) then landed[#landed + 1] = actor.id end
+  if landSignal(base, actor.id, A[4], A[6], ttl) then landed[#landed + 1] = actor.id end
 end
 return landed

@@ -4,8 +4,8 @@
   commit (inbox, awaits, signals, spawned actors), read, checked and applied. Mirrors the memory
   store (src/store/memory-store.ts) step for step.
 
-  Kernel section: the root base '<prefix>:{<root>}:' comes before the commit (ARGV[14] of
-  commitExecution-5.lua, ARGV[9] of createExecution-5.lua; '' = no kernel section: a commit with
+  Kernel section: the root base '<prefix>:{<root>}:' comes before the commit (A[14] of
+  commitExecution-5.lua, A[9] of createExecution-5.lua; '' = no kernel section: a commit with
   no consumed entries, awaits, signals, spawns, nor re-stamp, and nothing follows the commit).
   After the commit (from commitEnd):
     +0  actor id
@@ -25,31 +25,31 @@
   includes/mapWrites.lua).
 ]]
 
--- Reads a kernel tail from ARGV[i] (layout above). Returns it and the index after it.
+-- Reads a kernel tail from A[i] (layout above). Returns it and the index after it.
 local function readKernel(i)
   local k = { consumed = {}, awaits = nil, signals = {}, spawn = {} }
-  local n = tonumber(ARGV[i])
-  for j = 1, n do k.consumed[j] = ARGV[i + j] end
+  local n = tonumber(A[i])
+  for j = 1, n do k.consumed[j] = A[i + j] end
   i = i + n + 1
-  n = tonumber(ARGV[i])
+  n = tonumber(A[i])
   if n >= 0 then
     k.awaits = {}
-    for j = 1, n do k.awaits[j] = ARGV[i + j] end
+    for j = 1, n do k.awaits[j] = A[i + j] end
     i = i + n
   end
   i = i + 1
-  n = tonumber(ARGV[i])
+  n = tonumber(A[i])
   for j = 1, n do
     local at = i + 1 + 4 * (j - 1)
-    local mode = ARGV[at + 2]
-    k.signals[j] = { to = ARGV[at], key = ARGV[at + 1], cascade = mode == '1', condition = mode ~= '1' and mode ~= '0' and mode or nil, entry = ARGV[at + 3] }
+    local mode = A[at + 2]
+    k.signals[j] = { to = A[at], key = A[at + 1], cascade = mode == '1', condition = mode ~= '1' and mode ~= '0' and mode or nil, entry = A[at + 3] }
   end
   i = i + 4 * n + 1
-  n = tonumber(ARGV[i])
+  n = tonumber(A[i])
   i = i + 1
   for j = 1, n do
-    local flags = tonumber(ARGV[i + 3])
-    local s = { id = ARGV[i], reactor = ARGV[i + 1], input = ARGV[i + 2], lease = flags % 2 == 1, detached = flags >= 2, owner = ARGV[i + 4], leaseTtl = ARGV[i + 5] }
+    local flags = tonumber(A[i + 3])
+    local s = { id = A[i], reactor = A[i + 1], input = A[i + 2], lease = flags % 2 == 1, detached = flags >= 2, owner = A[i + 4], leaseTtl = A[i + 5] }
     s.commit = readCommit(i + 6)
     s.kernel, i = readKernel(commitEnd(s.commit))
     k.spawn[j] = s

@@ -2,7 +2,7 @@
   Included by the scripts that reach actors beyond their KEYS (`--- @include "actorKeys"`): the
   keys of any actor of the script's root, built exactly as src/store/keys.ts builds them
   (KEY_KINDS, and MAP_KEY_KINDS for a map's keys): base .. kind .. ':' .. id, where base is
-  '<prefix>:{<root>}:' (ARGV). Every such key shares the hash tag of the script's KEYS, so it is
+  '<prefix>:{<root>}:' (an argument). Every such key shares the hash tag of the script's KEYS, so it is
   in their cluster slot.
 ]]
 local KIND = { execution = 'exec', results = 'results', undo = 'undo', trace = 'trace', lease = 'lease', inbox = 'inbox', dedupe = 'dedupe', awaits = 'awaits', children = 'children' }

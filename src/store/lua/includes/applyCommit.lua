@@ -1,9 +1,9 @@
 --[[
   Included by createExecution-5.lua and commitExecution-5.lua (`--- @include "applyCommit"`):
-  reads a commit laid out in ARGV from index `base`, checks it, and applies it. Its kernel
+  reads a commit laid out in the arguments A (the including script's, unpacked) from index `base`, checks it, and applies it. Its kernel
   section is read and applied by includes/actorKernel.lua.
 
-  Commit layout in ARGV, from `base`:
+  Commit layout in A, from `base`:
     +0  status          lifecycle status of the snapshot
     +1  snapshot        envelope bytes
     +2  outbox          msgpack bytes of the outbox
@@ -17,18 +17,18 @@
 ]]
 local function readCommit(base)
   return {
-    status = ARGV[base],
-    snapshot = ARGV[base + 1],
-    outbox = ARGV[base + 2],
-    truncate = tonumber(ARGV[base + 3]),
-    nResults = tonumber(ARGV[base + 4]),
-    nUndo = tonumber(ARGV[base + 5]),
-    nTrace = tonumber(ARGV[base + 6]),
+    status = A[base],
+    snapshot = A[base + 1],
+    outbox = A[base + 2],
+    truncate = tonumber(A[base + 3]),
+    nResults = tonumber(A[base + 4]),
+    nUndo = tonumber(A[base + 5]),
+    nTrace = tonumber(A[base + 6]),
     first = base + 7,
   }
 end
 
--- The index after commit `c` in ARGV (where what follows it starts). Not part of readCommit: the
+-- The index after commit `c` in A (where what follows it starts). Not part of readCommit: the
 -- per-step fast path never needs it (measured: computing it costs a quarter of a microsecond).
 local function commitEnd(c)
   return c.first + 2 * c.nResults + 2 * c.nUndo + c.nTrace
@@ -42,8 +42,8 @@ local function checkUndo(c, len)
   if c.truncate >= 0 and c.truncate < len then len = c.truncate end
   local i = c.first + 2 * c.nResults
   for _ = 1, c.nUndo do
-    local pos = tonumber(ARGV[i])
-    if pos == nil or pos < 0 or pos > len then return ARGV[i], len end
+    local pos = tonumber(A[i])
+    if pos == nil or pos < 0 or pos > len then return A[i], len end
     if pos == len then len = len + 1 end
     i = i + 2
   end
@@ -68,7 +68,7 @@ local function applyCommit(execKey, resultsKey, undoKey, traceKey, c, ttlMs, res
   local i = c.first
   local added = 0
   for _ = 1, c.nResults do
-    added = added + redis.call('HSET', resultsKey, ARGV[i], ARGV[i + 1])
+    added = added + redis.call('HSET', resultsKey, A[i], A[i + 1])
     i = i + 2
   end
   local resultsCreated = not restamp and added > 0 and redis.call('HLEN', resultsKey) == added
@@ -80,17 +80,17 @@ local function applyCommit(execKey, resultsKey, undoKey, traceKey, c, ttlMs, res
   if c.truncate >= 0 and c.truncate < len then len = c.truncate end
   local undoCreated, traceCreated = false, false
   for _ = 1, c.nUndo do
-    local pos = tonumber(ARGV[i])
+    local pos = tonumber(A[i])
     if pos == len then
-      if redis.call('RPUSH', undoKey, ARGV[i + 1]) == 1 then undoCreated = true end
+      if redis.call('RPUSH', undoKey, A[i + 1]) == 1 then undoCreated = true end
       len = len + 1
     else
-      redis.call('LSET', undoKey, pos, ARGV[i + 1])
+      redis.call('LSET', undoKey, pos, A[i + 1])
     end
     i = i + 2
   end
   for _ = 1, c.nTrace do
-    if redis.call('RPUSH', traceKey, ARGV[i]) == 1 then traceCreated = true end
+    if redis.call('RPUSH', traceKey, A[i]) == 1 then traceCreated = true end
     i = i + 1
   end
   redis.call('HSET', execKey, 'rev', revision, 'status', c.status, 'snapshot', c.snapshot, 'outbox', c.outbox)

@@ -1,32 +1,32 @@
 --[[
-  Included by commitExecution-5.lua and commitBatch-5n.lua (`--- @include "fencedCommit"`, after
+  Included by commitExecution-5.lua and commitBatch-1n.lua (`--- @include "fencedCommit"`, after
   "applyCommit"): the checks that fence one commit, and what runs after it is applied (lease,
-  announcement). Works on one commit's five keys `k` and its arguments from ARGV[o + 1] (the layout
-  of ARGV[1..] in commitExecution-5.lua's header; the batch script lays several such commits out
-  one after another).
+  announcement). Works on one commit's five keys `k` and its arguments from A[o + 1] (A: the
+  including script's arguments, unpacked, in the layout of commitExecution-5.lua's header; the
+  batch script lays several such commits out one after another).
 ]]
 
 -- Every check of one commit, before its first write: the execution exists, the revision, the
 -- snapshot (when asked), the inbox, the undo positions, the lease to take. Returns the refusal,
--- or nil with the commit read from ARGV, the stored revision and the undo stack's length.
+-- or nil with the commit read from A, the stored revision and the undo stack's length.
 local function checkCommit(k, o)
-  local checkSnapshot = ARGV[o + 11] == '1'
+  local checkSnapshot = A[o + 11] == '1'
   local fields = checkSnapshot and redis.call('HMGET', k[1], 'rev', 'iseq', 'snapshot') or redis.call('HMGET', k[1], 'rev', 'iseq')
   local stored = fields[1]
   if not stored then return {2, 0} end
   stored = tonumber(stored)
-  if stored ~= tonumber(ARGV[o + 1]) then return {1, stored} end
-  if checkSnapshot and fields[3] ~= ARGV[o + 12] then return {1, stored} end
-  if fields[2] and tonumber(fields[2]) > tonumber(ARGV[o + 13]) then return {5, stored, tonumber(fields[2])} end
+  if stored ~= tonumber(A[o + 1]) then return {1, stored} end
+  if checkSnapshot and fields[3] ~= A[o + 12] then return {1, stored} end
+  if fields[2] and tonumber(fields[2]) > tonumber(A[o + 13]) then return {5, stored, tonumber(fields[2])} end
 
   local commit = readCommit(o + 15)
   local undoLength = commit.nUndo > 0 and redis.call('LLEN', k[3]) or 0
   local badPosition, length = checkUndo(commit, undoLength)
   if badPosition then return {3, badPosition, length} end
 
-  if ARGV[o + 8] == '1' then
+  if A[o + 8] == '1' then
     local holder = redis.call('GET', k[5])
-    if holder and holder ~= ARGV[o + 9] then return {4, 0} end
+    if holder and holder ~= A[o + 9] then return {4, 0} end
   end
   return nil, commit, stored, undoLength
 end
@@ -34,7 +34,7 @@ end
 -- After the commit is applied: take the lease, release it, publish the settled notification
 -- (in that order, each when asked).
 local function finishCommit(k, o)
-  if ARGV[o + 8] == '1' then redis.call('SET', k[5], ARGV[o + 9], 'PX', ARGV[o + 10]) end
-  if ARGV[o + 4] == '1' and redis.call('GET', k[5]) == ARGV[o + 5] then redis.call('DEL', k[5]) end
-  if ARGV[o + 6] ~= '' then redis.call('PUBLISH', ARGV[o + 6], ARGV[o + 7]) end
+  if A[o + 8] == '1' then redis.call('SET', k[5], A[o + 9], 'PX', A[o + 10]) end
+  if A[o + 4] == '1' and redis.call('GET', k[5]) == A[o + 5] then redis.call('DEL', k[5]) end
+  if A[o + 6] ~= '' then redis.call('PUBLISH', A[o + 6], A[o + 7]) end
 end

@@ -6,7 +6,7 @@
   Mirrors the memory store (src/store/memory-maps.ts) step for step; the outcome tables mirror
   src/store/map-writes.ts (a unit test compares them).
 
-  Map section: at the end of ARGV, after the kernel tail (absent when no commit of the step has
+  Map section: at the end of A, after the kernel tail (absent when no commit of the step has
   map writes):
     nActors, then per actor with map writes (the committing actor, then its spawned actors,
     depth first): actor id, nOps, then its ops, in this order, each when present:
@@ -42,29 +42,29 @@ local MAP_BUCKET_SIZE = 1024
 -- The op arities after the op name, for the ops of fixed length.
 local MAP_OP_ARITY = { init = 4, started = 3, report = 5, target = 1, rbtarget = 1, dropsource = 0 }
 
--- Reads the map section from ARGV[i] (none past the end of ARGV). Returns a list of
+-- Reads the map section from A[i] (none past the end of A). Returns a list of
 -- { id = actor, ops = { { op = name, at = index of its first argument, n = its count }, ... } }.
 local function readMapSection(i)
   local section = {}
-  if i > #ARGV then return section end
-  local nActors = tonumber(ARGV[i])
+  if i > #A then return section end
+  local nActors = tonumber(A[i])
   i = i + 1
   for a = 1, nActors do
-    local actor = { id = ARGV[i], ops = {} }
-    local nOps = tonumber(ARGV[i + 1])
+    local actor = { id = A[i], ops = {} }
+    local nOps = tonumber(A[i + 1])
     i = i + 2
     for o = 1, nOps do
-      local op = ARGV[i]
+      local op = A[i]
       local fixed = MAP_OP_ARITY[op]
       if fixed then
         actor.ops[o] = { op = op, at = i + 1 }
         i = i + 1 + fixed
       elseif op == 'source' then
-        local n = tonumber(ARGV[i + 1])
+        local n = tonumber(A[i + 1])
         actor.ops[o] = { op = op, at = i + 2, n = n }
         i = i + 2 + n
       elseif op == 'rbreport' then
-        local n = tonumber(ARGV[i + 4])
+        local n = tonumber(A[i + 4])
         actor.ops[o] = { op = op, at = i + 1, n = n }
         i = i + 5 + n
       else
@@ -82,8 +82,8 @@ end
 local function checkMapGates(base, section)
   for _, actor in ipairs(section) do
     for _, w in ipairs(actor.ops) do
-      if w.op == 'started' and ARGV[w.at + 2] == '1' then
-        local map = ARGV[w.at]
+      if w.op == 'started' and A[w.at + 2] == '1' then
+        local map = A[w.at]
         local stop = redis.call('HGET', mapKeyOf(base, 'stats', map), 'stop')
         if stop then return {7, map, 'stopped by ' .. stop} end
         local status = redis.call('HGET', keyOf(base, 'execution', map), 'status')
@@ -95,10 +95,10 @@ local function checkMapGates(base, section)
   return nil
 end
 
--- The items ARGV[from .. from + n - 1] as a list.
+-- The items A[from .. from + n - 1] as a list.
 local function argvList(from, n)
   local list = {}
-  for j = 1, n do list[j] = ARGV[from + j - 1] end
+  for j = 1, n do list[j] = A[from + j - 1] end
   return list
 end
 
@@ -116,14 +116,14 @@ local function initMap(base, id, w, ttl)
     old[#old + 1] = mapKeyOf(base, 'rollbackOutcomes', id, bucket)
   end
   redis.call('DEL', unpack(old))
-  redis.call('HSET', stats, 'batch', ARGV[w.at + 1], 'atomic', ARGV[w.at + 2], 'mode', ARGV[w.at + 3])
-  if ARGV[w.at] ~= '' then redis.call('HSET', stats, 'total', ARGV[w.at]) end
+  redis.call('HSET', stats, 'batch', A[w.at + 1], 'atomic', A[w.at + 2], 'mode', A[w.at + 3])
+  if A[w.at] ~= '' then redis.call('HSET', stats, 'total', A[w.at]) end
   redis.call('PEXPIRE', stats, ttl)
 end
 
 -- Records element report `w` in the map it names, first writer of its slot only. Returns whether it was the first.
 local function reportElement(base, w, ttl)
-  local map, index, outcome = ARGV[w.at], ARGV[w.at + 1], ARGV[w.at + 2]
+  local map, index, outcome = A[w.at], A[w.at + 1], A[w.at + 2]
   local stats = mapKeyOf(base, 'stats', map)
   if redis.call('EXISTS', stats) == 0 then return false end
   local bucket = math.floor(tonumber(index) / MAP_BUCKET_SIZE)
@@ -132,9 +132,9 @@ local function reportElement(base, w, ttl)
   stampLikeMap(slot, stats, ttl)
   redis.call('HINCRBY', stats, 'settled', 1)
   redis.call('HINCRBY', stats, outcome, 1)
-  redis.call('HSET', stats, 'lastReportAt', ARGV[w.at + 4])
+  redis.call('HSET', stats, 'lastReportAt', A[w.at + 4])
   countBucket(stats, bucket)
-  if ARGV[w.at + 3] == '1' then redis.call('HSETNX', stats, 'stop', outcome .. ':' .. index) end
+  if A[w.at + 3] == '1' then redis.call('HSETNX', stats, 'stop', outcome .. ':' .. index) end
   if outcome == 'aborted' then
     local aborted = mapKeyOf(base, 'aborted', map)
     redis.call('RPUSH', aborted, index)
@@ -145,7 +145,7 @@ end
 
 -- Records rollback report `w` in the map it names, first writer of its slot only. Returns whether it was the first.
 local function reportRollback(base, w, ttl)
-  local map, position, outcome = ARGV[w.at], ARGV[w.at + 1], ROLLBACK_OUTCOME[ARGV[w.at + 2]]
+  local map, position, outcome = A[w.at], A[w.at + 1], ROLLBACK_OUTCOME[A[w.at + 2]]
   local stats = mapKeyOf(base, 'stats', map)
   if redis.call('EXISTS', stats) == 0 then return false end
   local bucket = math.floor(tonumber(position) / MAP_BUCKET_SIZE)
@@ -180,17 +180,17 @@ local function applyMapWrites(base, section, ttl)
           stampLikeMap(source, own, ttl)
         end
       elseif w.op == 'started' then
-        local stats = mapKeyOf(base, 'stats', ARGV[w.at])
+        local stats = mapKeyOf(base, 'stats', A[w.at])
         if redis.call('EXISTS', stats) == 1 then
-          local started = mapKeyOf(base, 'started', ARGV[w.at])
-          redis.call('RPUSH', started, ARGV[w.at + 1])
+          local started = mapKeyOf(base, 'started', A[w.at])
+          redis.call('RPUSH', started, A[w.at + 1])
           stampLikeMap(started, stats, ttl)
           redis.call('HINCRBY', stats, 'started', 1)
         end
       elseif w.op == 'report' then
         f.reportNew = reportElement(base, w, ttl)
       elseif w.op == 'target' or w.op == 'rbtarget' then
-        if redis.call('EXISTS', own) == 1 then redis.call('HSET', own, w.op == 'target' and 'target' or 'rb.target', ARGV[w.at]) end
+        if redis.call('EXISTS', own) == 1 then redis.call('HSET', own, w.op == 'target' and 'target' or 'rb.target', A[w.at]) end
       elseif w.op == 'rbreport' then
         f.rollbackReportNew = reportRollback(base, w, ttl)
       elseif w.op == 'dropsource' then
