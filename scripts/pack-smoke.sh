@@ -132,8 +132,9 @@ node -e "const p=require('./package.json');p.scripts={worker:'xreactor worker ./
 for how in "npx xreactor worker ./reactors.mjs" "npm run --silent worker"; do
   $how > via.log 2>&1 &
   launcher=$!
-  for _ in $(seq 100); do grep -q 'xreactor.worker.started' via.log && break; sleep 0.1; done
-  grep -q 'xreactor.worker.started' via.log || fail "the worker did not start through '$how': $(cat via.log)"
+  # npm itself can take seconds to start on a loaded machine: up to 30 s.
+  for _ in $(seq 300); do grep -q 'xreactor.worker.started' via.log && break; sleep 0.1; done
+  grep -q 'xreactor.worker.started' via.log || fail "the worker did not start through '$how' within 30 s: $(cat via.log)"
   kill -TERM "$launcher"
   for _ in $(seq 100); do grep -q 'xreactor.worker.stopped' via.log && break; sleep 0.1; done
   grep -q 'xreactor.worker.stopped' via.log || { pkill -9 -f 'xreactor worker ./reactors.mjs' || true; fail "SIGTERM to '$how' did not reach the worker: $(tail -3 via.log)"; }
