@@ -4,18 +4,16 @@ import type { ElementMapLink, MapEvent } from './map-types.js';
 
 /**
  * Version of the execution machine. Version 9 added async units (the `unit.*` events, the
- * `awaiting` record of kind `unit`, `origin.async`); an execution that uses none of them (its
- * reactor has no async unit step and it is no async reactor's child) is stored as
- * {@link EXECUTION_MACHINE_PLAIN_VERSION}, which the build before 9 still reads and advances, so a
- * rolling deploy keeps both builds working on such executions.
+ * `awaiting` record of kind `unit`, `origin.async`). Version 10 has the same states and events
+ * and a context of 16 keys instead of 20 (`interrupts` groups the pause bookkeeping,
+ * `ending.undoBy` the undo's asker; see {@link ExecutionContext}): every execution is stored as
+ * version 10. A build before 10 does not read it: it leaves such an execution untouched and its
+ * jobs are retried until a build of version 10 takes them (a rolling deploy).
  */
-export const EXECUTION_MACHINE_VERSION = 9;
+export const EXECUTION_MACHINE_VERSION = 10;
 
-/** The version an execution that uses nothing version 9 added is stored as (see {@link EXECUTION_MACHINE_VERSION}). */
-export const EXECUTION_MACHINE_PLAIN_VERSION = 8;
-
-/** Execution machine versions this build reads: a version-6 or 7 snapshot resumes on version 9 (every state of 6 is one of 7, 7 and 8 have the same states, and 9 only adds transitions; the context is brought to 8's shape as it is read, `upgradeExecutionContext`). */
-export const EXECUTION_MACHINE_READABLE = [6, 7, 8, 9] as const;
+/** Execution machine versions this build reads: a version 6 to 9 snapshot resumes on version 10 (every state of 6 is one of 7; 7, 8, 9 and 10 have the same states, 9 and 10 only add transitions; the context is brought to 10's shape as it is read, `upgradeExecutionContext`). */
+export const EXECUTION_MACHINE_READABLE = [6, 7, 8, 9, 10] as const;
 
 /** What the machine knows of an interrupt step. */
 export interface InterruptView {
@@ -144,34 +142,71 @@ export interface ExecutionEnding {
   /** Why an operator cancelled the run. */
   readonly cancelReason: string | null;
   readonly abortReason: string | null;
+  /** The actor (an element's rollback actor) that asked for the undo in progress, told when it ends. Version 7 (at the top level before 10). */
+  readonly undoBy: string | null;
 }
 
 /** An ending with nothing set yet. */
-export const NO_ENDING: ExecutionEnding = Object.freeze({ halt: null, rollbackReason: null, inputError: null, cancelReason: null, abortReason: null });
+export const NO_ENDING: ExecutionEnding = Object.freeze({ halt: null, rollbackReason: null, inputError: null, cancelReason: null, abortReason: null, undoBy: null });
+
+/** An execution's interrupt bookkeeping (one nested object: see {@link ExecutionContext}). Version 10 (at the top level before). */
+export interface ExecutionInterrupts {
+  /** While paused: the interrupts that may be continued, when each times out, or the composed child that paused. */
+  readonly paused: PauseRecord | null;
+  /** Interrupts resumed so far (their payloads are their results). */
+  readonly resumed: readonly string[];
+  /** When each interrupt first became ready (its timeout runs from then). */
+  readonly readyAt: Readonly<Record<string, number>>;
+  /** Pauses entered so far (a composed child's pause and resume signals are keyed by it). */
+  readonly pauses: number;
+}
+
+/** No pause yet. */
+export const NO_INTERRUPTS: ExecutionInterrupts = Object.freeze({ paused: null, resumed: Object.freeze([]), readyAt: Object.freeze({}), pauses: 0 });
 
 /**
- * A stored execution context as version 8 has it. Versions 6 and 7 keep the fields of `origin`
- * and `ending` at the top level (and 6 lacks `map` and `undoBy`): they are moved in, the rest
- * kept as stored. A version-8 context is returned as it is.
+ * A stored execution context in version 10's shape, built as an object literal in the order the
+ * machine builds one. Versions 6 and 7 keep the fields of `origin` and `ending` at the top level
+ * (and 6 lacks `map` and `undoBy`); versions 6 to 9 keep those of `interrupts` and `undoBy` there:
+ * they are moved in. The literal matters as much as the shape: a decoded object of more than 16
+ * keys is in V8's dictionary mode, and so is every copy XState's `assign` makes of it. Applied by
+ * `decodeSnapshot` to an older version's context, and by the execution host to every stored
+ * context it hands to the machine.
  */
 export function upgradeExecutionContext(stored: unknown): ExecutionContext {
-  const flat = stored as Partial<ExecutionContext> & Partial<ExecutionOrigin> & Partial<ExecutionEnding> & Record<string, unknown>;
-  if (flat.origin !== undefined && flat.ending !== undefined) return flat as ExecutionContext;
-  const { version, fingerprint, returns, parentId, path, createdAt, halt, rollbackReason, inputError, cancelReason, abortReason, ...rest } = flat;
+  const c = stored as Partial<ExecutionContext> & Partial<ExecutionOrigin> & Partial<ExecutionEnding> & Partial<ExecutionInterrupts> & Record<string, unknown>;
+  const origin: ExecutionOrigin = c.origin ?? { version: c.version ?? 1, fingerprint: c.fingerprint ?? '', returns: c.returns ?? null, parentId: c.parentId ?? null, path: c.path ?? [], createdAt: c.createdAt ?? 0 };
+  const stale: Omit<ExecutionEnding, 'undoBy'> & { readonly undoBy?: string | null } = c.ending ?? { halt: c.halt ?? null, rollbackReason: c.rollbackReason ?? null, inputError: c.inputError ?? null, cancelReason: c.cancelReason ?? null, abortReason: c.abortReason ?? null };
+  const ending: ExecutionEnding = stale.undoBy === undefined ? { ...stale, undoBy: c.undoBy ?? null } : (stale as ExecutionEnding);
+  const interrupts: ExecutionInterrupts = c.interrupts ?? { paused: c.paused ?? null, resumed: c.resumed ?? [], readyAt: c.readyAt ?? {}, pauses: c.pauses ?? 0 };
   return {
-    ...(rest as unknown as ExecutionContext),
-    origin: { version: version ?? 1, fingerprint: fingerprint ?? '', returns: returns ?? null, parentId: parentId ?? null, path: path ?? [], createdAt: createdAt ?? 0 },
-    ending: { halt: halt ?? null, rollbackReason: rollbackReason ?? null, inputError: inputError ?? null, cancelReason: cancelReason ?? null, abortReason: abortReason ?? null },
-    map: flat.map ?? null,
-    undoBy: flat.undoBy ?? null,
+    executionId: c.executionId!,
+    reactor: c.reactor!,
+    origin,
+    cursor: c.cursor!,
+    attempt: c.attempt!,
+    undoDepth: c.undoDepth!,
+    failure: c.failure ?? null,
+    rollbackFailures: c.rollbackFailures ?? [],
+    ending,
+    rollbackEpoch: c.rollbackEpoch ?? 0,
+    handedOff: c.handedOff ?? false,
+    interrupts,
+    awaiting: c.awaiting ?? null,
+    parkedUntil: c.parkedUntil ?? null,
+    map: c.map ?? null,
+    updatedAt: c.updatedAt!,
   };
 }
 
 /**
- * The execution machine's context. Version 8 groups the fields that never change (`origin`)
- * and those set once at the end (`ending`): XState copies the context with `Object.assign({}, …)`
- * on every `assign`, and V8 copies an object of more than 20 keys that way about 20 times slower
- * than one of 20 (docs/performance.md); this one has 20.
+ * The execution machine's context. Version 8 grouped the fields that never change (`origin`)
+ * and those set once at the end (`ending`); version 10 the interrupt bookkeeping
+ * (`interrupts`), and the undo's asker into `ending`: 16 keys. XState copies the context with
+ * `Object.assign({}, context, update)` on every `assign`; V8 makes that copy in dictionary mode
+ * once an object filled that way has more than 16 properties (4 in the object, 12 beside it), and
+ * a copy in dictionary mode cost a worker 7.3 µs per step against about 1 µs
+ * (docs/performance.md). Keep it at 16 keys or fewer.
  */
 export interface ExecutionContext {
   readonly executionId: string;
@@ -190,22 +225,13 @@ export interface ExecutionContext {
   readonly rollbackEpoch: number;
   /** The run was handed to a worker; from then on timers are delayed jobs. */
   readonly handedOff: boolean;
-  /** Interrupts resumed so far (their payloads are their results). */
-  readonly resumed: readonly string[];
-  /** When each interrupt first became ready (its timeout runs from then). */
-  readonly readyAt: Readonly<Record<string, number>>;
-  /** While paused: the interrupts that may be continued, when each times out, or the composed child that paused. */
-  readonly paused: PauseRecord | null;
+  readonly interrupts: ExecutionInterrupts;
   /** While a compose step waits for its child: the step, its plan index, attempt and resolved arguments. */
   readonly awaiting: AwaitRecord | null;
   /** While parked on a retry backoff: when its wake is due (the sweeper wakes it itself when that job is lost). */
   readonly parkedUntil: number | null;
-  /** Pauses entered so far (a composed child's pause and resume signals are keyed by it). */
-  readonly pauses: number;
   /** An element of a map: its map, index and throw (null for every other execution). Version 7. */
   readonly map: ElementMapLink | null;
-  /** The actor (an element's rollback actor) that asked for the undo in progress, told when it ends. Version 7. */
-  readonly undoBy: string | null;
   readonly updatedAt: number;
 }
 

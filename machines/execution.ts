@@ -1,6 +1,6 @@
 import { assign, enqueueActions, setup } from 'xstate';
 import { backoffDelayMs } from '../src/definition/retry.js';
-import { NO_ENDING } from './execution-types.js';
+import { NO_ENDING, NO_INTERRUPTS } from './execution-types.js';
 import type {
   ActorTag,
 } from './registry-types.js';
@@ -109,22 +109,24 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
     params: ({ context, event }: { context: ExecutionContext; event: ExecutionEvent }) => ({
       to: parentToTell(context),
       event: { type: 'xreactor.child.resumed' as const, at: event.at, child: context.executionId },
-      dedupeKey: `${context.executionId}.resumed.${context.pauses}`,
+      dedupeKey: `${context.executionId}.resumed.${context.interrupts.pauses}`,
     }),
   };
   /** Entering a pause: a composed child tells its parent which interrupts are ready below it. */
   const signalPaused = {
     type: 'xreactor.write.signal' as const,
     params: ({ context }: { context: ExecutionContext }) => {
-      const paused = context.paused!;
+      const paused = context.interrupts.paused!;
       const ready = [
         ...paused.ready.map((r) => r.step),
         ...paused.nested.map((p) => (paused.child === null ? p : [paused.child, ...(typeof p === 'string' ? [p] : p)])),
       ];
-      return { to: parentToTell(context), event: { type: 'xreactor.child.paused' as const, at: context.updatedAt, child: context.executionId, ready }, dedupeKey: `${context.executionId}.paused.${context.pauses}` };
+      return { to: parentToTell(context), event: { type: 'xreactor.child.paused' as const, at: context.updatedAt, child: context.executionId, ready }, dedupeKey: `${context.executionId}.paused.${context.interrupts.pauses}` };
     },
   };
   const childId = (context: ExecutionContext, step: string) => `${context.executionId}.${step}`;
+  /** The interrupt bookkeeping once the run no longer waits in a pause. */
+  const unpaused = (context: ExecutionContext) => (context.interrupts.paused === null ? context.interrupts : { ...context.interrupts, paused: null });
   /**
    * Whether the step after the current one is a plain step to run at once: the run goes on past a
    * success straight into it. Not when it is the hand-off point, an interrupt, or the end: `next`
@@ -160,7 +162,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
   const parentToTell = (context: ExecutionContext) => (context.origin.async === true ? null : context.origin.parentId);
   const fromChild = ({ context, event }: { context: ExecutionContext; event: ExecutionEvent }) => context.awaiting !== null && (event as { child?: string }).child === context.awaiting.child;
   const fromPausedChild = ({ context, event }: { context: ExecutionContext; event: ExecutionEvent }) =>
-    context.paused?.child != null && (event as { child?: string }).child === childId(context, context.paused.child);
+    context.interrupts.paused?.child != null && (event as { child?: string }).child === childId(context, context.interrupts.paused.child);
 
   return setup({
     types: {
@@ -221,11 +223,11 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
         const { status } = params as { readonly status: ExecutionStatus };
       const at = context.updatedAt;
       const settled = { type: 'xreactor.child.settled' as const, at, child: context.executionId, status };
-      if (context.undoBy !== null) {
+      if (context.ending.undoBy !== null) {
         // An element's undo ended: its rollback actor is told, with the element's rollback failures.
         enqueue({
           type: 'xreactor.write.signal',
-          params: { to: context.undoBy, kind: 'element-rollback', event: { ...settled, rollbackFailures: context.rollbackFailures }, dedupeKey: `${context.executionId}.settled.${status}.${context.rollbackEpoch}` },
+          params: { to: context.ending.undoBy, kind: 'element-rollback', event: { ...settled, rollbackFailures: context.rollbackFailures }, dedupeKey: `${context.executionId}.settled.${status}.${context.rollbackEpoch}` },
         });
         return;
       }
@@ -264,21 +266,24 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
         enqueue({ type: 'xreactor.write.trace', params: { type: 'aborted', at: e.at, reason: e.reason } });
       }),
       enterPause: assign(({ context }) => {
-        const group = stepAt(context.cursor).interrupt!.group.filter((name) => !context.resumed.includes(name));
+        const group = stepAt(context.cursor).interrupt!.group.filter((name) => !context.interrupts.resumed.includes(name));
         const timeoutOf = (name: string) => plan.steps.find((st) => st.name === name)?.interrupt?.timeoutMs ?? null;
         // An interrupt's deadline runs from when it first became ready, not from a later re-pause.
-        const readyAt = { ...context.readyAt };
+        const readyAt = { ...context.interrupts.readyAt };
         for (const step of group) readyAt[step] ??= context.updatedAt;
         return {
-          readyAt,
-          paused: {
-            ready: group.map((step) => {
-              const ms = timeoutOf(step);
-              return { step, timeoutAt: ms === null ? null : readyAt[step]! + ms };
-            }),
-            child: null,
-            nested: [],
-            since: context.updatedAt,
+          interrupts: {
+            ...context.interrupts,
+            readyAt,
+            paused: {
+              ready: group.map((step) => {
+                const ms = timeoutOf(step);
+                return { step, timeoutAt: ms === null ? null : readyAt[step]! + ms };
+              }),
+              child: null,
+              nested: [],
+              since: context.updatedAt,
+            },
           },
         };
       }),
@@ -316,14 +321,13 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       // A cancel ends any wait: the awaited child was reached by the same cascading signal.
       recordCancel: enqueueActions(({ context, event, enqueue }) => {
         const e = event as EventOf<'xreactor.operator.cancel'>;
-        enqueue.assign({ ending: { ...context.ending, cancelReason: e.reason }, paused: null, awaiting: null, updatedAt: e.at });
-        if (context.awaiting !== null || context.paused?.child != null) enqueue({ type: 'xreactor.write.awaits', params: { actors: [] } });
+        enqueue.assign({ ending: { ...context.ending, cancelReason: e.reason }, interrupts: unpaused(context), awaiting: null, updatedAt: e.at });
+        if (context.awaiting !== null || context.interrupts.paused?.child != null) enqueue({ type: 'xreactor.write.awaits', params: { actors: [] } });
       }),
       recordOperatorUndo: assign(({ context, event }) => ({
-        ending: { ...context.ending, rollbackReason: 'operator' as const },
-        rollbackEpoch: context.rollbackEpoch + 1,
         // An element undone for its map's rollback tells the rollback actor that asked (`from`) when it ends.
-        undoBy: context.map !== null ? ((event as EventOf<'xreactor.operator.undo'>).from ?? null) : context.undoBy,
+        ending: { ...context.ending, rollbackReason: 'operator' as const, undoBy: context.map !== null ? ((event as EventOf<'xreactor.operator.undo'>).from ?? null) : context.ending.undoBy },
+        rollbackEpoch: context.rollbackEpoch + 1,
         updatedAt: event.at,
       })),
     },
@@ -332,15 +336,15 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       isCurrentUntrackedSuccessToPlain: ({ context, event }) => isCurrent(context, event as EventOf<'xreactor.step.succeeded'>) && !stepAt(context.cursor).tracked && nextIsPlain(context),
       isCurrentTrackedSuccess: ({ context, event }) => isCurrent(context, event as EventOf<'xreactor.step.succeeded'>) && stepAt(context.cursor).tracked,
       hasNextStep: ({ context }) => context.cursor < stepCount,
-      atResumedInterrupt: ({ context }) => context.cursor < stepCount && stepAt(context.cursor).interrupt !== undefined && context.resumed.includes(stepAt(context.cursor).name),
+      atResumedInterrupt: ({ context }) => context.cursor < stepCount && stepAt(context.cursor).interrupt !== undefined && context.interrupts.resumed.includes(stepAt(context.cursor).name),
       atInterrupt: ({ context }) => context.cursor < stepCount && stepAt(context.cursor).interrupt !== undefined,
       isReadyInterrupt: ({ context, event }) => {
         const step = (event as EventOf<'xreactor.interrupt.resume'>).step;
-        return context.paused?.ready.some((r) => r.step === step) === true;
+        return context.interrupts.paused?.ready.some((r) => r.step === step) === true;
       },
       fromChild,
       fromPausedChild,
-      pausedOnChild: ({ context }) => context.paused?.child != null,
+      pausedOnChild: ({ context }) => context.interrupts.paused?.child != null,
       atHandoff: ({ context }) => plan.handoffIndex !== null && !context.handedOff && context.cursor === plan.handoffIndex,
       isCurrentSuccess: ({ context, event }) => isCurrent(context, event as EventOf<'xreactor.step.succeeded'>),
       isCurrentOutcome: ({ context, event }) => isCurrent(context, event as EventOf<'xreactor.step.halted'>),
@@ -385,14 +389,10 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       ending: NO_ENDING,
       rollbackEpoch: 0,
       handedOff: false,
-      resumed: [],
-      readyAt: {},
-      paused: null,
+      interrupts: NO_INTERRUPTS,
       awaiting: null,
       parkedUntil: null,
-      pauses: 0,
       map: input?.map ?? null,
-      undoBy: null,
       updatedAt: input?.at ?? 0,
     }),
     initial: 'pending',
@@ -571,7 +571,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
                 guard: 'fromChild',
                 target: '#execution.paused',
                 actions: assign(({ context, event }) => ({
-                  paused: { ready: [], child: context.awaiting!.step, nested: event.ready, since: event.at },
+                  interrupts: { ...context.interrupts, paused: { ready: [], child: context.awaiting!.step, nested: event.ready, since: event.at } },
                   updatedAt: event.at,
                 })),
               },
@@ -740,9 +740,9 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       paused: {
         tags: tagsAt('paused'),
         entry: [
-          { type: 'xreactor.effect.paused', params: ({ context }) => context.paused! },
-          { type: 'xreactor.write.trace', params: ({ context }) => ({ type: 'paused', at: context.updatedAt, step: context.paused!.child ?? context.paused!.ready.map((r) => r.step).join(',') }) },
-          assign(({ context }) => ({ pauses: context.pauses + 1 })),
+          { type: 'xreactor.effect.paused', params: ({ context }) => context.interrupts.paused! },
+          { type: 'xreactor.write.trace', params: ({ context }) => ({ type: 'paused', at: context.updatedAt, step: context.interrupts.paused!.child ?? context.interrupts.paused!.ready.map((r) => r.step).join(',') }) },
+          assign(({ context }) => ({ interrupts: { ...context.interrupts, pauses: context.interrupts.pauses + 1 } })),
           signalPaused,
         ],
         on: {
@@ -754,19 +754,19 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
               { type: 'xreactor.write.result', params: ({ event }) => ({ step: event.step, value: event.payload }) },
               { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'resumed', step: event.step, at: event.at }) },
               signalResumed,
-              assign(({ context, event }) => ({ resumed: [...context.resumed, event.step], paused: null, updatedAt: event.at })),
+              assign(({ context, event }) => ({ interrupts: { ...context.interrupts, resumed: [...context.interrupts.resumed, event.step], paused: null }, updatedAt: event.at })),
             ],
           },
           // The paused child was continued: wait for it again (it signals its settle or its next pause).
           'xreactor.child.resumed': {
             guard: 'fromPausedChild',
             target: 'running.awaiting',
-            actions: [signalResumed, assign(({ event }) => ({ paused: null, updatedAt: event.at }))],
+            actions: [signalResumed, assign(({ context, event }) => ({ interrupts: unpaused(context), updatedAt: event.at }))],
           },
           'xreactor.child.settled': {
             guard: 'fromPausedChild',
             target: 'running.executing',
-            actions: [signalResumed, assign(({ event }) => ({ paused: null, awaiting: null, updatedAt: event.at })), { type: 'xreactor.write.awaits', params: { actors: [] } }],
+            actions: [signalResumed, assign(({ context, event }) => ({ interrupts: unpaused(context), awaiting: null, updatedAt: event.at })), { type: 'xreactor.write.awaits', params: { actors: [] } }],
           },
           'xreactor.interrupt.fail': {
             guard: 'isReadyInterrupt',
@@ -783,7 +783,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
                   compensationPending: false,
                   compensationFailed: false,
                 },
-                paused: null,
+                interrupts: unpaused(context),
                 ending: { ...context.ending, rollbackReason: 'failure' as const },
                 rollbackEpoch: context.rollbackEpoch + 1,
                 updatedAt: event.at,
@@ -799,15 +799,15 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
               actions: [
                 'recordOperatorUndo',
                 enqueueActions(({ context, event, enqueue }) => {
-                  const step = context.paused!.child!;
+                  const step = context.interrupts.paused!.child!;
                   const child = childId(context, step);
-                  enqueue.assign({ awaiting: { step, index: -1, attempt: 0, child, args: undefined, purpose: 'undo', position: null }, paused: null });
+                  enqueue.assign({ awaiting: { step, index: -1, attempt: 0, child, args: undefined, purpose: 'undo', position: null }, interrupts: unpaused(context) });
                   enqueue({ type: 'xreactor.write.signal', params: { to: child, event: { type: 'xreactor.operator.undo', at: event.at, from: context.executionId }, dedupeKey: `undo.${context.executionId}.${context.rollbackEpoch}.paused` } });
                   enqueue({ type: 'xreactor.write.awaits', params: { actors: [child] } });
                 }),
               ],
             },
-            { target: 'rolling_back', actions: ['recordOperatorUndo', assign({ paused: null })] },
+            { target: 'rolling_back', actions: ['recordOperatorUndo', assign(({ context }) => ({ interrupts: unpaused(context) }))] },
           ],
         },
       },

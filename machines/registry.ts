@@ -104,7 +104,6 @@ export function undoSettledOf(kind: string, value: unknown): boolean {
   return entryOf(kind)?.undoSettledOf(value) ?? false;
 }
 
-/** Kind → the machine versions this build can load: what the stores accept by default. */
 /**
  * A stored context of kind `kind` as this build's machine has it: an execution context of an
  * older readable version is brought to the current one (`upgradeExecutionContext`); others are
@@ -114,6 +113,7 @@ export function upgradeStoredContext(kind: string, context: unknown): unknown {
   return kind === 'execution' && typeof context === 'object' && context !== null ? upgradeExecutionContext(context) : context;
 }
 
+/** Kind → the machine versions this build can load: what the stores accept by default. */
 export function readableMachines(): Readonly<Record<string, readonly number[]>> {
   return Object.freeze(Object.fromEntries(Object.values(MACHINE_REGISTRY).map((entry) => [entry.kind, entry.readable])));
 }

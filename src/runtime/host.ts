@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { ExecutionMachine } from '../../machines/execution.js';
-import { EXECUTION_MACHINE_PLAIN_VERSION, EXECUTION_MACHINE_READABLE, EXECUTION_MACHINE_VERSION } from '../../machines/execution.js';
-import type { ExecutionContext, ExecutionEffect, ExecutionEvent, ExecutionStatus, PauseRecord } from '../../machines/execution-types.js';
+import { EXECUTION_MACHINE_READABLE, EXECUTION_MACHINE_VERSION, upgradeExecutionContext } from '../../machines/execution.js';
+import type { ExecutionEffect, ExecutionEvent, ExecutionStatus, PauseRecord } from '../../machines/execution-types.js';
 import type { AnyReactorDefinition, CompiledStep } from '../definition/compiled.js';
 import { DefinitionError, DeserializationError, InputValidationError, InterruptTimeoutError, MapGateClosedError, QueueRequiredError, WorkInterruptedError } from '../errors/index.js';
 import { CORRELATION_TTL_MS, correlationKey, descendantId, interruptKey, rootIdOf } from './lineage.js';
@@ -130,14 +130,9 @@ function isRecoverable(value: unknown): boolean {
 /** The status an execution snapshot is in. */
 export const statusOf = executionStatusOf;
 
-/**
- * The stored form of a snapshot: machine version 9 for an execution that uses async units (`units`:
- * its reactor has async unit steps; or it is an async reactor's child), else 8, which a build
- * before 9 still reads.
- */
-function persist(snapshot: Snapshot, units: boolean): PersistedSnapshot {
-  const machineVersion = units || snapshot.context.origin.async === true ? EXECUTION_MACHINE_VERSION : EXECUTION_MACHINE_PLAIN_VERSION;
-  return { kind: 'execution', machineVersion, value: snapshot.value, context: snapshot.context };
+/** The stored form of a snapshot (machine version {@link EXECUTION_MACHINE_VERSION}). */
+function persist(snapshot: Snapshot): PersistedSnapshot {
+  return { kind: 'execution', machineVersion: EXECUTION_MACHINE_VERSION, value: snapshot.value, context: snapshot.context };
 }
 
 const waitersBySignal = new WeakMap<AbortSignal, Set<() => void>>();
@@ -173,8 +168,6 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
   readonly #byName: ReadonlyMap<string, CompiledStep>;
   /** Per plan index: the async unit steps the step reads (it waits for them to settle). */
   readonly #unitReads: readonly (readonly CompiledStep[])[];
-  /** The reactor has async unit steps: its executions are stored as machine version 9. */
-  readonly #usesUnits: boolean;
 
   readonly #composeDeps: ComposeDeps;
 
@@ -186,7 +179,6 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
     this.#composeDeps = { store: deps.store, clock: deps.clock };
     this.#byName = new Map(definition.steps.map((s) => [s.name, s]));
     this.#unitReads = definition.plan.map((step) => step.reads.map((name) => this.#byName.get(name)!).filter(isAsyncUnit));
-    this.#usesUnits = definition.plan.some(isAsyncUnit);
     this.loop = new ActorHost(deps, this);
   }
 
@@ -228,7 +220,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
       id,
       reactor,
       input: inputs,
-      commit: { snapshot: persist(decided, this.#usesUnits), status: statusOf(decided.value), writes: plan.writes, outbox: plan.effects, signals: plan.signals },
+      commit: { snapshot: persist(decided), status: statusOf(decided.value), writes: plan.writes, outbox: plan.effects, signals: plan.signals },
     };
     return { held, event, plan, create };
   }
@@ -267,7 +259,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
         { retryable: true },
       );
     }
-    const snapshot = this.#machine.resolveState({ value: loaded.snapshot.value as never, context: loaded.snapshot.context as ExecutionContext });
+    const snapshot = this.#machine.resolveState({ value: loaded.snapshot.value as never, context: upgradeExecutionContext(loaded.snapshot.context) });
     const inputs = input === undefined ? await this.#deps.store.readInput(id) : input.value;
     const held = newHeld(id, snapshot, loaded.revision, inputs, loaded.outbox);
     held.inbox = loaded.inbox;
@@ -293,7 +285,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
   }
 
   adopt(held: HeldExecution, loaded: LoadedExecution): void {
-    held.snapshot = this.#machine.resolveState({ value: loaded.snapshot.value as never, context: loaded.snapshot.context as ExecutionContext });
+    held.snapshot = this.#machine.resolveState({ value: loaded.snapshot.value as never, context: upgradeExecutionContext(loaded.snapshot.context) });
     held.revision = loaded.revision;
     held.outbox = loaded.outbox;
   }
@@ -307,7 +299,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
   }
 
   persist(held: HeldExecution): { readonly snapshot: PersistedSnapshot; readonly status: ExecutionStatus } {
-    return { snapshot: persist(held.snapshot, this.#usesUnits), status: statusOf(held.snapshot.value) };
+    return { snapshot: persist(held.snapshot), status: statusOf(held.snapshot.value) };
   }
 
   /**
@@ -350,7 +342,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
     // before it) is carried forward, not replaced by none.
     const keepsOutbox = event.type === 'xreactor.unit.settled' && effects.length === 0;
     const commit: Commit = {
-      snapshot: persist(next, this.#usesUnits),
+      snapshot: persist(next),
       status: statusOf(next.value),
       writes,
       outbox: keepsOutbox ? held.outbox : effects,
@@ -386,7 +378,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
       // both are listed from their creation or first commit until they settle.)
       listed: [
         ...(!isRecoverable(held.snapshot.value) && isRecoverable(next.value) ? [held.id] : []),
-        ...plan.signals.filter((s) => s.condition === undefined && s.to !== next.context.undoBy).map((s) => s.to),
+        ...plan.signals.filter((s) => s.condition === undefined && s.to !== next.context.ending.undoBy).map((s) => s.to),
       ],
       sent: (revision) => {
         if (place === 'caller') this.#sendHandOffEarly(held, effects, revision, commit.snapshot);

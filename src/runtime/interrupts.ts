@@ -25,8 +25,8 @@ export interface ContinueRequest {
 }
 
 /** Interrupts ready to be continued in a paused execution, as names or paths (as its children reported them). */
-export function readyInterrupts(context: Pick<ExecutionContext, 'paused'>): (string | string[])[] {
-  const paused = context.paused;
+export function readyInterrupts(context: Pick<ExecutionContext, 'interrupts'>): (string | string[])[] {
+  const paused = context.interrupts.paused;
   if (paused === null) return [];
   const nested = paused.nested.map((p) => [paused.child!, ...(typeof p === 'string' ? [p] : p)]);
   return [...paused.ready.map((r) => r.step), ...(paused.child === null ? [] : nested)];
@@ -75,14 +75,14 @@ export async function prepareResume(engine: Engine, id: string, request: Continu
     return undefined;
   });
   // A resume that races the winning one may find the run already moving on: say why.
-  if (target?.held.snapshot.context.resumed.includes(name) === true) throw new InvalidStateError(`cannot resume interrupt "${path.join('.')}": it was already resumed`);
+  if (target?.held.snapshot.context.interrupts.resumed.includes(name) === true) throw new InvalidStateError(`cannot resume interrupt "${path.join('.')}": it was already resumed`);
   refuseUnlessPaused(id, statusOf(root.held.snapshot.value));
   const pending = JSON.stringify(readyInterrupts(root.held.snapshot.context));
   if (target === undefined || statusOf(target.held.snapshot.value) !== 'paused') {
     throw new InvalidStateError(`cannot continue ${JSON.stringify(path)}: ${owner} is not a paused composed child; ready interrupts: ${pending}`);
   }
   const step = target.definition.steps.find((s) => s.name === name);
-  const ready = target.held.snapshot.context.paused?.ready ?? [];
+  const ready = target.held.snapshot.context.interrupts.paused?.ready ?? [];
   if (step?.kind !== 'interrupt') throw new InvalidStateError(`"${path.join('.')}" is not an interrupt of reactor "${target.definition.name}"; ready interrupts: ${pending}`);
   const entry = ready.find((r) => r.step === name);
   if (entry === undefined) throw new InvalidStateError(`interrupt "${path.join('.')}" is not ready (its dependencies have not completed); ready interrupts: ${pending}`);

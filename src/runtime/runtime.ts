@@ -404,7 +404,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
   const pauseIsCurrent = async (loaded: { readonly snapshot: { readonly value: unknown; readonly context: unknown }; readonly inbox: { readonly entries: readonly unknown[] } }, id?: string): Promise<boolean> => {
     if (statusOf(loaded.snapshot.value) !== 'paused' || loaded.inbox.entries.length > 0) return false;
     const context = loaded.snapshot.context as ExecutionContext;
-    const child = context.paused?.child ?? null;
+    const child = context.interrupts.paused?.child ?? null;
     if (child === null) return true;
     const childId = `${id ?? context.executionId}.${child}`;
     const below = await store.load(childId).catch(() => undefined);

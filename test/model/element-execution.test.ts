@@ -71,7 +71,7 @@ describe('an element execution (execution machine 7)', () => {
       { type: 'xreactor.undo.finished', at: 5, epoch: 1, position: 0, step: 'e1', failure: { reason: 'raised', error: { name: 'Error', message: 'stuck' } } },
     ]);
     expect(snapshot.value).toBe('cancelled');
-    expect(snapshot.context.undoBy).toBe('r.m.rb-0');
+    expect(snapshot.context.ending.undoBy).toBe('r.m.rb-0');
     const end = all[4]!;
     expect(of(end, 'xreactor.write.mapReport')).toEqual([]);
     expect(of(end, 'xreactor.write.mapSignal')).toEqual([]);

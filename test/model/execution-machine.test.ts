@@ -386,7 +386,7 @@ function takenTransitions(machine: ExecutionMachine, before: Snapshot, event: Ex
 const statusOf = (value: Snapshot['value']): ExecutionStatus =>
   (typeof value === 'string' ? value : Object.keys(value)[0]) as ExecutionStatus;
 const valueIs = (s: Snapshot, value: Snapshot['value']) => JSON.stringify(s.value) === JSON.stringify(value);
-const pausedOnChild = (s: Snapshot) => statusOf(s.value) === 'paused' && s.context.paused?.child != null;
+const pausedOnChild = (s: Snapshot) => statusOf(s.value) === 'paused' && s.context.interrupts.paused?.child != null;
 const error = (message: string) => ({ name: 'Error', message });
 const childIdOf = (executionId: string, stepName: string) => `${executionId}.${stepName}`;
 /** The run waits for an async unit a step reads (`unit.awaiting`), not for a composed child or a map. */
@@ -400,7 +400,7 @@ const awaitsUnit = (s: Snapshot) => valueIs(s, { running: 'awaiting' }) && s.con
 function awaitedChild(s: Snapshot): string | null {
   const tags = executionTagsOf(s.value);
   if (tags.has('awaiting')) return s.context.awaiting?.child ?? null;
-  if (pausedOnChild(s)) return childIdOf(s.context.executionId, s.context.paused!.child!);
+  if (pausedOnChild(s)) return childIdOf(s.context.executionId, s.context.interrupts.paused!.child!);
   return null;
 }
 
@@ -523,8 +523,8 @@ function planModel({ plan, input = INPUT, compose: composeSteps = {}, reads = {}
       c.ending.rollbackReason,
       c.failure?.compensationPending ?? null,
       c.handedOff,
-      c.resumed,
-      c.paused === null ? null : { ready: c.paused.ready.map((r) => r.step), child: c.paused.child },
+      c.interrupts.resumed,
+      c.interrupts.paused === null ? null : { ready: c.interrupts.paused.ready.map((r) => r.step), child: c.interrupts.paused.child },
       c.awaiting === null ? null : { step: c.awaiting.step, purpose: c.awaiting.purpose, position: c.awaiting.position, child: c.awaiting.child },
       unitsSeen,
     ]);
@@ -626,7 +626,7 @@ function planModel({ plan, input = INPUT, compose: composeSteps = {}, reads = {}
       { type: 'xreactor.timer.fired', at, index, attempt },
       { type: 'xreactor.execution.resume', at },
       { type: 'xreactor.operator.cancel', at, reason: 'operator cancel' },
-      ...(s.context.paused?.ready ?? []).flatMap((r): ExecutionEvent[] => [
+      ...(s.context.interrupts.paused?.ready ?? []).flatMap((r): ExecutionEvent[] => [
         { type: 'xreactor.interrupt.resume', at, step: r.step, payload: { ok: r.step } },
         { type: 'xreactor.interrupt.fail', at, step: r.step, error: error('interrupt failed') },
       ]),
@@ -668,7 +668,7 @@ function planModel({ plan, input = INPUT, compose: composeSteps = {}, reads = {}
    */
   const staleEventsFor = (s: Snapshot, _stack: readonly number[]): ExecutionEvent[] => {
     const { cursor, attempt, undoDepth, updatedAt, rollbackEpoch: epoch } = s.context;
-    const ready = new Set((s.context.paused?.ready ?? []).map((r) => r.step));
+    const ready = new Set((s.context.interrupts.paused?.ready ?? []).map((r) => r.step));
     const notReady = [...plan.steps.map((st) => st.name), 'no-such-step'].filter((name) => !ready.has(name));
     const awaited = awaitedChild(s);
     const otherChildren = [...plan.steps.map((st) => childIdOf(id, st.name)), childIdOf(id, 'no-such-step'), 'payment', id, ...(input.parentId == null ? [] : [input.parentId])].filter(
@@ -802,7 +802,7 @@ function expectedSignals(model: PlanModel, before: Snapshot, next: Snapshot, eve
   const status = statusOf(next.value);
   const signals: Signal[] = [];
   if (statusOf(before.value) === 'paused' && LEAVES_PAUSE_BY_ITSELF.has(event.type)) {
-    signals.push({ to: parent, event: { type: 'xreactor.child.resumed', at: event.at, child: id }, dedupeKey: `${id}.resumed.${before.context.pauses}` });
+    signals.push({ to: parent, event: { type: 'xreactor.child.resumed', at: event.at, child: id }, dedupeKey: `${id}.resumed.${before.context.interrupts.pauses}` });
   }
   if (event.type === 'xreactor.undo.child') {
     const toMap = model.composeAt.get(stack.at(-1)!)?.map === true;
@@ -818,7 +818,7 @@ function expectedSignals(model: PlanModel, before: Snapshot, next: Snapshot, eve
   }
   if (event.type === 'xreactor.operator.undo' && pausedOnChild(before)) {
     signals.push({
-      to: childIdOf(id, before.context.paused!.child!),
+      to: childIdOf(id, before.context.interrupts.paused!.child!),
       event: { type: 'xreactor.operator.undo', at: event.at, from: id },
       dedupeKey: `undo.${id}.${c.rollbackEpoch}.paused`,
     });
@@ -826,15 +826,15 @@ function expectedSignals(model: PlanModel, before: Snapshot, next: Snapshot, eve
   if (status === 'paused') {
     const ready =
       event.type === 'xreactor.child.paused'
-        ? event.ready.map((p) => [c.paused!.child!, ...(typeof p === 'string' ? [p] : p)])
-        : model.plan.steps[c.cursor]!.interrupt!.group.filter((name) => !c.resumed.includes(name));
-    signals.push({ to: parent, event: { type: 'xreactor.child.paused', at: event.at, child: id, ready }, dedupeKey: `${id}.paused.${c.pauses}` });
+        ? event.ready.map((p) => [c.interrupts.paused!.child!, ...(typeof p === 'string' ? [p] : p)])
+        : model.plan.steps[c.cursor]!.interrupt!.group.filter((name) => !c.interrupts.resumed.includes(name));
+    signals.push({ to: parent, event: { type: 'xreactor.child.paused', at: event.at, child: id, ready }, dedupeKey: `${id}.paused.${c.interrupts.pauses}` });
   }
   if (TERMINAL.has(status)) {
     const settled = { type: 'xreactor.child.settled' as const, at: event.at, child: id, status };
     const key = `${id}.settled.${status}.${c.rollbackEpoch}`;
     // An element undone for its map's rollback tells the rollback actor that asked; its forward end goes to its map's slot (mapReport), not as a signal.
-    if (c.undoBy !== null) signals.push({ to: c.undoBy, kind: 'element-rollback', event: { ...settled, rollbackFailures: c.rollbackFailures }, dedupeKey: key });
+    if (c.ending.undoBy !== null) signals.push({ to: c.ending.undoBy, kind: 'element-rollback', event: { ...settled, rollbackFailures: c.rollbackFailures }, dedupeKey: key });
     else if (c.map === null && independent) signals.push({ to: parentOfSettle, event: { type: 'xreactor.unit.settled', at: event.at, child: id }, dedupeKey: `${id}.settled` });
     else if (c.map === null) signals.push({ to: parent, event: settled, dedupeKey: key });
   }
@@ -850,7 +850,7 @@ function expectedMapWrites(model: PlanModel, before: Snapshot, next: Snapshot, e
   if (statusOf(before.value) !== 'running' && status === 'running' && (before.value === 'pending' || before.value === 'queued')) {
     writes.push({ type: 'xreactor.write.mapReport', params: { started: { map: link.id, index: link.index, ...(event.type === 'xreactor.element.start' ? { gate: true } : {}) } } });
   }
-  if (TERMINAL.has(status) && next.context.undoBy === null) {
+  if (TERMINAL.has(status) && next.context.ending.undoBy === null) {
     const outcome = link.skipped === true ? 'skipped' : status;
     const stops = outcome === 'halted' || outcome === 'aborted' || (outcome === 'failed' && link.atomic);
     writes.push({ type: 'xreactor.write.mapReport', params: { report: { map: link.id, index: link.index, outcome, stops, at: event.at } } });
@@ -1057,12 +1057,12 @@ function replay(model: PlanModel, machine: ExecutionMachine, labels: Map<AnyTran
 
       // Interrupts: `resumed` lists interrupt steps of the plan, each once, and only a resume
       // changes it — appending exactly the resumed step, whose payload becomes its result.
-      for (const name of c.resumed) expect(interrupts, `${where}: resumed "${name}" is not an interrupt step`).toContain(name);
-      expect(new Set(c.resumed).size, `${where}: an interrupt resumed twice`).toBe(c.resumed.length);
+      for (const name of c.interrupts.resumed) expect(interrupts, `${where}: resumed "${name}" is not an interrupt step`).toContain(name);
+      expect(new Set(c.interrupts.resumed).size, `${where}: an interrupt resumed twice`).toBe(c.interrupts.resumed.length);
       const results = actions.filter((a) => a.type === 'xreactor.write.result');
       if (event.type === 'xreactor.interrupt.resume') {
-        expect(before.context.paused?.ready.map((r) => r.step), `${where}: resume of an interrupt that is not ready`).toContain(event.step);
-        expect(c.resumed, `${where}: resume does not append exactly its step to resumed`).toEqual([...before.context.resumed, event.step]);
+        expect(before.context.interrupts.paused?.ready.map((r) => r.step), `${where}: resume of an interrupt that is not ready`).toContain(event.step);
+        expect(c.interrupts.resumed, `${where}: resume does not append exactly its step to resumed`).toEqual([...before.context.interrupts.resumed, event.step]);
         expect(results, `${where}: resume does not write exactly its payload as the step's result`).toEqual([
           { type: 'xreactor.write.result', params: { step: event.step, value: event.payload } },
         ]);
@@ -1071,7 +1071,7 @@ function replay(model: PlanModel, machine: ExecutionMachine, labels: Map<AnyTran
           `${where}: resume pushed an undo entry`,
         ).toEqual([]);
       } else {
-        expect(c.resumed, `${where}: resumed changed without a resume`).toEqual(before.context.resumed);
+        expect(c.interrupts.resumed, `${where}: resumed changed without a resume`).toEqual(before.context.interrupts.resumed);
       }
       for (const result of results) {
         // Every other result is the outcome of the step the event names (an async step's: a reference to its unit).
@@ -1085,11 +1085,11 @@ function replay(model: PlanModel, machine: ExecutionMachine, labels: Map<AnyTran
       // (nothing ready of its own, the child's ready interrupts as it reported them), or the
       // not-yet-resumed interrupts of the group of the interrupt at the cursor, itself first, with
       // their deadlines. Each entry into a pause is counted (the pause signals are keyed by it).
-      expect(c.pauses, `${where}: pause count`).toBe(before.context.pauses + (status === 'paused' ? 1 : 0));
+      expect(c.interrupts.pauses, `${where}: pause count`).toBe(before.context.interrupts.pauses + (status === 'paused' ? 1 : 0));
       if (status !== 'paused') {
-        expect(c.paused, `${where}: pause record outside paused`).toBeNull();
+        expect(c.interrupts.paused, `${where}: pause record outside paused`).toBeNull();
       } else {
-        const p = c.paused;
+        const p = c.interrupts.paused;
         expect(p, `${where}: paused without a pause record`).not.toBeNull();
         expect(p!.since, `${where}: pause since is not the pausing event's clock`).toBe(event.at);
         const atCursor = plan.steps[c.cursor]!;
@@ -1106,14 +1106,14 @@ function replay(model: PlanModel, machine: ExecutionMachine, labels: Map<AnyTran
           expect(readySteps[0], `${where}: the interrupt at the cursor is not ready first`).toBe(atCursor.name);
           for (const name of readySteps) {
             expect(interrupts, `${where}: ready "${name}" is not an interrupt step`).toContain(name);
-            expect(c.resumed, `${where}: ready "${name}" was already resumed`).not.toContain(name);
+            expect(c.interrupts.resumed, `${where}: ready "${name}" was already resumed`).not.toContain(name);
           }
-          expect(readySteps, `${where}: ready is not the unresumed rest of the group`).toEqual(atCursor.interrupt!.group.filter((n) => !c.resumed.includes(n)));
+          expect(readySteps, `${where}: ready is not the unresumed rest of the group`).toEqual(atCursor.interrupt!.group.filter((n) => !c.interrupts.resumed.includes(n)));
           for (const r of p!.ready) {
             const ms = plan.steps.find((st) => st.name === r.step)!.interrupt!.timeoutMs;
             // A deadline runs from when the interrupt first became ready (a re-pause does not move it).
-            expect(c.readyAt[r.step], `${where}: "${r.step}" has no ready time`).toBeDefined();
-            expect(r.timeoutAt, `${where}: deadline of "${r.step}"`).toBe(ms === null ? null : c.readyAt[r.step]! + ms);
+            expect(c.interrupts.readyAt[r.step], `${where}: "${r.step}" has no ready time`).toBeDefined();
+            expect(r.timeoutAt, `${where}: deadline of "${r.step}"`).toBe(ms === null ? null : c.interrupts.readyAt[r.step]! + ms);
           }
         }
       }
@@ -1123,8 +1123,8 @@ function replay(model: PlanModel, machine: ExecutionMachine, labels: Map<AnyTran
       // that job keeps the first deadline; a lazy check reads the pause record's.) Collected and
       // asserted after the coverage check (see the report).
       if (event.type === 'xreactor.interrupt.resume' && status === 'paused') {
-        for (const r of c.paused!.ready) {
-          const earlier = before.context.paused!.ready.find((e) => e.step === r.step);
+        for (const r of c.interrupts.paused!.ready) {
+          const earlier = before.context.interrupts.paused!.ready.find((e) => e.step === r.step);
           if (earlier !== undefined && earlier.timeoutAt !== r.timeoutAt) {
             movedDeadlines.add(`"${r.step}" still ready after resuming "${event.step}": timeoutAt ${earlier.timeoutAt} → ${r.timeoutAt}`);
           }
@@ -1275,7 +1275,7 @@ function replay(model: PlanModel, machine: ExecutionMachine, labels: Map<AnyTran
         switch (effect.type) {
           case 'xreactor.effect.paused':
             expect(status, where).toBe('paused');
-            expect(effect.params, `${where}: paused effect differs from the pause record`).toEqual(c.paused);
+            expect(effect.params, `${where}: paused effect differs from the pause record`).toEqual(c.interrupts.paused);
             break;
           case 'xreactor.effect.runStep':
             expect(next.value, where).toEqual({ running: 'executing' });
@@ -1665,7 +1665,7 @@ describe('a composed child and its parent, signals routed between them', () => {
     expect(paused).toEqual([{ to: 'p', event: { type: 'xreactor.child.paused', at, child: 'p.payment', ready: ['approve'] }, dedupeKey: 'p.payment.paused.1' }]);
     [parent, actions] = transition(parentMachine, parent, paused[0]!.event);
     expect(parent.value).toBe('paused');
-    expect(parent.context.paused).toEqual({ ready: [], child: 'payment', nested: ['approve'], since: at });
+    expect(parent.context.interrupts.paused).toEqual({ ready: [], child: 'payment', nested: ['approve'], since: at });
     // A root's pause signal has no recipient; the interrupt is addressed by its path.
     expect(signalsOf(actions)).toEqual([{ to: null, event: { type: 'xreactor.child.paused', at, child: 'p', ready: [['payment', 'approve']] }, dedupeKey: 'p.paused.1' }]);
     // A paused run is no longer continued by execution.resume: only its child's signals move it.

@@ -379,7 +379,7 @@ describe('the sweep of an execution whose step waits for an async unit', () => {
 });
 
 describe('machine versions', () => {
-  it('an execution that uses async units is stored as version 9; one that does not, as 8 (which the build before 9 reads)', async () => {
+  it('every execution is stored as version 10, one that uses async units or not; a unit as unit version 1', async () => {
     const store = createMemoryStore();
     const rt = runtime({ store });
     const kid = defineReactor({ name: 'v-kid' }).step('k', { run: () => 1 }).build();
@@ -388,11 +388,10 @@ describe('machine versions', () => {
     const a = await rt.run(plain, {});
     const b = await rt.run(units, {});
     await expect.poll(async () => (await rt.find(`${b.executionId}.kid`)).status, { timeout: 2_000 }).toBe('completed');
-    expect(EXECUTION_MACHINE_VERSION).toBe(9);
-    expect((await store.load(a.executionId))!.snapshot.machineVersion).toBe(8);
-    expect((await store.load(b.executionId))!.snapshot.machineVersion).toBe(9);
-    // The async reactor's child (a reactor without units of its own) is 9 too: its origin says async.
-    expect((await store.load(`${b.executionId}.kid`))!.snapshot.machineVersion).toBe(9);
+    expect(EXECUTION_MACHINE_VERSION).toBe(10);
+    expect((await store.load(a.executionId))!.snapshot.machineVersion).toBe(10);
+    expect((await store.load(b.executionId))!.snapshot.machineVersion).toBe(10);
+    expect((await store.load(`${b.executionId}.kid`))!.snapshot.machineVersion).toBe(10);
     expect((await store.load(`${b.executionId}.u`))!.snapshot).toMatchObject({ kind: 'unit', machineVersion: 1 });
   });
 });

@@ -25,14 +25,14 @@ describe('snapshot codec', () => {
     expect(Buffer.compare(encodeSnapshot(decodeSnapshot(bytes)), bytes)).toBe(0);
   });
 
-  it('reads the machine versions it is given per kind, by default the registry\'s (executions of versions 6 to 9, maps, element rollbacks and async units of 1)', () => {
-    const v10 = encodeSnapshot({ ...snapshot, machineVersion: 10 });
-    expect(decodeSnapshot(v10, { execution: [9, 10] }).machineVersion).toBe(10);
-    expect(EXECUTION_MACHINE_VERSION).toBe(9);
-    expect(DEFAULT_MACHINES).toEqual({ execution: [6, 7, 8, EXECUTION_MACHINE_VERSION], map: [1], 'element-rollback': [1], unit: [1] });
+  it('reads the machine versions it is given per kind, by default the registry\'s (executions of versions 6 to 10, maps, element rollbacks and async units of 1)', () => {
+    const v11 = encodeSnapshot({ ...snapshot, machineVersion: 11 });
+    expect(decodeSnapshot(v11, { execution: [10, 11] }).machineVersion).toBe(11);
+    expect(EXECUTION_MACHINE_VERSION).toBe(10);
+    expect(DEFAULT_MACHINES).toEqual({ execution: [6, 7, 8, 9, EXECUTION_MACHINE_VERSION], map: [1], 'element-rollback': [1], unit: [1] });
     expect(decodeSnapshot(encodeSnapshot({ ...snapshot, machineVersion: 6 })).machineVersion).toBe(6);
-    expect(() => decodeSnapshot(v10)).toThrow(DeserializationError);
-    expect(() => decodeSnapshot(v10)).toThrow(new RegExp(`stored execution snapshot has machine version 10; this build knows 6, 7, 8, ${EXECUTION_MACHINE_VERSION}: deploy a build that knows version 10`));
+    expect(() => decodeSnapshot(v11)).toThrow(DeserializationError);
+    expect(() => decodeSnapshot(v11)).toThrow(new RegExp(`stored execution snapshot has machine version 11; this build knows 6, 7, 8, 9, ${EXECUTION_MACHINE_VERSION}: deploy a build that knows version 11`));
     expect(() => decodeSnapshot(encodeSnapshot(snapshot), { execution: [] })).toThrow(/knows no version/);
   });
 

@@ -1,3 +1,4 @@
+import type { ExecutionContext } from '../../machines/execution-types.js';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createMemoryStore, createRuntime, defineReactor } from '../../src/index.js';
@@ -51,36 +52,44 @@ describe('reactor versions and plan fingerprints', () => {
     expect(ran).toEqual(['v1:reserve', 'v1:charge']);
   });
 
-  it.each([6, 7])('an execution stored by execution machine version %i loads and resumes on version 8 (its flat context is grouped as it is read)', async (version) => {
+  it.each([6, 7, 8, 9])('an execution stored by execution machine version %i loads and resumes on version 10 (its context is grouped as it is read)', async (version) => {
     const ran: string[] = [];
     const v1 = checkout(1, 'charge', ran);
     const store = createMemoryStore();
     const id = `v${version}run`;
     const runtime = createRuntime({ store, logger, generateId: () => id, reactors: [v1] });
     expect(await runtime.run(v1, {})).toMatchObject({ status: 'paused' });
-    // Rewrite it as that version wrote it: `origin` and `ending` flat at the top; version 6 also
-    // without `map` and `undoBy`.
+    // Rewrite it as that version wrote it: versions 6 to 9 keep `interrupts` and `undoBy` at the
+    // top; 6 and 7 also `origin` and `ending`; 6 has no `map` and no `undoBy`.
     const loaded = (await store.load(id))!;
-    expect(loaded.snapshot.machineVersion).toBe(8);
-    const { origin, ending, map, undoBy, ...rest } = loaded.snapshot.context as Record<string, unknown>;
-    expect({ map, undoBy }).toEqual({ map: null, undoBy: null });
-    const flat = { ...rest, ...(origin as object), ...(ending as object), ...(version === 7 ? { map, undoBy } : {}) };
+    expect(loaded.snapshot.machineVersion).toBe(10);
+    const { origin, ending, interrupts, map, ...rest } = loaded.snapshot.context as ExecutionContext & Record<string, unknown>;
+    expect(Object.keys(loaded.snapshot.context as object)).toHaveLength(16);
+    expect({ map, undoBy: ending.undoBy }).toEqual({ map: null, undoBy: null });
+    expect(interrupts.paused).not.toBeNull();
+    const { undoBy, ...endingBefore10 } = ending;
+    const stored = {
+      ...rest,
+      ...(version >= 8 ? { origin, ending: endingBefore10 } : { ...origin, ...endingBefore10 }),
+      ...interrupts,
+      ...(version === 6 ? {} : { map, undoBy }),
+    };
     await store.commit(id, loaded.revision, {
-      snapshot: { ...loaded.snapshot, machineVersion: version, context: flat },
+      snapshot: { ...loaded.snapshot, machineVersion: version, context: stored },
       status: 'paused',
       writes: { results: [], pushUndo: [], truncateUndoTo: undefined, trace: [] },
       outbox: loaded.outbox,
     });
-    const stored = (await store.load(id))!;
-    expect(stored.snapshot.machineVersion).toBe(version);
+    const reread = (await store.load(id))!;
+    expect(reread.snapshot.machineVersion).toBe(version);
     // Read in the current shape: what every reader (find, awaitResult, the host) sees.
-    expect(stored.snapshot.context).toMatchObject({ origin, ending, map: null, undoBy: null });
-    expect((await runtime.find(id)).createdAt).toBe((origin as { createdAt: number }).createdAt);
+    expect(reread.snapshot.context).toEqual(loaded.snapshot.context);
+    expect((await runtime.find(id)).createdAt).toBe(origin.createdAt);
     expect(await runtime.continue(id, { step: 'approve', payload: true })).toMatchObject({ status: 'completed' });
     expect(ran).toEqual(['v1:reserve', 'v1:charge']);
     const after = (await store.load(id))!;
-    expect(after.snapshot.machineVersion).toBe(8);
-    expect(after.snapshot.context).toMatchObject({ origin: { version: 1, path: [] }, ending: { cancelReason: null }, map: null, undoBy: null });
+    expect(after.snapshot.machineVersion).toBe(10);
+    expect(after.snapshot.context).toMatchObject({ origin: { version: 1, path: [] }, ending: { cancelReason: null, undoBy: null }, interrupts: { paused: null, resumed: ['approve'], pauses: 1 }, map: null });
   });
 
   it('one version registered twice with different plans is refused when the runtime is built', () => {
