@@ -208,54 +208,61 @@ async function roundA(url: string, round: number, profileDir?: string): Promise<
   try {
     await whenReady(worker, 'xreactor worker process');
     const pid = worker.child.pid!;
-    if (LIB === 'dist') {
-      // The profile is read after the worker has exited (below): it writes it on exit.
-      const stats = COMMANDSTATS ? new Redis(url, REDIS_OPTIONS) : undefined;
-      try {
-        batch = await distCallerBatch(env, pid, round, async () => void (await stats?.config('RESETSTAT')));
-        if (stats !== undefined) printCommandStats('A', await info(stats, 'commandstats'));
-      } finally {
-        stats?.disconnect();
-      }
-    } else {
-      const caller = new Redis(url, REDIS_OPTIONS);
-      const store = adapters.createRedisStore({ redis: caller, prefix });
-      const queue = adapters.createBullmqQueue({ connection: caller, queueName });
-      const runtime = xr.createRuntime({ store, queue, worker: false, reactors: [reactor], logger });
-      try {
-        if (WARMUP > 0) await runBatch(runtime, WARMUP);
-        if (COMMANDSTATS) await caller.config('RESETSTAT');
-        const cpu = cpuNow(pid);
-        const { startedAt, dispatchedAt, ok, statuses } = await runBatch(runtime, RUNS);
-        if (COMMANDSTATS) printCommandStats('A', await info(caller, 'commandstats'));
-        const endedAt = monotonicMs();
-        const used = cpuSince(cpu, pid);
-        const totalS = (endedAt - startedAt) / 1000;
-        const other = statuses.filter((s) => s !== 'completed');
-        batch = {
-          kind: 'A',
-          round,
-          perSecond: RUNS / totalS,
-          totalS,
-          startedS: (dispatchedAt - startedAt) / 1000,
-          cpu: used,
-          ok,
-          note: other.length === 0 ? '' : `${other.length} not completed (${[...new Set(other)].join(', ')})`,
-          loadAfter: loadAverage(),
-          window: { fromMs: startedAt, toMs: endedAt },
-        };
-      } finally {
-        await runtime.close().catch(() => undefined);
-        await queue.close().catch(() => undefined);
-        await store.close().catch(() => undefined);
-        caller.disconnect();
-      }
-    }
+    // The profile is read after the worker has exited (below): it writes it on exit.
+    batch = LIB === 'dist' ? await distRoundA(url, env, pid, round) : await srcRoundA(url, prefix, queueName, pid, round);
   } finally {
     await stopChild(worker.child, worker.exited, 15_000);
   }
   if (profileDir === undefined) return { batch };
   return { batch, profile: workerProfile(profileDir, worker, batch) };
+}
+
+/** Workload A's timed batch from a caller process on the built package (BENCH_LIB=dist). */
+async function distRoundA(url: string, env: Readonly<Record<string, string>>, pid: number, round: number): Promise<Batch> {
+  const stats = COMMANDSTATS ? new Redis(url, REDIS_OPTIONS) : undefined;
+  try {
+    const batch = await distCallerBatch(env, pid, round, async () => void (await stats?.config('RESETSTAT')));
+    if (stats !== undefined) printCommandStats('A', await info(stats, 'commandstats'));
+    return batch;
+  } finally {
+    stats?.disconnect();
+  }
+}
+
+/** Workload A's timed batch from this process, on the sources. */
+async function srcRoundA(url: string, prefix: string, queueName: string, pid: number, round: number): Promise<Batch> {
+  const caller = new Redis(url, REDIS_OPTIONS);
+  const store = adapters.createRedisStore({ redis: caller, prefix });
+  const queue = adapters.createBullmqQueue({ connection: caller, queueName });
+  const runtime = xr.createRuntime({ store, queue, worker: false, reactors: [reactor], logger });
+  try {
+    if (WARMUP > 0) await runBatch(runtime, WARMUP);
+    if (COMMANDSTATS) await caller.config('RESETSTAT');
+    const cpu = cpuNow(pid);
+    const { startedAt, dispatchedAt, ok, statuses } = await runBatch(runtime, RUNS);
+    if (COMMANDSTATS) printCommandStats('A', await info(caller, 'commandstats'));
+    const endedAt = monotonicMs();
+    const used = cpuSince(cpu, pid);
+    const totalS = (endedAt - startedAt) / 1000;
+    const other = statuses.filter((s) => s !== 'completed');
+    return {
+      kind: 'A',
+      round,
+      perSecond: RUNS / totalS,
+      totalS,
+      startedS: (dispatchedAt - startedAt) / 1000,
+      cpu: used,
+      ok,
+      note: other.length === 0 ? '' : `${other.length} not completed (${[...new Set(other)].join(', ')})`,
+      loadAfter: loadAverage(),
+      window: { fromMs: startedAt, toMs: endedAt },
+    };
+  } finally {
+    await runtime.close().catch(() => undefined);
+    await queue.close().catch(() => undefined);
+    await store.close().catch(() => undefined);
+    caller.disconnect();
+  }
 }
 
 /** The worker's CPU profile over the timed window (the worker has exited and written it). */

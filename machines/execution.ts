@@ -137,6 +137,11 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
     return n < stepCount && stepAt(n).interrupt === undefined && !(plan.handoffIndex !== null && !context.handedOff && n === plan.handoffIndex);
   };
   type Succeeded = { readonly context: ExecutionContext; readonly event: ExecutionEvent };
+  /** A guard: the event is the current step's success, of a tracked step or not, with a plain next step or not (checked in that order of the transitions, so `toPlain: false` is the rest). */
+  const currentSuccess =
+    ({ tracked, toPlain }: { readonly tracked: boolean; readonly toPlain: boolean }) =>
+    ({ context, event }: Succeeded) =>
+      isCurrent(context, event as EventOf<'xreactor.step.succeeded'>) && stepAt(context.cursor).tracked === tracked && (!toPlain || nextIsPlain(context));
   const succeededOf = (event: ExecutionEvent) => event as EventOf<'xreactor.step.succeeded'>;
   /** What a success writes: its result, its undo entry (a tracked step), its trace entry. */
   const writeSuccessResult = { type: 'xreactor.write.result' as const, params: ({ event }: Succeeded) => ({ step: stepAt(succeededOf(event).index).name, value: succeededOf(event).result }) };
@@ -332,9 +337,9 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       })),
     },
     guards: {
-      isCurrentTrackedSuccessToPlain: ({ context, event }) => isCurrent(context, event as EventOf<'xreactor.step.succeeded'>) && stepAt(context.cursor).tracked && nextIsPlain(context),
-      isCurrentUntrackedSuccessToPlain: ({ context, event }) => isCurrent(context, event as EventOf<'xreactor.step.succeeded'>) && !stepAt(context.cursor).tracked && nextIsPlain(context),
-      isCurrentTrackedSuccess: ({ context, event }) => isCurrent(context, event as EventOf<'xreactor.step.succeeded'>) && stepAt(context.cursor).tracked,
+      isCurrentTrackedSuccessToPlain: currentSuccess({ tracked: true, toPlain: true }),
+      isCurrentUntrackedSuccessToPlain: currentSuccess({ tracked: false, toPlain: true }),
+      isCurrentTrackedSuccess: currentSuccess({ tracked: true, toPlain: false }),
       hasNextStep: ({ context }) => context.cursor < stepCount,
       atResumedInterrupt: ({ context }) => context.cursor < stepCount && stepAt(context.cursor).interrupt !== undefined && context.interrupts.resumed.includes(stepAt(context.cursor).name),
       atInterrupt: ({ context }) => context.cursor < stepCount && stepAt(context.cursor).interrupt !== undefined,
@@ -470,6 +475,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
               'xreactor.step.succeeded': [
                 { guard: 'isCurrentTrackedSuccessToPlain', target: 'executing', reenter: true, actions: [writeSuccessResult, pushSuccessUndo, traceSuccess, 'advancePastSuccess'] },
                 { guard: 'isCurrentUntrackedSuccessToPlain', target: 'executing', reenter: true, actions: [writeSuccessResult, traceSuccess, 'advancePastSuccess'] },
+                // The same writes, through `next`.
                 { guard: 'isCurrentTrackedSuccess', target: 'next', actions: [writeSuccessResult, pushSuccessUndo, traceSuccess, 'advancePastSuccess'] },
                 { guard: 'isCurrentSuccess', target: 'next', actions: [writeSuccessResult, traceSuccess, 'advancePastSuccess'] },
               ],
