@@ -6,6 +6,12 @@ export interface Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
   /** Call `fn` every `ms` milliseconds until the returned function is called. Never keeps the process alive. */
   every(ms: number, fn: () => void): () => void;
+  /**
+   * Call `fn` once after `ms` milliseconds unless the returned function is called first (as
+   * `sleep` does, without a promise and an abort signal per timer). Optional: without it,
+   * {@link timeoutOrAbort} uses `sleep`.
+   */
+  after?(ms: number, fn: () => void): () => void;
 }
 
 /** The real clock. */
@@ -32,6 +38,10 @@ export const systemClock: Clock = {
     timer.unref();
     return () => clearInterval(timer);
   },
+  after: (ms, fn) => {
+    const timer = setTimeout(fn, ms);
+    return () => clearTimeout(timer);
+  },
 };
 
 /**
@@ -47,8 +57,15 @@ export const WAIT_OVER: Error = new Error('the wait is over');
  * no composite signal (`AbortSignal.any`) per wait.
  */
 export function timeoutOrAbort(clock: Clock, ms: number, signal: AbortSignal | undefined, onEnd: () => void): () => void {
-  const timer = new AbortController();
   signal?.addEventListener('abort', onEnd, { once: true });
+  if (clock.after !== undefined) {
+    const cancel = clock.after(ms, onEnd);
+    return () => {
+      signal?.removeEventListener('abort', onEnd);
+      cancel();
+    };
+  }
+  const timer = new AbortController();
   clock.sleep(ms, timer.signal).then(onEnd, noop);
   return () => {
     signal?.removeEventListener('abort', onEnd);

@@ -7,7 +7,7 @@ import type { ExecutionId, IdGenerator } from '../internal/ids.js';
 import { createInProcessQueue } from '../queue/in-process-queue.js';
 import type { Consumer, Queue } from '../queue/queue.js';
 import { createMemoryStore } from '../store/memory-store.js';
-import type { Store } from '../store/store.js';
+import type { LoadOptions, Store } from '../store/store.js';
 import type { Engine, EngineOptions } from './engine.js';
 import { createEngine } from './engine.js';
 import { checkBackendOptions } from './backend.js';
@@ -29,7 +29,6 @@ import type { HeldExecution } from './host.js';
 import type { HeldLease } from './lease.js';
 import type { ExecutionContext, ExecutionEvent } from '../../machines/execution-types.js';
 import { isDeepStrictEqual } from 'node:util';
-import { WAIT_OVER } from '../internal/clock.js';
 import { validateWith } from '../internal/standard-schema.js';
 import { decode, encode } from '../serialization/index.js';
 
@@ -193,8 +192,8 @@ async function orUnreadable<T>(read: Promise<T>): Promise<T | DeserializationErr
  * unreadable in the store (`Store.markUnreadable`) is unreadable with the recorded error, also
  * when its snapshot still decodes (it was its input or outbox that did not): it is failed.
  */
-async function loadOrUnreadable(store: Store, id: string) {
-  const loaded = await orUnreadable(store.load(id));
+async function loadOrUnreadable(store: Store, id: string, options?: LoadOptions) {
+  const loaded = await orUnreadable(store.load(id, options));
   // Read and not marked (the load says so): the common case, one read. Marked, or not readable:
   // the record says why.
   if (loaded !== undefined && !(loaded instanceof DeserializationError) && !loaded.marked) return loaded;
@@ -282,9 +281,11 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
    * its `MapResults` reader (as `run()` returns it), with the element reactor when the definition
    * is known.
    */
-  const resultsOf = (definition: AnyReactorDefinition | undefined): Pick<Store, 'readResults'> => ({
+  /** The results `buildResult` reads, as callers get them; `preloaded`: the ones a load read with the snapshot (for the steps it asked, `'all'` or a list). */
+  const resultsOf = (definition: AnyReactorDefinition | undefined, preloaded?: { readonly asked: readonly string[] | 'all'; readonly values: ReadonlyMap<string, unknown> }): Pick<Store, 'readResults'> => ({
     readResults: async (id, steps) => {
-      const read = await store.readResults(id, steps);
+      const covered = preloaded !== undefined && (preloaded.asked === 'all' || (steps !== undefined && steps.every((step) => preloaded.asked.includes(step))));
+      const read = covered ? new Map(steps === undefined ? preloaded.values : steps.flatMap((step) => (preloaded.values.has(step) ? [[step, preloaded.values.get(step)] as const] : []))) : await store.readResults(id, steps);
       for (const [step, value] of read) {
         if (!isMapResultsRef(value)) continue;
         const element = id.includes('.') ? undefined : definition?.steps.find((s) => s.name === step)?.map?.element;
@@ -504,9 +505,16 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       const timeoutMs = awaitOptions.timeoutMs ?? 30_000;
       const recheckMs = Math.min(5_000, Math.max(1_000, Math.floor(timeoutMs / 10)));
       const deadline = clock.now() + timeoutMs;
-      /** The outcome when the execution has one (settled, aborted or paused); else its status. */
-      const look = async (onAnswer: () => void): Promise<{ result: RunResult<never> | CancelledResult | PausedResult } | { status: string; soon?: true }> => {
-        const loaded = await loadOrUnreadable(store, id).catch((error: unknown) => {
+      /**
+       * The outcome when the execution has one (settled, aborted or paused); else its status and
+       * the results its outcome would read once completed (`results`, what the next look asks the
+       * load for, so that it reads the outcome in the same round trip).
+       */
+      const look = async (
+        onAnswer: () => void,
+        results?: readonly string[] | 'all',
+      ): Promise<{ result: RunResult<never> | CancelledResult | PausedResult } | { status: string; soon?: true; results?: readonly string[] | 'all' }> => {
+        const loaded = await loadOrUnreadable(store, id, results === undefined ? undefined : { results }).catch((error: unknown) => {
           onAnswer();
           throw error;
         });
@@ -522,8 +530,10 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         }
         const status = statusOf(loaded.snapshot.value);
         const context = loaded.snapshot.context as Parameters<typeof buildResult>[2];
+        const definition = knownDefinition(context);
         if (SETTLED.includes(status) || status === 'aborted') {
-          return { result: (await outcome(knownDefinition(context), id, status, context)) as RunResult<never> | CancelledResult };
+          const preloaded = results === undefined || loaded.results === undefined ? undefined : { asked: results, values: loaded.results };
+          return { result: (await outcome(definition, id, status, context, resultsOf(definition, preloaded))) as RunResult<never> | CancelledResult };
         }
         if (status === 'paused') {
           // A pause that is still current (nothing on its way to it, down to the child whose
@@ -532,34 +542,36 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
           if (await pauseIsCurrent(loaded)) return { result: { status: 'paused', executionId: id as ExecutionId, readyInterrupts: readyInterrupts(context) } };
           return { status: 'resuming', soon: true };
         }
-        return { status };
+        // What `buildResult` reads of a completed run: the `returns` step's result, or every step's.
+        const returns = definition === undefined ? (context.origin.returns ?? undefined) : definition.returns;
+        return { status, results: returns === undefined ? 'all' : [returns] };
       };
       for (;;) {
         // Listen before looking: once the wait is listening, a run that settles after the look
         // still wakes us (a notification published before the SUBSCRIBE lands would be lost).
-        const stopWaiting = new AbortController();
         const remainingNow = Math.max(1, deadline - clock.now());
-        const wait = store.waitSettled(id, Math.min(remainingNow, recheckMs), awaitOptions.signal === undefined ? stopWaiting.signal : AbortSignal.any([awaitOptions.signal, stopWaiting.signal]));
+        const wait = store.waitSettled(id, Math.min(remainingNow, recheckMs), awaitOptions.signal);
         // Listening, or given up (timeout, abort): a stuck SUBSCRIBE must not outlast timeoutMs.
         await Promise.race([wait.listening, wait.settled]);
-        const first = await look(() => stopWaiting.abort(WAIT_OVER));
+        const first = await look(() => wait.stop());
         if ('result' in first) return first.result;
         if (deadline - clock.now() <= 0) {
-          stopWaiting.abort(WAIT_OVER);
+          wait.stop();
           throw new AwaitTimeoutError(id, timeoutMs, first.status);
         }
         if (first.soon === true) {
           // A continued pause its ancestors are taking up: no notification marks that, so poll.
-          stopWaiting.abort(WAIT_OVER);
+          wait.stop();
           await clock.sleep(RESUMING_POLL_MS, awaitOptions.signal);
           continue;
         }
         const notified = await wait.settled;
         awaitOptions.signal?.throwIfAborted();
         // Notified: the commit that published it is durable, so look again at once (no new
-        // subscription). A notification without an outcome (or a re-check) listens again first.
+        // subscription), reading the result it returns with it. A notification without an
+        // outcome (or a re-check) listens again first.
         if (notified) {
-          const again = await look(() => undefined);
+          const again = await look(() => undefined, first.results);
           if ('result' in again) return again.result;
         }
       }

@@ -334,9 +334,17 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       if (options?.announce === true) publishSettled(execution.id);
       return r.revision;
     },
-    async load(id) {
+    async load(id, options) {
       const r = rows.get(id);
-      return r === undefined ? undefined : { ...decodeRow(id, r), leased: liveLease(id) !== undefined, marked: r.unreadable !== undefined };
+      if (r === undefined) return undefined;
+      const base = { ...decodeRow(id, r), leased: liveLease(id) !== undefined, marked: r.unreadable !== undefined };
+      if (options?.results === undefined || r.status !== 'completed') return base;
+      const results = new Map<string, unknown>();
+      for (const step of options.results === 'all' ? r.results.keys() : options.results) {
+        const bytes = r.results.get(step);
+        if (bytes !== undefined) results.set(step, decode(bytes));
+      }
+      return { ...base, results };
     },
     async readInbox(id) {
       const r = rows.get(id);
@@ -472,11 +480,13 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     },
     waitSettled(id, timeoutMs, signal) {
       // In one process a waiter listens as soon as it is registered.
+      let done: (notified: boolean) => void = () => undefined;
       const settled = new Promise<boolean>((resolve) => {
         const set = waiters.get(id) ?? new Set();
         waiters.set(id, set);
         let cancel = (): void => undefined;
-        const done = (notified: boolean) => {
+        done = (notified: boolean) => {
+          if (!set.has(wake)) return;
           set.delete(wake);
           if (set.size === 0) waiters.delete(id);
           cancel();
@@ -486,7 +496,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
         set.add(wake);
         cancel = timeoutOrAbort(clock, timeoutMs, signal, () => done(false));
       });
-      return { listening: Promise.resolve(), settled };
+      return { listening: Promise.resolve(), settled, stop: () => done(false) };
     },
     async claim(key, value, ttlMs) {
       const held = liveClaim(key);

@@ -45,7 +45,7 @@ export const SCRIPTS = {
   commitExecution: { file: 'commitExecution-5.lua', numberOfKeys: 5, packed: true },
   // One key per batched commit: the call passes its number of keys (`numberOfKeys: 'perCommit'`).
   commitBatch: { file: 'commitBatch-1n.lua', numberOfKeys: 'perCommit', packed: true },
-  loadExecution: { file: 'loadExecution-3.lua', numberOfKeys: 3 },
+  loadExecution: { file: 'loadExecution-4.lua', numberOfKeys: 4 },
   readInbox: { file: 'readInbox-2.lua', numberOfKeys: 2 },
   signalActor: { file: 'signalActor-1.lua', numberOfKeys: 1 },
   acquireLease: { file: 'acquireLease-1.lua', numberOfKeys: 1 },
@@ -360,9 +360,10 @@ export function acquireAndLoadArgs(keys: ExecutionKeys, lease: LeaseRequest): Sc
   return { keys: [keys.execution, keys.lease, keys.inbox], argv: [lease.owner, ttlArg(lease.ttlMs)] };
 }
 
-/** Arguments of `loadExecution-3.lua`. */
-export function loadArgs(keys: ExecutionKeys): ScriptCall {
-  return { keys: [keys.execution, keys.inbox, keys.lease], argv: [] };
+/** Arguments of `loadExecution-4.lua`: with `results`, the steps whose results it also reads when the execution is completed (`'all'`: every step's). */
+export function loadArgs(keys: ExecutionKeys, results?: readonly string[] | 'all'): ScriptCall {
+  const argv = results === undefined ? [''] : results === 'all' ? ['all'] : ['some', ...results];
+  return { keys: [keys.execution, keys.inbox, keys.lease, keys.results], argv };
 }
 
 /** Arguments of `readInbox-2.lua`. */
@@ -480,7 +481,7 @@ export function readCreateReply(id: string, reply: unknown): number {
 /** Stored inbox entries as a script replies them: seq and entry bytes, in the order HGETALL listed them. */
 export type InboxReplyEntries = readonly (readonly [seq: number, bytes: Buffer])[];
 
-/** An execution's stored fields as `loadExecution-3.lua` and `acquireAndLoad-3.lua` reply them, still bytes (the store decodes and checks them). */
+/** An execution's stored fields as `loadExecution-4.lua` and `acquireAndLoad-3.lua` reply them, still bytes (the store decodes and checks them). */
 export interface LoadReply {
   readonly revision: Buffer | null;
   readonly snapshot: Buffer | null;
@@ -526,14 +527,15 @@ function entriesOf(value: unknown, file: string): InboxReplyEntries {
 }
 
 /**
- * Reads the reply of `loadExecution-3.lua` (run with binary replies): the stored fields (null
- * when absent), the inbox seq and the entries, whether the lease is held and whether the
- * execution is marked unreadable.
+ * Reads the reply of `loadExecution-4.lua` (run with binary replies): the stored fields (null
+ * when absent), the inbox seq and the entries, whether the lease is held, whether the
+ * execution is marked unreadable, and the results it read (undefined when it read none: not
+ * asked, or not completed), still bytes.
  * @throws XreactorError `script_reply_invalid` for a reply of another shape.
  */
-export function readLoadReply(reply: unknown): LoadReply & { readonly leased: boolean; readonly marked: boolean } {
+export function readLoadReply(reply: unknown): LoadReply & { readonly leased: boolean; readonly marked: boolean; readonly results: ReadonlyMap<string, Buffer> | undefined } {
   const file = SCRIPTS.loadExecution.file;
-  if (!Array.isArray(reply) || reply.length !== 7) throw invalidReply(file, reply);
+  if (!Array.isArray(reply) || reply.length !== 8) throw invalidReply(file, reply);
   return {
     revision: bytesOrNull(reply[0], file),
     snapshot: bytesOrNull(reply[1], file),
@@ -542,7 +544,17 @@ export function readLoadReply(reply: unknown): LoadReply & { readonly leased: bo
     entries: entriesOf(reply[4], file),
     leased: reply[5] === 1,
     marked: reply[6] === 1,
+    results: resultsOf(reply[7], file),
   };
+}
+
+/** Results from a script's field/value list (0: none read). */
+function resultsOf(value: unknown, file: string): ReadonlyMap<string, Buffer> | undefined {
+  if (value === 0) return undefined;
+  if (!Array.isArray(value) || value.length % 2 !== 0) throw new XreactorError('script_reply_invalid', `${file} replied results that are not step/value pairs`);
+  const results = new Map<string, Buffer>();
+  for (let i = 0; i < value.length; i += 2) results.set(String(value[i]), bytesOrNull(value[i + 1], file) ?? Buffer.alloc(0));
+  return results;
 }
 
 /**

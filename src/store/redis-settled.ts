@@ -1,6 +1,8 @@
 /**
  * Settled notifications over Redis pub/sub: one subscriber connection per store, created on the
- * first wait and shared by every waiter; a channel is subscribed while someone waits on it.
+ * first wait and shared by every waiter; a channel is subscribed while someone waits on it. The
+ * SUBSCRIBEs and UNSUBSCRIBEs of one turn go out as one command each (in the turn's order), so a
+ * caller awaiting a thousand runs does not pay a round trip and a socket write per run for them.
  */
 import type { Cluster, Redis } from 'ioredis';
 import { timeoutOrAbort } from '../internal/clock.js';
@@ -29,11 +31,22 @@ interface Channel {
   readonly ready: Promise<void>;
 }
 
+/** SUBSCRIBEs or UNSUBSCRIBEs of one turn, sent as one command at the turn's end, in the order the turn made them. */
+interface Batch {
+  readonly kind: 'subscribe' | 'unsubscribe';
+  readonly names: string[];
+  /** Resolves once the batch's command is acknowledged (or failed). */
+  readonly done: Promise<void>;
+  send(): void;
+}
+
 /** Creates the hub; `connect` is called once, on the first wait, and its connection is owned by the hub. */
 export function createSettledHub(connect: () => Redis | Cluster, clock: Clock): SettledHub {
   let subscriber: Redis | Cluster | undefined;
   let closed = false;
   const channels = new Map<string, Channel>();
+  /** This turn's batches, sent at its end: one command per run of joins or leaves (a thousand waits started together are one SUBSCRIBE). */
+  let batches: Batch[] = [];
 
   const connection = (): Redis | Cluster => {
     if (subscriber === undefined) {
@@ -48,11 +61,41 @@ export function createSettledHub(connect: () => Redis | Cluster, clock: Clock): 
     return subscriber;
   };
 
+  const flush = (): void => {
+    const due = batches;
+    batches = [];
+    // Commands on one connection run in order: an UNSUBSCRIBE and a later SUBSCRIBE of one channel keep theirs.
+    for (const batch of due) batch.send();
+  };
+
+  /** The batch of this turn a join (or leave) goes in: the last one when it is of its kind, else a new one. */
+  const batchFor = (kind: Batch['kind']): Batch => {
+    const last = batches.at(-1);
+    if (last?.kind === kind) return last;
+    if (batches.length === 0) process.nextTick(flush);
+    const names: string[] = [];
+    let send = noop;
+    // A failed command leaves its waiters to their timeouts: the notification is a hint, not the truth.
+    const done = new Promise<void>((resolve) => {
+      send = () => {
+        // Closed meanwhile: its waiters were resolved, and no connection is opened again.
+        if (closed || subscriber === undefined) return resolve();
+        const client = subscriber;
+        (kind === 'subscribe' ? client.subscribe(...names) : client.unsubscribe(...names)).then(() => resolve(), () => resolve());
+      };
+    });
+    const batch: Batch = { kind, names, done, send: () => send() };
+    batches.push(batch);
+    return batch;
+  };
+
   const join = (name: string): Channel => {
     const existing = channels.get(name);
     if (existing !== undefined) return existing;
-    // A failed SUBSCRIBE leaves the waiter to its timeout: the notification is a hint, not the truth.
-    const channel: Channel = { waiters: new Set(), ready: connection().subscribe(name).then(noop, noop) };
+    connection();
+    const batch = batchFor('subscribe');
+    batch.names.push(name);
+    const channel: Channel = { waiters: new Set(), ready: batch.done };
     channels.set(name, channel);
     return channel;
   };
@@ -60,17 +103,17 @@ export function createSettledHub(connect: () => Redis | Cluster, clock: Clock): 
   const leave = (name: string, channel: Channel): void => {
     if (channel.waiters.size > 0 || channels.get(name) !== channel) return;
     channels.delete(name);
-    // Commands on one connection run in order: a later SUBSCRIBE to the same channel follows this one.
-    subscriber?.unsubscribe(name).then(noop, noop);
+    batchFor('unsubscribe').names.push(name);
   };
 
   return {
     wait(name, timeoutMs, signal) {
-      if (closed || signal?.aborted === true) return { listening: Promise.resolve(), settled: Promise.resolve(false) };
+      if (closed || signal?.aborted === true) return { listening: Promise.resolve(), settled: Promise.resolve(false), stop: noop };
       const channel = join(name);
+      let done: (notified: boolean) => void = noop;
       const settled = new Promise<boolean>((resolve) => {
         let cancel = noop;
-        const done = (notified: boolean): void => {
+        done = (notified: boolean): void => {
           if (!channel.waiters.delete(done)) return;
           cancel();
           leave(name, channel);
@@ -79,7 +122,7 @@ export function createSettledHub(connect: () => Redis | Cluster, clock: Clock): 
         channel.waiters.add(done);
         cancel = timeoutOrAbort(clock, timeoutMs, signal, () => done(false));
       });
-      return { listening: channel.ready, settled };
+      return { listening: channel.ready, settled, stop: () => done(false) };
     },
     async subscribed(name) {
       await channels.get(name)?.ready;

@@ -284,10 +284,11 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       for (const created of [execution.id, ...spawnedIds(execution.commit)]) stamps.note(created, at);
       return revision;
     },
-    async load(id) {
-      const reply = readLoadReply(await read(id, run('loadExecution', loadArgs(keys.executionKeys(id)), true)));
+    async load(id, options) {
+      const reply = readLoadReply(await read(id, run('loadExecution', loadArgs(keys.executionKeys(id), options?.results), true)));
       if (reply.revision == null && reply.snapshot == null && reply.outbox == null) return undefined;
-      return { ...loaded(id, reply), leased: reply.leased, marked: reply.marked };
+      const results = reply.results === undefined ? undefined : new Map([...reply.results].map(([step, bytes]) => [step, decode(bytes)]));
+      return { ...loaded(id, reply), leased: reply.leased, marked: reply.marked, ...(results === undefined ? {} : { results }) };
     },
     async readInbox(id) {
       const { seq, entries } = readInboxReply(await read(id, run('readInbox', readInboxArgs(keys.executionKeys(id)), true)));

@@ -99,6 +99,20 @@ export interface LoadedActor extends LoadedExecution {
   readonly leased: boolean;
   /** It is marked unreadable (`markUnreadable`; its record is `readUnreadable`'s). */
   readonly marked: boolean;
+  /**
+   * The results `LoadOptions.results` asked for, read at the same instant, when the stored status
+   * is `completed` (the steps that have none are absent); undefined when none were read.
+   */
+  readonly results?: ReadonlyMap<string, unknown>;
+}
+
+/** Options of `Store.load`. */
+export interface LoadOptions {
+  /**
+   * Also read these steps' results (`'all'`: every step's) in the same atomic read, when the
+   * stored status is `completed`: a settled run's outcome in one round trip (`awaitResult`).
+   */
+  readonly results?: readonly string[] | 'all';
 }
 
 /** An undo-stack entry: a completed step, its arguments and its result. */
@@ -452,8 +466,10 @@ export interface ActivePage {
 export interface SettledWait {
   /** Resolves once a notification published from now on reaches this waiter (it never rejects). */
   readonly listening: Promise<void>;
-  /** `true` on the notification; `false` after the timeout, on abort, or when the store closes. */
+  /** `true` on the notification; `false` after the timeout, on abort, on `stop()`, or when the store closes. */
   readonly settled: Promise<boolean>;
+  /** End the wait now (`settled` resolves false, unless it has resolved already): no abort signal needed to give a wait up. */
+  stop(): void;
 }
 
 /** What `acquireAndLoad` found. */
@@ -534,9 +550,10 @@ export interface Store {
   create(execution: CreateExecution, options?: CreateOptions): Promise<number>;
   /**
    * Load the current snapshot, revision, outbox and inbox, whether any owner holds its lease and
-   * whether it is marked unreadable (in one atomic read), or undefined when unknown.
+   * whether it is marked unreadable (in one atomic read), or undefined when unknown. With
+   * `options.results`, also the results of a completed execution (`LoadedActor.results`).
    */
-  load(id: string): Promise<LoadedActor | undefined>;
+  load(id: string, options?: LoadOptions): Promise<LoadedActor | undefined>;
   /**
    * Commit the next snapshot with its writes; returns the new revision. `options` take or release
    * the lease and announce the settle in the same atomic step. Checks, all before the first write:

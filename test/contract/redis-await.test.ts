@@ -7,7 +7,7 @@
  */
 import { Redis } from 'ioredis';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createRuntime, createWorker, defineReactor } from '../../src/index.js';
 import { createRedisStore } from '../../src/redis.js';
 import { createInProcessQueue } from '../../src/testing/index.js';
@@ -112,7 +112,7 @@ describe('awaitResult on Redis', () => {
     }
   });
 
-  it('a waiter woken by the settle notification reads the outcome without subscribing again', async () => {
+  it('a waiter woken by the settle notification reads the outcome in one call, without subscribing again', async () => {
     const redis = new Redis(server.url);
     const workerRedis = new Redis(server.url);
     const prefix = `once-${process.pid}`;
@@ -138,18 +138,83 @@ describe('awaitResult on Redis', () => {
     const worker = createWorker({ logger, store: workerStore, queue, reactors: [reactor] });
     try {
       await runtime.run(reactor, {});
+      // Every command the caller's store sends from here (its load script is registered already).
+      await store.load('once-1');
+      const sent: string[] = [];
+      const send = redis.sendCommand.bind(redis);
+      redis.sendCommand = (...args: Parameters<typeof send>) => {
+        sent.push(args[0].name);
+        return send(...args);
+      };
       const waiting = runtime.awaitResult('once-1', { timeoutMs: 20_000 });
       // Let the waiter listen and find the run still dispatched, then settle it.
       await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(sent).toEqual(['evalsha']);
       await queue.drain();
       expect(await waiting).toMatchObject({ status: 'completed', value: 7 });
       expect(subscribes).toHaveLength(1);
+      // The look after the notification reads the snapshot and the returned result in one script call.
+      expect(sent).toEqual(['evalsha', 'evalsha']);
     } finally {
       await worker.close();
       await runtime.close();
       await Promise.all([store.close(), workerStore.close()]);
       redis.disconnect();
       workerRedis.disconnect();
+    }
+  });
+
+  it('waits started in one turn subscribe with one SUBSCRIBE, and those ended in one turn leave with one UNSUBSCRIBE', async () => {
+    const redis = new Redis(server.url);
+    const commands: { name: string; channels: string[] }[] = [];
+    const store = createRedisStore({
+      redis,
+      prefix: `batch-${process.pid}`,
+      subscriber: () => {
+        const client = new Redis(server.url);
+        for (const name of ['subscribe', 'unsubscribe'] as const) {
+          const original = client[name].bind(client) as (...channels: string[]) => Promise<unknown>;
+          (client as unknown as Record<string, (...channels: string[]) => Promise<unknown>>)[name] = (...channels: string[]) => {
+            commands.push({ name, channels });
+            return original(...channels);
+          };
+        }
+        return client;
+      },
+    });
+    try {
+      const ids = Array.from({ length: 50 }, (_, i) => `b${i}`);
+      const waits = ids.map((id) => store.waitSettled(id, 60_000));
+      // A second wait on a channel already joined adds nothing.
+      const again = store.waitSettled('b0', 60_000);
+      await Promise.all(waits.map((w) => w.listening));
+      expect(commands).toEqual([{ name: 'subscribe', channels: ids.map((id) => `batch-${process.pid}:{${id}}:settled:${id}`) }]);
+      // One publish reaches both waiters of b0; the channel is left once neither waits.
+      await store.publishSettled('b0');
+      expect(await waits[0]!.settled).toBe(true);
+      expect(await again.settled).toBe(true);
+      for (const w of waits.slice(1)) w.stop();
+      expect(await Promise.all(waits.slice(1).map((w) => w.settled))).toEqual(ids.slice(1).map(() => false));
+      await vi.waitFor(() => expect(commands).toHaveLength(3));
+      expect(commands.slice(1).map((c) => [c.name, c.channels.length])).toEqual([
+        ['unsubscribe', 1],
+        ['unsubscribe', 49],
+      ]);
+      // A channel joined, left and joined again in one turn: three commands, in that order, so it ends subscribed.
+      store.waitSettled('b1', 60_000).stop();
+      const late = store.waitSettled('b1', 60_000);
+      await late.listening;
+      const channel = `batch-${process.pid}:{b1}:settled:b1`;
+      expect(commands.slice(3)).toEqual([
+        { name: 'subscribe', channels: [channel] },
+        { name: 'unsubscribe', channels: [channel] },
+        { name: 'subscribe', channels: [channel] },
+      ]);
+      await store.publishSettled('b1');
+      expect(await late.settled).toBe(true);
+    } finally {
+      await store.close();
+      redis.disconnect();
     }
   });
 });

@@ -400,7 +400,8 @@ describe('redis store: stored data', () => {
       expect(await Promise.all(waits)).toEqual([false, false, false]);
       const subscriber = created[0]!;
       await new Promise<void>((resolve) => (subscriber.status === 'end' ? resolve() : subscriber.once('end', () => resolve())));
-      expect(own.status).toBe('ready');
+      // The store's own connection stays the caller's, open and usable.
+      expect(await own.ping()).toBe('PONG');
       expect(await closing.waitSettled('a', 60_000).settled).toBe(false);
     } finally {
       await own.quit();

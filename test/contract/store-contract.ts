@@ -25,7 +25,7 @@ const NO_INBOX = { entries: [], seq: 0 };
 /** A load as other reads return it: without `leased` and `marked` (which only `load` says). */
 function withoutLeased(loaded: LoadedActor | undefined): LoadedExecution | undefined {
   if (loaded === undefined) return undefined;
-  const { leased: _leased, marked: _marked, ...rest } = loaded;
+  const { leased: _leased, marked: _marked, results: _results, ...rest } = loaded;
   return rest;
 }
 
@@ -307,6 +307,23 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         await store.releaseLease('e1', 'host-a');
         expect(await store.hasLease('e1')).toBe(false);
         expect(await store.acquireLease('e1', 'host-b', 60_000)).toBe(true);
+      });
+
+      it('load reads results with the snapshot when asked and the execution is completed (the steps asked, or all), none otherwise', async () => {
+        const store = await created();
+        await store.commit('e1', 1, { ...commit('running', { results: [['a', { n: 1 }], ['b', 'two']] }), inboxSeen: 0 });
+        // Not completed: no results are read, whatever is asked.
+        expect((await store.load('e1', { results: ['a'] }))?.results).toBeUndefined();
+        expect((await store.load('e1', { results: 'all' }))?.results).toBeUndefined();
+        await store.commit('e1', 2, { ...commit('completed', { results: [['c', null]] }), status: 'completed', inboxSeen: 0 });
+        const loaded = await store.load('e1', { results: ['b', 'missing'] });
+        expect(loaded?.results).toEqual(new Map([['b', 'two']]));
+        expect(loaded?.revision).toBe(3);
+        expect(withoutLeased(loaded)).toEqual(withoutLeased(await store.load('e1')));
+        expect((await store.load('e1'))?.results).toBeUndefined();
+        expect((await store.load('e1', { results: 'all' }))?.results).toEqual(new Map<string, unknown>([['a', { n: 1 }], ['b', 'two'], ['c', null]]));
+        expect((await store.load('e1', { results: [] }))?.results).toEqual(new Map());
+        expect(await store.load('unknown', { results: 'all' })).toBeUndefined();
       });
 
       it('load says whether a lease is live, read with the rest (held, released, expired)', async () => {

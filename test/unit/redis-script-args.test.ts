@@ -304,8 +304,10 @@ describe('acquireAndLoadArgs', () => {
 });
 
 describe('load, inbox and signal args', () => {
-  it('loads from the execution hash, the inbox hash and the lease; reads the inbox from the first two', () => {
-    expect(loadArgs(keys)).toEqual({ keys: [keys.execution, keys.inbox, keys.lease], argv: [] });
+  it('loads from the execution hash, the inbox hash, the lease and the results (the steps asked, or all); reads the inbox from the first two', () => {
+    expect(loadArgs(keys)).toEqual({ keys: [keys.execution, keys.inbox, keys.lease, keys.results], argv: [''] });
+    expect(loadArgs(keys, 'all')).toEqual({ keys: [keys.execution, keys.inbox, keys.lease, keys.results], argv: ['all'] });
+    expect(loadArgs(keys, ['s9', 's1']).argv).toEqual(['some', 's9', 's1']);
     expect(readInboxArgs(keys)).toEqual({ keys: [keys.execution, keys.inbox], argv: [] });
   });
 
@@ -412,9 +414,9 @@ describe('script replies', () => {
     expect(() => readAcquireAndLoadReply([0, rev, snapshot, outbox, input, '1', [entry]])).toThrow(/not field\/value pairs/);
   });
 
-  it('reads a load reply: the stored fields, the inbox seq, the entries as listed, whether the lease is held and whether it is marked unreadable', () => {
+  it('reads a load reply: the stored fields, the inbox seq, the entries as listed, whether the lease is held, whether it is marked unreadable, and the results read', () => {
     const entry = Buffer.from([7]);
-    expect(readLoadReply([Buffer.from('2'), Buffer.from([1]), Buffer.from([2]), Buffer.from('3'), [Buffer.from('3'), entry], 1, 0])).toEqual({
+    expect(readLoadReply([Buffer.from('2'), Buffer.from([1]), Buffer.from([2]), Buffer.from('3'), [Buffer.from('3'), entry], 1, 0, 0])).toEqual({
       revision: Buffer.from('2'),
       snapshot: Buffer.from([1]),
       outbox: Buffer.from([2]),
@@ -422,10 +424,15 @@ describe('script replies', () => {
       entries: [[3, entry]],
       leased: true,
       marked: false,
+      results: undefined,
     });
-    expect(readLoadReply([null, null, null, null, [], 0, 1])).toEqual({ revision: null, snapshot: null, outbox: null, inboxSeq: 0, entries: [], leased: false, marked: true });
-    expect(() => readLoadReply([null, null, null, null, [], 0])).toThrow(/loadExecution-3\.lua replied/);
-    expect(() => readLoadReply([null, null])).toThrow(/loadExecution-3\.lua replied/);
+    expect(readLoadReply([null, null, null, null, [], 0, 1, 0])).toEqual({ revision: null, snapshot: null, outbox: null, inboxSeq: 0, entries: [], leased: false, marked: true, results: undefined });
+    const read = readLoadReply([Buffer.from('2'), Buffer.from([1]), Buffer.from([2]), null, [], 0, 0, [Buffer.from('s9'), Buffer.from([9]), Buffer.from('s1'), Buffer.from([1])]]);
+    expect(read.results).toEqual(new Map([['s9', Buffer.from([9])], ['s1', Buffer.from([1])]]));
+    expect(readLoadReply([null, null, null, null, [], 0, 0, []]).results).toEqual(new Map());
+    expect(() => readLoadReply([null, null, null, null, [], 0, 0, [Buffer.from('s9')]])).toThrow(/results that are not step\/value pairs/);
+    expect(() => readLoadReply([null, null, null, null, [], 0, 1])).toThrow(/loadExecution-4\.lua replied/);
+    expect(() => readLoadReply([null, null])).toThrow(/loadExecution-4\.lua replied/);
   });
 
   it('reads an inbox reply and a signal reply', () => {
