@@ -34,10 +34,11 @@ export interface JobSpec {
   /**
    * A hand-off job carries the state it was sent for, so a worker can make its first commit
    * without reading the store: the revision and snapshot envelope bytes of the commit that handed
-   * the run off, and the encoded input. The worker's commit applies only if the stored snapshot is
-   * still exactly these bytes; otherwise it reads the store as for any other job.
+   * the run off, and the encoded input; for an actor whose first work is its creation's outbox
+   * (an element rollback), that outbox encoded. The worker's commit applies only if the stored
+   * snapshot is still exactly these bytes; otherwise it reads the store as for any other job.
    */
-  readonly handoff?: { readonly revision: number; readonly snapshot: Uint8Array; readonly input: Uint8Array };
+  readonly handoff?: { readonly revision: number; readonly snapshot: Uint8Array; readonly input: Uint8Array; readonly outbox?: Uint8Array };
 }
 
 /** Handles one job. Throwing makes the queue redeliver it later. */

@@ -3,7 +3,7 @@ import type { ActorTag } from '../../machines/registry-types.js';
 import { InboxPendingError, StaleRevisionError } from '../errors/index.js';
 import type { Clock } from '../internal/clock.js';
 import { jobId } from '../queue/job-ids.js';
-import type { Queue } from '../queue/queue.js';
+import type { JobSpec, Queue } from '../queue/queue.js';
 import type { Commit, CommitOptions, DeliveredSignal, Inbox, InboxEntry, LoadedActor, LoadedExecution, OutboxEffect, PersistedSnapshot, SignalEvent, Store } from '../store/store.js';
 import type { Call } from './call.js';
 import { enterActor, leaveActor } from './call.js';
@@ -128,6 +128,12 @@ export interface KindHost<H extends HeldActor = HeldActor> {
   load(id: string, loaded: LoadedExecution, input: { readonly value: unknown } | undefined): Promise<H | undefined>;
   /** See {@link ActorBehaviour.sweep}. */
   sweep(id: string, loaded: LoadedExecution, look: SweepLook): SweepVerdict | Promise<SweepVerdict>;
+  /**
+   * The held actor of the creation a start job carries (`JobSpec.handoff`), for a kind whose
+   * first work is its creation's outbox: its first commit takes the lease and applies only if the
+   * stored snapshot is still exactly the carried bytes. Absent: such jobs read the store.
+   */
+  fromCarried?(id: string, handoff: NonNullable<JobSpec['handoff']>): H;
 }
 
 /** An actor taken with its lease and loaded with the host of its kind. */

@@ -140,6 +140,8 @@ export interface Engine {
   registerKind<H extends HeldActor>(kind: string, create: (deps: KernelDeps) => KindHost<H>): KindHost<H>;
   /** The kinds of actor this engine advances: `execution` and every registered one. */
   kinds(): readonly string[];
+  /** The host of a registered kind other than `execution` (undefined for one not registered). */
+  kindHost(kind: string): KindHost | undefined;
   /**
    * Run `work` holding the execution's liveness lease, renewed while it runs.
    * Returns undefined (without running `work`) when another live owner holds it.
@@ -323,6 +325,9 @@ export function createEngine(options: EngineOptions): Engine {
     },
     kinds() {
       return ['execution', ...kindHosts.keys()];
+    },
+    kindHost(kind) {
+      return kindHosts.get(kind);
     },
     async withLease(id, work) {
       const lease = engine.lease(id);

@@ -20,7 +20,7 @@ import { executionStatusOf } from '../../machines/execution.js';
 import type { ActorTag } from '../../machines/registry-types.js';
 import type { AnyReactorDefinition, CompiledStep } from '../definition/compiled.js';
 import { DeserializationError, WorkInterruptedError, XreactorError } from '../errors/index.js';
-import { serializeError } from '../serialization/index.js';
+import { decode, serializeError } from '../serialization/index.js';
 import type { Commit, CommitOptions, LoadedExecution, MapWrites, OutboxEffect, PersistedSnapshot, Signal, SignalEvent, SpawnActor } from '../store/store.js';
 import type { RollbackFailure } from '../../machines/execution-types.js';
 import type { ActorBehaviour, HeldActor, KernelDeps, KindHost, SweepLook, SweepVerdict, Transition } from './actor-host.js';
@@ -30,7 +30,7 @@ import type { Hooks, MapProgressHook } from '../observability/middleware.js';
 import { jobId } from '../queue/job-ids.js';
 import type { JobSpec, Queue } from '../queue/queue.js';
 import { encode } from '../serialization/index.js';
-import { encodeSnapshot } from '../store/snapshot-codec.js';
+import { decodeSnapshot, encodeSnapshot } from '../store/snapshot-codec.js';
 import type { HeldLease } from './lease.js';
 import type { ExecutionHost, HeldExecution } from './host.js';
 import { CARRIED_INPUT_MAX_BYTES } from './host.js';
@@ -135,6 +135,11 @@ export interface HeldMap extends HeldActor {
 /** An element-rollback actor as its host holds it. */
 export interface HeldRollback extends HeldActor {
   snapshot: Snap;
+  /**
+   * Taken up from the creation its start job carries: its first commit takes the lease and
+   * applies only if the stored snapshot is still exactly these bytes (as a hand-off's does).
+   */
+  fromJob?: { readonly ifSnapshot: Uint8Array } | undefined;
 }
 
 /** What the map hosts need besides the kernel's services. */
@@ -156,14 +161,21 @@ export interface MapHostDeps extends KernelDeps {
 const newHeldActor = <H extends HeldActor>(id: string, snapshot: Snap, revision: number, outbox: readonly OutboxEffect[], extra: Omit<H, keyof HeldActor>): H =>
   ({ id, snapshot, revision, outbox, inbox: { entries: [], seq: 0 }, declined: new Set(), inboxStale: false, lease: undefined, ...extra }) as unknown as H;
 
-/** The state a queued element's start job carries: its creating commit's snapshot and input (a large input is read from the store). */
+/**
+ * The state the start jobs of a throw carry: each queued element's and fan-out rollback actor's
+ * creating commit (its snapshot and input; a large input is read from the store), and a rollback
+ * actor's outbox, its first work (an element's first work is its start event).
+ */
 function carriedStarts(spawned: readonly Spawned[]): Map<string, NonNullable<JobSpec['handoff']>> {
   const carried = new Map<string, NonNullable<JobSpec['handoff']>>();
   for (const child of spawned) {
-    if (child.create.commit.status !== 'queued') continue;
+    const rollback = child.create.kind === 'element-rollback';
+    // Inline rollback actors (leased by this process) and elements that start here are advanced in this call.
+    if (rollback ? child.lease !== undefined : child.create.commit.status !== 'queued') continue;
     const input = encode(child.create.input);
     if (input.byteLength > CARRIED_INPUT_MAX_BYTES) continue;
-    carried.set(child.id, { revision: 1, snapshot: Uint8Array.from(encodeSnapshot(child.create.commit.snapshot)), input: Uint8Array.from(input) });
+    const snapshot = Uint8Array.from(encodeSnapshot(child.create.commit.snapshot));
+    carried.set(child.id, { revision: 1, snapshot, input: Uint8Array.from(input), ...(rollback ? { outbox: Uint8Array.from(encode(child.create.commit.outbox)) } : {}) });
   }
   return carried;
 }
@@ -350,7 +362,7 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
         const progress = this.#deps.hooks.has('mapProgress') ? progressOf(event as MapEvent, next) : undefined;
         // Inline, the one element or rollback actor is advanced in this call; fan-out ones by
         // their start jobs, which carry the creations of queued elements.
-        if (plan.elements !== undefined && !plan.elements.lease) held.carried = carriedStarts(spawned);
+        if ((plan.elements !== undefined && !plan.elements.lease) || plan.rollbacks !== undefined) held.carried = carriedStarts(spawned);
         for (const child of spawned) {
           if (child.lease === undefined) continue;
           child.lease.taken();
@@ -439,16 +451,19 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
       case 'xreactor.effect.map.enqueue': {
         // One enqueue call for the whole throw (at most batchSize jobs), ids deterministic: performed again after a crash, it enqueues nothing twice.
         const p = effect.params as { kind: 'element' | 'rollback'; from: number; count: number };
-        const carried = p.kind === 'element' ? held.carried : undefined;
+        const carried = held.carried;
         held.carried = undefined;
         const at = clock.now();
         const jobs = Array.from({ length: p.count }, (_, i): JobSpec => {
           const id = p.kind === 'element' ? elementIdOf(held.id, p.from + i) : rollbackIdOf(held.id, p.from + i);
           const job: JobSpec = { id: jobId(id, 'start'), kind: 'advance', actor: { kind: p.kind === 'element' ? 'execution' : 'element-rollback', id } };
-          // A queued element's creation rides with its start: the worker's first commit takes the
-          // lease and applies only if the element is still exactly that (else it reads the store).
+          // A queued element's or rollback actor's creation rides with its start: the worker's
+          // first commit takes the lease and applies only if the actor is still exactly that (else
+          // it reads the store). An element starts with its start event, a rollback actor with the
+          // creation's outbox.
           const handoff = carried?.get(id);
-          return handoff === undefined ? job : { ...job, event: { type: 'xreactor.element.start', at }, handoff };
+          if (handoff === undefined) return job;
+          return p.kind === 'element' ? { ...job, event: { type: 'xreactor.element.start', at }, handoff } : { ...job, handoff };
         });
         if (jobs.length > 0) await queueOf(this.#deps, held.id).enqueue(jobs);
         return { type: 'xreactor.map.enqueued', at: clock.now(), kind: p.kind, from: p.from };
@@ -645,12 +660,29 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
   }
 
   async load(id: string, loaded: LoadedExecution): Promise<HeldRollback | undefined> {
+    return Promise.resolve(this.#held(id, loaded));
+  }
+
+  #held(id: string, loaded: LoadedExecution): HeldRollback {
     if (loaded.snapshot.kind !== 'element-rollback' || loaded.snapshot.machineVersion !== ELEMENT_ROLLBACK_MACHINE_VERSION) {
       throw new DeserializationError(`actor ${id} was stored as ${loaded.snapshot.kind} machine version ${loaded.snapshot.machineVersion}; this host runs element-rollback machine version ${ELEMENT_ROLLBACK_MACHINE_VERSION}`, { retryable: true });
     }
     const held = newHeldActor<HeldRollback>(id, this.#stepper.resolve(loaded.snapshot.value, loaded.snapshot.context), loaded.revision, loaded.outbox, {});
     held.inbox = loaded.inbox;
-    return Promise.resolve(held);
+    return held;
+  }
+
+  /**
+   * A rollback actor as its start job carries its creation (see `carriedStarts`): its first commit
+   * is fenced by the carried snapshot bytes and takes the lease. Nothing is read from the store.
+   * @throws DeserializationError when the bytes are not this host's machine version (the job then reads the store)
+   */
+  fromCarried(id: string, handoff: NonNullable<JobSpec['handoff']>): HeldRollback {
+    const snapshot = decodeSnapshot(handoff.snapshot);
+    const outbox = handoff.outbox === undefined ? [] : (decode(handoff.outbox) as OutboxEffect[]);
+    const held = this.#held(id, { snapshot, revision: handoff.revision, outbox, inbox: { entries: [], seq: 0 } });
+    held.fromJob = { ifSnapshot: handoff.snapshot };
+    return held;
   }
 
   adopt(held: HeldRollback, loaded: LoadedExecution): void {
@@ -713,7 +745,17 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
     const listed = context.mode === 'fanOut' && held.revision === 1 && !finished ? [held.id] : [];
     // The settling commit releases the lease with it (no release call after the job).
     const lease = finished && held.lease?.held === true ? held.lease : undefined;
-    const options: CommitOptions | undefined = finished ? { announce: true, unlist: true, ...(lease === undefined ? {} : { releaseLease: lease.letGo() }) } : undefined;
+    // Taken up from its start job's carried creation: this first commit takes the lease, fenced by those bytes.
+    const fromJob = held.fromJob !== undefined && held.lease !== undefined ? { lease: held.lease, ifSnapshot: held.fromJob.ifSnapshot } : undefined;
+    const options: CommitOptions | undefined =
+      !finished && fromJob === undefined
+        ? undefined
+        : {
+            ...(finished ? { announce: true, unlist: true } : {}),
+            ...(lease === undefined ? {} : { releaseLease: lease.letGo() }),
+            // Its creation (the throw commit) gave every key its retention: no re-stamp here.
+            ...(fromJob === undefined ? {} : { takeLease: fromJob.lease.request, ifSnapshot: fromJob.ifSnapshot, stampedAt: context.createdAt }),
+          };
     return {
       next,
       commit,
@@ -721,7 +763,14 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
       effects: plan.effects,
       listed,
       refused: () => lease?.taken(),
-      landed: () => void lease?.released(),
+      landed: () => {
+        lease?.released();
+        if (fromJob !== undefined) {
+          held.fromJob = undefined;
+          fromJob.lease.taken();
+        }
+        return undefined;
+      },
     };
   }
 

@@ -5,6 +5,7 @@ import { decode } from '../serialization/index.js';
 import { decodeSnapshot } from '../store/snapshot-codec.js';
 import type { ExecutionHost, HeldExecution } from './host.js';
 import type { HeldLease } from './lease.js';
+import type { HeldActor } from './actor-host.js';
 import type { ActorAddress, Consumer, JobHandler, JobSpec } from '../queue/queue.js';
 import type { ExecutionEvent } from '../../machines/execution-types.js';
 import { newCall } from './call.js';
@@ -74,7 +75,7 @@ export function createJobHandler(engine: Engine): JobHandler {
   const handlerOf = (kind: string): ActorJobHandler | undefined => {
     let handler = kinds.get(kind);
     if (handler === undefined && engine.kinds().includes(kind)) {
-      handler = actorJobHandler(engine, kind === 'execution' ? EXECUTION_JOBS : { noun: `${kind} actor` });
+      handler = actorJobHandler(engine, kind === 'execution' ? EXECUTION_JOBS : { noun: `${kind} actor`, carried: advanceActorFromCarriedState });
       kinds.set(kind, handler);
     }
     return handler;
@@ -249,6 +250,39 @@ async function advanceFromCarriedState(engine: Engine, lease: HeldLease, job: Jo
     // Refused before anything was performed (the lease is taken only by a first commit that lands).
     if (!lease.held && isRefusal(error)) {
       engine.logger.debug({ event: 'xreactor.handoff.carried_refused', executionId: job.actor!.id, err: error }, 'hand-off job state is not the stored one; reading the store');
+      return false;
+    }
+    throw error;
+  }
+}
+
+/**
+ * Take up an actor of another kind (an element rollback) from the creation its start job
+ * carries: perform the creation's outbox; the first commit takes the lease and applies only if
+ * the stored snapshot is still exactly the carried one. Returns false, having committed nothing,
+ * when that cannot be used (a kind that takes no carried state, unreadable bytes, or a refused
+ * first commit); the caller then reads the store as for any job.
+ */
+async function advanceActorFromCarriedState(engine: Engine, lease: HeldLease, job: JobSpec, signal: AbortSignal): Promise<boolean> {
+  const { kind, id } = job.actor!;
+  const host = engine.kindHost(kind);
+  if (host?.fromCarried === undefined || job.event !== undefined) return false;
+  let held: HeldActor;
+  try {
+    held = host.fromCarried(id, job.handoff!);
+  } catch (error) {
+    if (!(error instanceof XreactorError)) throw error;
+    engine.logger.debug({ event: 'xreactor.handoff.carried_unusable', executionId: id, err: error }, 'start job state unusable; reading the store');
+    return false;
+  }
+  held.lease = lease;
+  try {
+    await host.loop.resume(held, held.outbox, newCall(signal, 'worker'));
+    return true;
+  } catch (error) {
+    // Refused before anything was committed (the lease is taken only by a first commit that lands).
+    if (!lease.held && isRefusal(error)) {
+      engine.logger.debug({ event: 'xreactor.handoff.carried_refused', executionId: id, err: error }, 'start job state is not the stored one; reading the store');
       return false;
     }
     throw error;

@@ -133,6 +133,60 @@ describe('fan-out map rollback: throws', () => {
   });
 });
 
+describe('fan-out map rollback: start jobs carry the rollback actors', () => {
+  /** Store reads of the rollback actors themselves (`<map>.rb-<position>`), by method. */
+  const rollbackReads = () => {
+    const reads: string[] = [];
+    const rollbackActor = (id: string) => /\.rb-\d+$/.test(id);
+    const intercepts = {
+      load: (next: () => Promise<unknown>, id: string) => (rollbackActor(id) && reads.push(`load ${id}`), next()),
+      acquireAndLoad: (next: () => Promise<unknown>, id: string) => (rollbackActor(id) && reads.push(`acquireAndLoad ${id}`), next()),
+    };
+    return { reads, intercepts };
+  };
+
+  it('each rollback actor is taken up from the creation its start job carries: its first commit takes the lease, nothing of it is read', async () => {
+    const { reads, intercepts } = rollbackReads();
+    const world = fanOutWorld({ intercepts: intercepts as never });
+    const log: string[] = [];
+    const { id, mapId } = await dispatch(world, mapReactor(log, 'rb-carried', { batchSize: 3 }), range(7));
+    await world.queue.drainRounds({ only: FORWARD, delayed: 'as-due' });
+    const starts = world.queue.pending({ purpose: 'element-rollback' });
+    expect(starts.map((job) => [job.id, job.handoff?.revision, job.handoff?.outbox !== undefined])).toEqual(range(3).map((p) => [`${mapId}.rb-${p}.start`, 1, true]));
+    await world.queue.drainRounds({ delayed: 'as-due' });
+    expect((await world.runtime.awaitResult(id, { timeoutMs: 1_000 })).status).toBe('failed');
+    expect(log.filter((l) => l.startsWith('undo:e'))).toEqual(range(7).flatMap((i) => undone(6 - i)));
+    expect(reads).toEqual([]);
+    for (const p of range(7)) {
+      const actor = await world.store.load(`${mapId}.rb-${p}`);
+      // Created, then its first commit (lease taken, fenced by the carried bytes), then its report.
+      expect(actor?.revision).toBe(3);
+      expect(actor?.leased).toBe(false);
+    }
+  });
+
+  it('a start job whose carried creation is no longer the stored actor reads the store instead (a duplicate delivery does nothing twice)', async () => {
+    const { reads, intercepts } = rollbackReads();
+    const world = fanOutWorld({ intercepts: intercepts as never });
+    const log: string[] = [];
+    const { id, mapId } = await dispatch(world, mapReactor(log, 'rb-stale', { batchSize: 2 }), range(2));
+    await world.queue.drainRounds({ only: FORWARD, delayed: 'as-due' });
+    const [first] = world.queue.pending({ purpose: 'element-rollback' });
+    expect(first?.handoff).toBeDefined();
+    await world.queue.runNext();
+    expect(reads).toEqual([]);
+    // The same job delivered again: its carried creation is stale, so it reads the store, finds the actor reported, and commits nothing.
+    const before = (await world.store.load(`${mapId}.rb-0`))?.revision;
+    reads.length = 0;
+    await world.queue.enqueue([{ ...first!, id: `${first!.id}.again` }]);
+    await world.queue.drainRounds({ delayed: 'as-due' });
+    expect(reads).toEqual([`acquireAndLoad ${mapId}.rb-0`]);
+    expect((await world.store.load(`${mapId}.rb-0`))?.revision).toBe(before);
+    expect((await world.runtime.awaitResult(id, { timeoutMs: 1_000 })).status).toBe('failed');
+    expect(log.filter((l) => l.startsWith('undo:e'))).toEqual([...undone(1), ...undone(0)]);
+  });
+});
+
 describe('fan-out map rollback: element leases', () => {
   it('an element whose lease is held is retried on delayed jobs and undone once it frees, without element_in_flight', async () => {
     const world = fanOutWorld();
