@@ -1,9 +1,10 @@
 /**
- * Group commit for the Redis store: the fast-path commits that several executions issue in the
- * same turn of the event loop share one script call (`commitBatch-1n.lua`), so they share one
- * command's building, one socket write and one reply. A worker advancing ten runs at once issues
- * their next commits together (their previous commits' replies arrive in one read), and this is
- * where a step's client-side Redis cost goes.
+ * Group commit for the Redis store: the commits that several actors issue in the same turn of
+ * the event loop share one script call (`commitBatch-1n.lua`), so they share one command's
+ * building, one socket write and one reply: per-step commits and those with a kernel section
+ * (signals, spawns, map writes) alike. A worker advancing ten runs (or map elements) at once
+ * issues their next commits together (their previous commits' replies arrive in one read), and
+ * this is where a step's client-side Redis cost goes.
  *
  * Every commit keeps its own fence (revision, inbox seq) and its own reply: the batch script
  * applies or refuses each exactly as `commitExecution-5.lua` would alone, in the order given.
@@ -20,7 +21,7 @@ interface Pending {
   readonly reject: (error: unknown) => void;
 }
 
-/** Sends one commit call (`commitArgs`), batched with the others of its turn when it is on the fast path; resolves with its own reply. */
+/** Sends one commit call (`commitArgs`), batched with the others of its turn; resolves with its own reply. */
 export type CommitSender = (call: CommitCall) => Promise<unknown>;
 
 /** A sender that sends every commit on its own (Redis Cluster: executions live in different slots). */
@@ -29,7 +30,7 @@ export function unbatchedCommits(run: ScriptRunner): CommitSender {
 }
 
 /**
- * A sender that groups the fast-path commits of one turn of the event loop into one script call,
+ * A sender that groups the commits of one turn of the event loop into one script call,
  * as Nagle's algorithm groups a socket's small writes: a commit sent while none of this sender's
  * is in flight goes out at once, alone (an idle process, a lone run: nothing to wait for); one
  * sent while others are in flight waits for the end of the turn (`process.nextTick`), and the

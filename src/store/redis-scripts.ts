@@ -320,13 +320,13 @@ export function commitArgs(keys: ExecutionKeys, expectedRevision: number, commit
 /** ioredis's error class for an error reply (typed `any` there). */
 const RedisReplyError = ReplyError as new (message: string) => Error;
 
-/** Whether `commitBatch-1n.lua` takes a call `commitArgs` built: a fast-path commit (no kernel section, argument 14 ''). */
+/** Whether `commitBatch-1n.lua` takes a call `commitArgs` built: a commit of five keys (with or without a kernel section). */
 export function isBatchable(call: CommitCall): boolean {
-  return call.keys.length === 5 && call.argv[13] === '';
+  return call.keys.length === 5;
 }
 
 /**
- * Arguments of `commitBatch-1n.lua`: fast-path commit calls (see {@link isBatchable}), applied in
+ * Arguments of `commitBatch-1n.lua`: commit calls (see {@link isBatchable}), applied in
  * this order. Each commit declares its execution hash; the script builds its other four keys from
  * the root base and id that lead its arguments.
  */
@@ -334,7 +334,7 @@ export function commitBatchArgs(calls: readonly CommitCall[]): ScriptCall {
   const keys: string[] = [];
   const argv: (string | Buffer)[] = [];
   for (const call of calls) {
-    if (!isBatchable(call)) throw new XreactorError('script_keys_invalid', `${SCRIPTS.commitBatch.file} takes fast-path commits only (five keys, no kernel section)`);
+    if (!isBatchable(call)) throw new XreactorError('script_keys_invalid', `${SCRIPTS.commitBatch.file} takes commits of five keys only`);
     keys.push(call.keys[0]!);
     argv.push(String(call.argv.length), call.actor.base, call.actor.id, ...call.argv);
   }

@@ -530,16 +530,31 @@ describe('redis store: group commit', () => {
     }
   });
 
-  it('commits of the kernel (signals, awaits, spawns, re-stamps) are sent alone, beside a batch of the same turn', async () => {
+  it('commits with a kernel section (signals, spawns) share the group commit of their turn, each applied or refused as it would be alone, in order', async () => {
     const { redis, store, cleanup } = open();
     try {
-      for (const id of [...ten, 'k', 'k.c']) await store.create({ id, reactor: 'r', input: {}, commit: first() });
+      const children = ten.map((id) => `k.${id}`);
+      for (const id of ['k', ...children, 'ahead']) await store.create({ id, reactor: 'r', input: {}, commit: first() });
       await redis.config('RESETSTAT');
-      const kernel = store.commit('k.c', 1, { ...quiet(), signals: [{ to: 'k', event: { type: 't' }, dedupeKey: 'x' }] });
-      expect(await Promise.all([...ten.map((id) => store.commit(id, 1, quiet())), kernel])).toEqual([...ten.map(() => 2), 2]);
-      // The kernel commit alone; the ten after it, issued while it is in flight, in one call.
-      expect(await scriptCalls(redis)).toBe(2);
-      expect((await store.readInbox('k')).entries).toHaveLength(1);
+      // A busy script ahead on the store's connection: the commit sent behind it (at once) stays in flight while the turn below is issued.
+      const busy = redis.eval('local i = 0 while i < 20000000 do i = i + 1 end return i', 0);
+      const ahead = store.commit('ahead', 1, quiet());
+      await new Promise((resolve) => setImmediate(resolve));
+      // One turn: ten children signal their parent (the first also spawns an actor), then the parent commits without having seen them.
+      const spawned = { id: 'k.new', reactor: 'r', input: null, commit: { ...first(), status: 'running' as const } };
+      const signalled = children.map((id, i) => store.commit(id, 1, { ...quiet(), signals: [{ to: 'k', event: { type: 't', i }, dedupeKey: id }], ...(i === 0 ? { spawn: [spawned] } : {}) }));
+      const parent = store.commit('k', 1, quiet());
+      const outcomes = await Promise.allSettled([...signalled, parent, ahead]);
+      await busy;
+      // The busy script, the commit ahead, and one call for the eleven commits of the turn.
+      expect(await scriptCalls(redis)).toBe(3);
+      expect(outcomes.slice(0, 10)).toEqual(ten.map(() => ({ status: 'fulfilled', value: 2 })));
+      expect(outcomes[10]).toMatchObject({ status: 'rejected', reason: { name: 'InboxPendingError' } });
+      expect(outcomes[11]).toEqual({ status: 'fulfilled', value: 2 });
+      const inbox = await store.readInbox('k');
+      expect(inbox.entries.map((e) => e.dedupeKey).sort()).toEqual([...children].sort());
+      expect((await store.load('k'))?.revision).toBe(1);
+      expect((await store.load('k.new'))?.revision).toBe(1);
     } finally {
       await cleanup();
     }

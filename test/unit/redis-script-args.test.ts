@@ -596,14 +596,17 @@ describe('map writes and reads args', () => {
     expect(() => readCommitReply('e1.m.4', 2, [7, 'e1.m', 'cancelled'])).toThrow('element e1.m.4 did not start: its map e1.m no longer dispatches (cancelled); nothing was written');
   });
 
-  it('a commit with map writes or conditional signals takes the kernel section, so a group commit never batches it', () => {
+  it('a commit with map writes or conditional signals takes the kernel section; a group commit batches it with the per-step ones', () => {
     const withMap: Commit = { ...commit, writes: { ...commit.writes, map: { report: { map: 'e1.m', index: 0, outcome: 'completed', stops: false, at: 1 } } } };
     expect(hasKernelWork(withMap)).toBe(true);
     const call = commitArgs(keys, 3, withMap, 1000, { restamp: false });
+    const plain = commitArgs(keys, 3, commit, 1000, { restamp: false });
     expect(call.argv[13]).toBe(keys.base);
-    expect(isBatchable(call)).toBe(false);
-    expect(() => commitBatchArgs([call])).toThrow(XreactorError);
-    expect(isBatchable(commitArgs(keys, 3, commit, 1000, { restamp: false }))).toBe(true);
+    expect(isBatchable(call)).toBe(true);
+    expect(isBatchable(plain)).toBe(true);
+    // Each commit leads with its argument count, root base and id: the script finds where the next one starts.
+    expect(commitBatchArgs([call, plain]).argv).toEqual([String(call.argv.length), keys.base, keys.id, ...call.argv, String(plain.argv.length), keys.base, keys.id, ...plain.argv]);
+    expect(() => commitBatchArgs([{ ...call, keys: call.keys.slice(0, 3) }])).toThrow(XreactorError);
   });
 
   it('passes a conditional signal\'s condition as its mode (in place of the cascade flag)', () => {

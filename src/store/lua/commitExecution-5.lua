@@ -79,42 +79,22 @@ local A = cmsgpack.unpack(ARGV[1])
 local refused, commit, stored, undoLength = checkCommit(KEYS, 0)
 if refused then return refused end
 
-local restamp, base, revision, landed, delivered = A[3] == '1', A[14], nil, nil, nil
-if base == '' then
+local revision, landed, delivered
+if A[14] == '' then
   -- The per-step fast path: no kernel section (and no re-stamp). The kernel code of the other
   -- branch is not run, so not even its functions are created.
-  revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, A[2], restamp, stored + 1, undoLength)
-else
+  revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, A[2], A[3] == '1', stored + 1, undoLength)
+  finishCommit(KEYS, 0)
+  return {0, revision}
+end
 --- @include "actorKeys"
 --- @include "deliverSignal"
 --- @include "mapWrites"
 --- @include "actorKernel"
 --- @include "activeIndex"
-  local tail = commitEnd(commit)
-  local id = A[tail]
-  local kernel, after = readKernel(tail + 1)
-  local activeKey, nList = A[after], tonumber(A[after + 1])
-  local listed = {}
-  for j = 1, nList do listed[j] = A[after + 1 + j] end
-  local unlist = A[after + 2 + nList] == '1'
-  local maps = readMapSection(after + 3 + nList)
-  local gateClosed = checkMapGates(base, maps)
-  if gateClosed then return gateClosed end
-  local spawnRefused = checkSpawns(base, kernel, { [id] = true })
-  if spawnRefused then return spawnRefused end
-  revision = applyCommit(KEYS[1], KEYS[2], KEYS[3], KEYS[4], commit, A[2], restamp, stored + 1, undoLength)
-  applyKernel(base, id, kernel, A[2], restamp)
-  landed, delivered = {}, {}
-  deliverKernel(base, id, kernel, A[2], applyMapWrites(base, maps, A[2]), landed, delivered)
-  if activeKey ~= '' then
-    if nList > 0 then markActive(activeKey, listed) end
-    if unlist then redis.call('ZREM', activeKey, id) end
-  end
-end
-
+--- @include "kernelCommit"
+local refusal
+revision, landed, delivered, refusal = commitWithKernel(KEYS, 0, #A, commit, stored, undoLength)
+if refusal then return refusal end
 finishCommit(KEYS, 0)
-if not landed or (#landed == 0 and #delivered == 0) then return {0, revision} end
-local reply = {0, revision, #landed}
-for _, key in ipairs(landed) do reply[#reply + 1] = key end
-for _, field in ipairs(delivered) do reply[#reply + 1] = field end
-return reply
+return committedReply(revision, landed, delivered)

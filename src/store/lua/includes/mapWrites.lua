@@ -42,11 +42,12 @@ local MAP_BUCKET_SIZE = 1024
 -- The op arities after the op name, for the ops of fixed length.
 local MAP_OP_ARITY = { init = 4, started = 3, report = 5, target = 1, rbtarget = 1, dropsource = 0 }
 
--- Reads the map section from A[i] (none past the end of A). Returns a list of
+-- Reads the map section from A[i] (none past A[last], default the end of A: a group commit's
+-- commit ends before the next one's arguments). Returns a list of
 -- { id = actor, ops = { { op = name, at = index of its first argument, n = its count }, ... } }.
-local function readMapSection(i)
+local function readMapSection(i, last)
   local section = {}
-  if i > #A then return section end
+  if i > (last or #A) then return section end
   local nActors = tonumber(A[i])
   i = i + 1
   for a = 1, nActors do
