@@ -25,11 +25,24 @@ export type MachineVersions = Readonly<Record<string, readonly number[]>>;
 export const DEFAULT_MACHINES: MachineVersions = readableMachines();
 
 /**
- * The envelope bytes of a snapshot, exactly as every store keeps them.
+ * Bytes already encoded, by snapshot object: a snapshot is encoded for its commit and, the same
+ * object, for the job that carries it (a hand-off, a queued element's or rollback actor's start).
+ * Snapshots are never changed once built (XState snapshots and the persisted objects around them
+ * are immutable), and the bytes are never written to (every user copies or sends them).
+ */
+const encodedSnapshots = new WeakMap<PersistedSnapshot, Uint8Array>();
+
+/**
+ * The envelope bytes of a snapshot, exactly as every store keeps them (encoded once per snapshot object).
  * @throws DefinitionError when the kind is empty or the machine version is not a non-negative integer.
  */
 export function encodeSnapshot(snapshot: PersistedSnapshot): Uint8Array {
-  return encodeEnvelope(snapshot.kind, snapshot.machineVersion, { value: snapshot.value, context: snapshot.context });
+  let bytes = encodedSnapshots.get(snapshot);
+  if (bytes === undefined) {
+    bytes = encodeEnvelope(snapshot.kind, snapshot.machineVersion, { value: snapshot.value, context: snapshot.context });
+    encodedSnapshots.set(snapshot, bytes);
+  }
+  return bytes;
 }
 
 /**

@@ -25,6 +25,21 @@ describe('snapshot codec', () => {
     expect(Buffer.compare(encodeSnapshot(decodeSnapshot(bytes)), bytes)).toBe(0);
   });
 
+  it('encodes a snapshot object once (its commit and the job carrying it share the bytes), and later encodings leave them intact', () => {
+    const one: PersistedSnapshot = { ...snapshot, context: { n: 1 } };
+    const bytes = encodeSnapshot(one);
+    const copy = Buffer.from(bytes);
+    expect(encodeSnapshot(one)).toBe(bytes);
+    // Another object with the same content is encoded on its own, to the same bytes.
+    const twin: PersistedSnapshot = { ...one };
+    expect(encodeSnapshot(twin)).not.toBe(bytes);
+    expect(Buffer.compare(encodeSnapshot(twin), bytes)).toBe(0);
+    // msgpackr writes later values after (or beside) earlier ones, never over them.
+    for (let i = 0; i < 2_000; i++) encodeSnapshot({ ...snapshot, context: { n: i, pad: 'x'.repeat(i % 300) } });
+    expect(Buffer.compare(bytes, copy)).toBe(0);
+    expect(decodeSnapshot(bytes).context).toEqual({ n: 1 });
+  });
+
   it('reads the machine versions it is given per kind, by default the registry\'s (executions of versions 6 to 10, maps, element rollbacks and async units of 1)', () => {
     const v11 = encodeSnapshot({ ...snapshot, machineVersion: 11 });
     expect(decodeSnapshot(v11, { execution: [10, 11] }).machineVersion).toBe(11);
