@@ -743,10 +743,12 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
     // A fan-out rollback actor lists itself with its first own commit (its creation did not). The
     // element it signals is not listed: while this actor awaits it, this actor's sweep advances it.
     const listed = context.mode === 'fanOut' && held.revision === 1 && !finished ? [held.id] : [];
-    // The settling commit releases the lease with it (no release call after the job).
-    const lease = finished && held.lease?.held === true ? held.lease : undefined;
     // Taken up from its start job's carried creation: this first commit takes the lease, fenced by those bytes.
     const fromJob = held.fromJob !== undefined && held.lease !== undefined ? { lease: held.lease, ifSnapshot: held.fromJob.ifSnapshot } : undefined;
+    // The settling commit releases the lease with it (no release call after the job), also one
+    // that takes it in the same step (a carried actor that settles at once: not needed, gone).
+    const releasing = finished && held.lease?.held === true ? held.lease : undefined;
+    const lease = releasing ?? (finished ? fromJob?.lease : undefined);
     const options: CommitOptions | undefined =
       !finished && fromJob === undefined
         ? undefined
@@ -762,12 +764,14 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
       options,
       effects: plan.effects,
       listed,
-      refused: () => lease?.taken(),
+      // Refused: a lease held before it is renewed again (one this commit was to take was never taken).
+      refused: () => releasing?.taken(),
       landed: () => {
         lease?.released();
         if (fromJob !== undefined) {
           held.fromJob = undefined;
-          fromJob.lease.taken();
+          // Taken by this commit, and kept unless the same commit gave it back.
+          if (lease === undefined) fromJob.lease.taken();
         }
         return undefined;
       },

@@ -553,15 +553,15 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         const wait = store.waitSettled(id, Math.min(remainingNow, recheckMs), awaitOptions.signal);
         // Listening, or given up (timeout, abort): a stuck SUBSCRIBE must not outlast timeoutMs.
         await Promise.race([wait.listening, wait.settled]);
-        const first = await look(() => wait.stop());
+        const first = await look(() => wait.stop?.());
         if ('result' in first) return first.result;
         if (deadline - clock.now() <= 0) {
-          wait.stop();
+          wait.stop?.();
           throw new AwaitTimeoutError(id, timeoutMs, first.status);
         }
         if (first.soon === true) {
           // A continued pause its ancestors are taking up: no notification marks that, so poll.
-          wait.stop();
+          wait.stop?.();
           await clock.sleep(RESUMING_POLL_MS, awaitOptions.signal);
           continue;
         }

@@ -1,5 +1,5 @@
 import type { TraceEntry } from '../../machines/execution-types.js';
-import { ExecutionNotFoundError, InboxPendingError, MapGateClosedError, StaleRevisionError, XreactorError } from '../errors/index.js';
+import { DeserializationError, ExecutionNotFoundError, InboxPendingError, MapGateClosedError, StaleRevisionError, XreactorError } from '../errors/index.js';
 import { mapGateClosedWhy } from './map-writes.js';
 import { decode, encode } from '../serialization/index.js';
 import type { Clock } from '../internal/clock.js';
@@ -340,9 +340,15 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       const base = { ...decodeRow(id, r), leased: liveLease(id) !== undefined, marked: r.unreadable !== undefined };
       if (options?.results === undefined || r.status !== 'completed') return base;
       const results = new Map<string, unknown>();
-      for (const step of options.results === 'all' ? r.results.keys() : options.results) {
-        const bytes = r.results.get(step);
-        if (bytes !== undefined) results.set(step, decode(bytes));
+      try {
+        for (const step of options.results === 'all' ? r.results.keys() : options.results) {
+          const bytes = r.results.get(step);
+          if (bytes !== undefined) results.set(step, decode(bytes));
+        }
+      } catch (error) {
+        // As the Redis store: the load stands, and readResults reports the value it cannot decode.
+        if (error instanceof DeserializationError) return base;
+        throw error;
       }
       return { ...base, results };
     },

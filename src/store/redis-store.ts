@@ -188,6 +188,22 @@ function compileTimeout(timeoutMs: number | undefined): number {
 }
 
 /**
+ * Results a load read with the snapshot, decoded; undefined when one cannot be decoded: the load
+ * itself stands (the snapshot is readable), and `readResults` reports the bad value as it would
+ * have without the option.
+ */
+function decodedResults(read: ReadonlyMap<string, Buffer>): Map<string, unknown> | undefined {
+  const results = new Map<string, unknown>();
+  try {
+    for (const [step, bytes] of read) results.set(step, decode(bytes));
+  } catch (error) {
+    if (error instanceof DeserializationError) return undefined;
+    throw error;
+  }
+  return results;
+}
+
+/**
  * The Redis store. Every execution lives under the hash tag of its id, so its multi-key scripts
  * run in one slot of a Redis Cluster; `docs/redis-keys.md` lists the keys. Each create and commit
  * is one script call (one round trip), fenced by revision (and, with `ifSnapshot`, by the stored
@@ -288,7 +304,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     async load(id, options) {
       const reply = readLoadReply(await read(id, run('loadExecution', loadArgs(keys.executionKeys(id), options?.results), true)));
       if (reply.revision == null && reply.snapshot == null && reply.outbox == null) return undefined;
-      const results = reply.results === undefined ? undefined : new Map([...reply.results].map(([step, bytes]) => [step, decode(bytes)]));
+      const results = reply.results === undefined ? undefined : decodedResults(reply.results);
       return { ...loaded(id, reply), leased: reply.leased, marked: reply.marked, ...(results === undefined ? {} : { results }) };
     },
     async readInbox(id) {

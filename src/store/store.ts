@@ -101,7 +101,8 @@ export interface LoadedActor extends LoadedExecution {
   readonly marked: boolean;
   /**
    * The results `LoadOptions.results` asked for, read at the same instant, when the stored status
-   * is `completed` (the steps that have none are absent); undefined when none were read.
+   * is `completed` (the steps that have none are absent); undefined when none were read, or one
+   * of them cannot be decoded (`readResults` then reports it).
    */
   readonly results?: ReadonlyMap<string, unknown>;
 }
@@ -468,8 +469,12 @@ export interface SettledWait {
   readonly listening: Promise<void>;
   /** `true` on the notification; `false` after the timeout, on abort, on `stop()`, or when the store closes. */
   readonly settled: Promise<boolean>;
-  /** End the wait now (`settled` resolves false, unless it has resolved already): no abort signal needed to give a wait up. */
-  stop(): void;
+  /**
+   * End the wait now (`settled` resolves false, unless it has resolved already): no abort signal
+   * needed to give a wait up. Optional for stores written before it: without it, a wait the
+   * runtime no longer needs runs to its timeout.
+   */
+  stop?(): void;
 }
 
 /** What `acquireAndLoad` found. */

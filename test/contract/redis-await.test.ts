@@ -164,6 +164,41 @@ describe('awaitResult on Redis', () => {
     }
   });
 
+  it('a woken waiter and a later one report a completed run whose stored result cannot be decoded alike: the read rejects', async () => {
+    const redis = new Redis(server.url);
+    const workerRedis = new Redis(server.url);
+    const prefix = `bad-result-${process.pid}`;
+    const store = createRedisStore({ redis, prefix });
+    const workerStore = createRedisStore({ redis: workerRedis, prefix });
+    const queue = createInProcessQueue({ mode: 'manual' });
+    const logger = pino({ level: 'silent' });
+    // No returns(): the outcome reads every step's result.
+    const reactor = defineReactor({ name: 'bad_result' }).step('a', { run: () => 7 }).background({ all: true }).build();
+    const runtime = createRuntime({ logger, store, queue, worker: false, reactors: [reactor], generateId: () => 'bad-1' });
+    const worker = createWorker({ logger, store: workerStore, queue, reactors: [reactor] });
+    const outcome = (p: Promise<unknown>) => p.then((value) => ({ value }), (error: unknown) => ({ error: (error as Error).name }));
+    try {
+      await runtime.run(reactor, {});
+      // A result field this build cannot decode (truncated msgpack), as another program might write.
+      await redis.hset(`${prefix}:{bad-1}:results:bad-1`, 'zz', Buffer.from([0x92, 0x01]));
+      const woken = outcome(runtime.awaitResult('bad-1', { timeoutMs: 20_000 }));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await queue.drain();
+      expect(await woken).toEqual({ error: 'DeserializationError' });
+      expect(await outcome(runtime.awaitResult('bad-1', { timeoutMs: 20_000 }))).toEqual({ error: 'DeserializationError' });
+      // The load itself stands: the snapshot is readable, the results are left to readResults.
+      const loaded = await store.load('bad-1', { results: 'all' });
+      expect(loaded?.revision).toBeGreaterThan(1);
+      expect(loaded?.results).toBeUndefined();
+    } finally {
+      await worker.close();
+      await runtime.close();
+      await Promise.all([store.close(), workerStore.close()]);
+      redis.disconnect();
+      workerRedis.disconnect();
+    }
+  });
+
   it('waits started in one turn subscribe with one SUBSCRIBE, and those ended in one turn leave with one UNSUBSCRIBE', async () => {
     const redis = new Redis(server.url);
     const commands: { name: string; channels: string[] }[] = [];
@@ -193,7 +228,7 @@ describe('awaitResult on Redis', () => {
       await store.publishSettled('b0');
       expect(await waits[0]!.settled).toBe(true);
       expect(await again.settled).toBe(true);
-      for (const w of waits.slice(1)) w.stop();
+      for (const w of waits.slice(1)) w.stop!();
       expect(await Promise.all(waits.slice(1).map((w) => w.settled))).toEqual(ids.slice(1).map(() => false));
       await vi.waitFor(() => expect(commands).toHaveLength(3));
       expect(commands.slice(1).map((c) => [c.name, c.channels.length])).toEqual([
@@ -201,7 +236,7 @@ describe('awaitResult on Redis', () => {
         ['unsubscribe', 49],
       ]);
       // A channel joined, left and joined again in one turn: three commands, in that order, so it ends subscribed.
-      store.waitSettled('b1', 60_000).stop();
+      store.waitSettled('b1', 60_000).stop!();
       const late = store.waitSettled('b1', 60_000);
       await late.listening;
       const channel = `batch-${process.pid}:{b1}:settled:b1`;

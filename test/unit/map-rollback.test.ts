@@ -165,6 +165,34 @@ describe('fan-out map rollback: start jobs carry the rollback actors', () => {
     }
   });
 
+  it('a carried rollback actor that settles in its first commit (its element failed: not needed) takes and gives back its lease in that one commit', async () => {
+    const leaseCalls: string[] = [];
+    const rollbackActor = (id: string) => /\.rb-\d+$/.test(id);
+    const world = fanOutWorld({
+      intercepts: {
+        releaseLease: (next: () => Promise<unknown>, id: string) => (rollbackActor(id) && leaseCalls.push(`releaseLease ${id}`), next()),
+        acquireLease: (next: () => Promise<unknown>, id: string) => (rollbackActor(id) && leaseCalls.push(`acquireLease ${id}`), next()),
+        commit: (next: () => Promise<unknown>, id: string, _revision: number, commit: { status: string }, options?: { takeLease?: unknown; releaseLease?: unknown }) => {
+          if (rollbackActor(id)) leaseCalls.push(`commit ${id.replace(/.*\./, '')} ${commit.status}${options?.takeLease === undefined ? '' : ' take'}${options?.releaseLease === undefined ? '' : ' release'}`);
+          return next();
+        },
+      } as never,
+    });
+    const log: string[] = [];
+    // Element 1 fails; the map fails, and its started elements are rolled back, newest first.
+    const { id, mapId } = await dispatch(world, mapReactor(log, 'rb-settle-first', { batchSize: 3, after: 'ok', e2: (i) => (i === 1 ? 'fail' : 'ok') }), range(3));
+    await world.queue.drainRounds({ delayed: 'as-due' });
+    expect((await world.runtime.awaitResult(id, { timeoutMs: 1_000 })).status).toBe('failed');
+    expect(leaseCalls.filter((c) => c.startsWith('commit rb-')).length).toBeGreaterThan(0);
+    // No separate lease call for any rollback actor; the one whose element failed settles in one commit that takes and releases.
+    expect(leaseCalls.filter((c) => !c.startsWith('commit'))).toEqual([]);
+    expect(leaseCalls.filter((c) => c.endsWith('take release'))).toHaveLength(1);
+    for (const p of range(3)) {
+      const actor = await world.store.load(`${mapId}.rb-${p}`);
+      if (actor !== undefined) expect(actor.leased).toBe(false);
+    }
+  });
+
   it('a start job whose carried creation is no longer the stored actor reads the store instead (a duplicate delivery does nothing twice)', async () => {
     const { reads, intercepts } = rollbackReads();
     const world = fanOutWorld({ intercepts: intercepts as never });
