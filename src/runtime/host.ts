@@ -350,9 +350,12 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
       ...(plan.awaits === undefined ? {} : { awaits: plan.awaits }),
       ...(spawned.length === 0 ? {} : { spawn: spawned.map((s) => s.create) }),
     };
-    const lease = held.lease?.held === true && leavesProcess(effects, place) ? held.lease : undefined;
-    const announce = settles(effects);
     const fromJob = held.fromJob;
+    // The commit that leaves this process releases the lease with it, also one that takes it in
+    // the same step (a run taken up from its job's carried state that ends in its first commit).
+    const releasing = held.lease?.held === true && leavesProcess(effects, place) ? held.lease : undefined;
+    const lease = releasing ?? (fromJob !== undefined && leavesProcess(effects, place) ? held.lease : undefined);
+    const announce = settles(effects);
     const options: CommitOptions | undefined =
       lease === undefined && !announce && fromJob === undefined
         ? undefined
@@ -383,9 +386,8 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
       sent: (revision) => {
         if (place === 'caller') this.#sendHandOffEarly(held, effects, revision, commit.snapshot);
       },
-      refused: () => {
-        if (lease !== undefined) lease.taken();
-      },
+      // Refused: a lease held before it is renewed again (one this commit was to take was never taken).
+      refused: () => releasing?.taken(),
       instead: (error) =>
         error instanceof MapGateClosedError && event.type === 'xreactor.element.start'
           ? { type: 'xreactor.element.skip', at: this.#deps.clock.now(), reason: `skipped: its map no longer dispatches (${error.why})` }
@@ -394,7 +396,8 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
         lease?.released();
         if (fromJob !== undefined) {
           held.fromJob = undefined;
-          held.lease?.taken();
+          // Taken by this commit, and kept unless the same commit gave it back.
+          if (lease === undefined) held.lease?.taken();
         }
         this.#emitWaiting(held, previous as Snapshot, effects);
         const { inspector } = this.#deps;

@@ -197,6 +197,22 @@ describe('liveness leases', () => {
     await runtime.close();
   });
 
+  it('a handed-off run: the worker\'s first commit takes the lease (fenced by the carried state), the one that ends the run releases it; no other lease call', async () => {
+    const { store, calls } = recordingStore();
+    const queue = createInProcessQueue({ mode: 'manual' });
+    const single = defineReactor({ name: 'one_commit_job' }).step('a', { run: () => 'done' }).background({ all: true }).returns('a').build();
+    const runtime = createRuntime({ logger: silent, store, queue, worker: true, generateId: () => 'run-1c' });
+    expect(await runtime.run(single, {})).toMatchObject({ status: 'dispatched' });
+    calls.length = 0;
+    await queue.drain();
+    expect(names(calls)).toEqual(['commit', 'commit']);
+    expect(calls[0]!.options).toMatchObject({ takeLease: expect.anything() as unknown, ifSnapshot: expect.anything() as unknown });
+    expect(calls[1]!.options).toMatchObject({ releaseLease: expect.any(String) as string, announce: true });
+    expect(await store.hasLease('run-1c')).toBe(false);
+    expect(await runtime.awaitResult('run-1c')).toMatchObject({ status: 'completed', value: 'done' });
+    await runtime.close();
+  });
+
   it('a hand-off job whose carried state is stale (the run was cancelled meanwhile) is refused before anything runs, then reads the store', async () => {
     const { store, calls } = recordingStore();
     const queue = createInProcessQueue({ mode: 'manual' });

@@ -157,7 +157,8 @@ describe('fan-out map: throws', () => {
 
 describe('fan-out map: cancel', () => {
   it('cancel(id) while awaiting the map: no further throw, the element in flight finishes, queued ones skip themselves, nothing is undone', async () => {
-    const world = fanOutWorld();
+    const released: string[] = [];
+    const world = fanOutWorld({ intercepts: { releaseLease: (next: () => Promise<unknown>, id: string) => (released.push(id), next()) } as never });
     const log: string[] = [];
     const entered = deferred();
     const release = deferred();
@@ -202,6 +203,10 @@ describe('fan-out map: cancel', () => {
     expect(await world.store.load(`${mapId}.3`)).toBeUndefined();
     const states = await Promise.all(range(3).map(async (i) => (await world.store.load(`${mapId}.${i}`))?.snapshot.value));
     expect(states).toEqual(['completed', 'completed', 'cancelled']);
+    // The queued element skipped itself in the first commit of its carried start: that commit
+    // took its lease and gave it back, so no release call followed (and no lease is left).
+    expect(released.filter((actor) => actor === `${mapId}.2`)).toEqual([]);
+    expect((await world.store.load(`${mapId}.2`))?.leased).toBe(false);
     expect(await world.store.readMapStats(mapId)).toMatchObject({ started: 2, settled: 3, completed: 2, skipped: 1, rollback: { target: null } });
     expect((await world.runtime.find(id)).status).toBe('cancelled');
     expect(await world.store.readUndoStack(`${mapId}.0`)).toHaveLength(1);
