@@ -9,6 +9,7 @@ import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createRuntime, createWorker, defineReactor } from '../../src/index.js';
+import type { AnyReactorDefinition } from '../../src/index.js';
 import { createRedisStore } from '../../src/redis.js';
 import { createInProcessQueue } from '../../src/testing/index.js';
 import { startRedis } from '../support/redis-server.js';
@@ -22,22 +23,55 @@ afterAll(async () => {
   await server?.stop();
 });
 
+type Channels = (...channels: string[]) => Promise<unknown>;
+
+/** A subscriber connection whose SUBSCRIBE / UNSUBSCRIBE calls go through `around` (to record or hold them). */
+function wrappedSubscriber(url: string, around: (name: 'subscribe' | 'unsubscribe', channels: string[], send: Channels) => Promise<unknown>): () => Redis {
+  return () => {
+    const client = new Redis(url);
+    for (const name of ['subscribe', 'unsubscribe'] as const) {
+      const send = client[name].bind(client) as Channels;
+      (client as unknown as Record<string, Channels>)[name] = (...channels: string[]) => around(name, channels, send);
+    }
+    return client;
+  };
+}
+
 /** A subscriber connection whose SUBSCRIBE commands wait for `release()`. */
 function heldSubscriber(url: string): { connect: () => Redis; release: () => void; requested: Promise<void> } {
   let release: () => void = () => undefined;
   const gate = new Promise<void>((resolve) => (release = resolve));
   let markRequested: () => void = () => undefined;
   const requested = new Promise<void>((resolve) => (markRequested = resolve));
-  const connect = () => {
-    const client = new Redis(url);
-    const subscribe = client.subscribe.bind(client) as (...channels: string[]) => Promise<unknown>;
-    (client as unknown as { subscribe: (...channels: string[]) => Promise<unknown> }).subscribe = (...channels: string[]) => {
-      markRequested();
-      return gate.then(() => subscribe(...channels));
-    };
-    return client;
-  };
+  const connect = wrappedSubscriber(url, (name, channels, send) => {
+    if (name === 'unsubscribe') return send(...channels);
+    markRequested();
+    return gate.then(() => send(...channels));
+  });
   return { connect, release, requested };
+}
+
+/**
+ * A caller runtime and a worker, each with its own Redis connection and store (as two processes
+ * would have), on one prefix and a manual in-process queue; `close` tears all of it down.
+ */
+function callerAndWorker(options: { readonly prefix: string; readonly reactor: AnyReactorDefinition; readonly id: string; readonly subscriber?: () => Redis }) {
+  const redis = new Redis(server.url);
+  const workerRedis = new Redis(server.url);
+  const store = createRedisStore({ redis, prefix: options.prefix, ...(options.subscriber === undefined ? {} : { subscriber: options.subscriber }) });
+  const workerStore = createRedisStore({ redis: workerRedis, prefix: options.prefix });
+  const queue = createInProcessQueue({ mode: 'manual' });
+  const logger = pino({ level: 'silent' });
+  const runtime = createRuntime({ logger, store, queue, worker: false, reactors: [options.reactor], generateId: () => options.id });
+  const worker = createWorker({ logger, store: workerStore, queue, reactors: [options.reactor] });
+  const close = async () => {
+    await worker.close();
+    await runtime.close();
+    await Promise.all([store.close(), workerStore.close()]);
+    redis.disconnect();
+    workerRedis.disconnect();
+  };
+  return { redis, store, queue, runtime, close };
 }
 
 describe('waitSettled on Redis', () => {
@@ -70,22 +104,14 @@ describe('waitSettled on Redis', () => {
 
 describe('awaitResult on Redis', () => {
   it('a run that settles while the waiter is still subscribing wakes it at once, not at its re-check', async () => {
-    const redis = new Redis(server.url);
-    const workerRedis = new Redis(server.url);
     const held = heldSubscriber(server.url);
-    const prefix = `await-${process.pid}`;
-    const store = createRedisStore({ redis, prefix, subscriber: held.connect });
-    const workerStore = createRedisStore({ redis: workerRedis, prefix });
-    const queue = createInProcessQueue({ mode: 'manual' });
-    const logger = pino({ level: 'silent' });
     const reactor = defineReactor({ name: 'await_race' })
       .step('a', { run: () => 41 })
       .step('b', { args: ({ result }) => ({ a: result('a') }), run: ({ a }) => a + 1 })
       .background({ all: true })
       .returns('b')
       .build();
-    const runtime = createRuntime({ logger, store, queue, worker: false, reactors: [reactor], generateId: () => 'race-1' });
-    const worker = createWorker({ logger, store: workerStore, queue, reactors: [reactor] });
+    const { store, queue, runtime, close } = callerAndWorker({ prefix: `await-${process.pid}`, reactor, id: 'race-1', subscriber: held.connect });
     try {
       expect(await runtime.run(reactor, {})).toMatchObject({ status: 'dispatched', executionId: 'race-1' });
 
@@ -104,38 +130,18 @@ describe('awaitResult on Redis', () => {
       expect(Date.now() - started).toBeLessThan(1_000);
     } finally {
       held.release();
-      await worker.close();
-      await runtime.close();
-      await Promise.all([store.close(), workerStore.close()]);
-      redis.disconnect();
-      workerRedis.disconnect();
+      await close();
     }
   });
 
   it('a waiter woken by the settle notification reads the outcome in one call, without subscribing again', async () => {
-    const redis = new Redis(server.url);
-    const workerRedis = new Redis(server.url);
-    const prefix = `once-${process.pid}`;
     const subscribes: string[][] = [];
-    const store = createRedisStore({
-      redis,
-      prefix,
-      subscriber: () => {
-        const client = new Redis(server.url);
-        const subscribe = client.subscribe.bind(client) as (...channels: string[]) => Promise<unknown>;
-        (client as unknown as { subscribe: (...channels: string[]) => Promise<unknown> }).subscribe = (...channels: string[]) => {
-          subscribes.push(channels);
-          return subscribe(...channels);
-        };
-        return client;
-      },
+    const subscriber = wrappedSubscriber(server.url, (name, channels, send) => {
+      if (name === 'subscribe') subscribes.push(channels);
+      return send(...channels);
     });
-    const workerStore = createRedisStore({ redis: workerRedis, prefix });
-    const queue = createInProcessQueue({ mode: 'manual' });
-    const logger = pino({ level: 'silent' });
     const reactor = defineReactor({ name: 'await_once' }).step('a', { run: () => 7 }).background({ all: true }).returns('a').build();
-    const runtime = createRuntime({ logger, store, queue, worker: false, reactors: [reactor], generateId: () => 'once-1' });
-    const worker = createWorker({ logger, store: workerStore, queue, reactors: [reactor] });
+    const { redis, store, queue, runtime, close } = callerAndWorker({ prefix: `once-${process.pid}`, reactor, id: 'once-1', subscriber });
     try {
       await runtime.run(reactor, {});
       // Every command the caller's store sends from here (its load script is registered already).
@@ -156,26 +162,15 @@ describe('awaitResult on Redis', () => {
       // The look after the notification reads the snapshot and the returned result in one script call.
       expect(sent).toEqual(['evalsha', 'evalsha']);
     } finally {
-      await worker.close();
-      await runtime.close();
-      await Promise.all([store.close(), workerStore.close()]);
-      redis.disconnect();
-      workerRedis.disconnect();
+      await close();
     }
   });
 
   it('a woken waiter and a later one report a completed run whose stored result cannot be decoded alike: the read rejects', async () => {
-    const redis = new Redis(server.url);
-    const workerRedis = new Redis(server.url);
     const prefix = `bad-result-${process.pid}`;
-    const store = createRedisStore({ redis, prefix });
-    const workerStore = createRedisStore({ redis: workerRedis, prefix });
-    const queue = createInProcessQueue({ mode: 'manual' });
-    const logger = pino({ level: 'silent' });
     // No returns(): the outcome reads every step's result.
     const reactor = defineReactor({ name: 'bad_result' }).step('a', { run: () => 7 }).background({ all: true }).build();
-    const runtime = createRuntime({ logger, store, queue, worker: false, reactors: [reactor], generateId: () => 'bad-1' });
-    const worker = createWorker({ logger, store: workerStore, queue, reactors: [reactor] });
+    const { redis, store, queue, runtime, close } = callerAndWorker({ prefix, reactor, id: 'bad-1' });
     const outcome = (p: Promise<unknown>) => p.then((value) => ({ value }), (error: unknown) => ({ error: (error as Error).name }));
     try {
       await runtime.run(reactor, {});
@@ -191,32 +186,18 @@ describe('awaitResult on Redis', () => {
       expect(loaded?.revision).toBeGreaterThan(1);
       expect(loaded?.results).toBeUndefined();
     } finally {
-      await worker.close();
-      await runtime.close();
-      await Promise.all([store.close(), workerStore.close()]);
-      redis.disconnect();
-      workerRedis.disconnect();
+      await close();
     }
   });
 
   it('waits started in one turn subscribe with one SUBSCRIBE, and those ended in one turn leave with one UNSUBSCRIBE', async () => {
     const redis = new Redis(server.url);
     const commands: { name: string; channels: string[] }[] = [];
-    const store = createRedisStore({
-      redis,
-      prefix: `batch-${process.pid}`,
-      subscriber: () => {
-        const client = new Redis(server.url);
-        for (const name of ['subscribe', 'unsubscribe'] as const) {
-          const original = client[name].bind(client) as (...channels: string[]) => Promise<unknown>;
-          (client as unknown as Record<string, (...channels: string[]) => Promise<unknown>>)[name] = (...channels: string[]) => {
-            commands.push({ name, channels });
-            return original(...channels);
-          };
-        }
-        return client;
-      },
+    const subscriber = wrappedSubscriber(server.url, (name, channels, send) => {
+      commands.push({ name, channels });
+      return send(...channels);
     });
+    const store = createRedisStore({ redis, prefix: `batch-${process.pid}`, subscriber });
     try {
       const ids = Array.from({ length: 50 }, (_, i) => `b${i}`);
       const waits = ids.map((id) => store.waitSettled(id, 60_000));

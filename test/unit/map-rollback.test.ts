@@ -134,29 +134,43 @@ describe('fan-out map rollback: throws', () => {
 });
 
 describe('fan-out map rollback: start jobs carry the rollback actors', () => {
-  /** Store reads of the rollback actors themselves (`<map>.rb-<position>`), by method. */
-  const rollbackReads = () => {
-    const reads: string[] = [];
+  /**
+   * A fan-out world whose store records the calls naming a rollback actor (`<map>.rb-<position>`):
+   * its reads, its lease calls, and its commits with the lease they take or release; the run is
+   * dispatched and its forward phase drained.
+   */
+  const carriedWorld = async (name: string, items: readonly number[], options: ReactorOptions) => {
+    const calls: string[] = [];
     const rollbackActor = (id: string) => /\.rb-\d+$/.test(id);
-    const intercepts = {
-      load: (next: () => Promise<unknown>, id: string) => (rollbackActor(id) && reads.push(`load ${id}`), next()),
-      acquireAndLoad: (next: () => Promise<unknown>, id: string) => (rollbackActor(id) && reads.push(`acquireAndLoad ${id}`), next()),
-    };
-    return { reads, intercepts };
+    const record = (method: string) => (next: () => Promise<unknown>, id: string) => (rollbackActor(id) && calls.push(`${method} ${id}`), next());
+    const world = fanOutWorld({
+      intercepts: {
+        load: record('load'),
+        acquireAndLoad: record('acquireAndLoad'),
+        acquireLease: record('acquireLease'),
+        releaseLease: record('releaseLease'),
+        commit: (next: () => Promise<unknown>, id: string, _revision: number, commit: { status: string }, commitOptions?: { takeLease?: unknown; releaseLease?: unknown }) => {
+          if (rollbackActor(id)) calls.push(`commit ${id} ${commit.status}${commitOptions?.takeLease === undefined ? '' : ' take'}${commitOptions?.releaseLease === undefined ? '' : ' release'}`);
+          return next();
+        },
+      } as never,
+    });
+    const log: string[] = [];
+    const { id, mapId } = await dispatch(world, mapReactor(log, name, options), items);
+    await world.queue.drainRounds({ only: FORWARD, delayed: 'as-due' });
+    /** The recorded calls other than commits (reads and lease calls). */
+    const reads = () => calls.filter((c) => !c.startsWith('commit '));
+    return { world, log, id, mapId, calls, reads };
   };
 
   it('each rollback actor is taken up from the creation its start job carries: its first commit takes the lease, nothing of it is read', async () => {
-    const { reads, intercepts } = rollbackReads();
-    const world = fanOutWorld({ intercepts: intercepts as never });
-    const log: string[] = [];
-    const { id, mapId } = await dispatch(world, mapReactor(log, 'rb-carried', { batchSize: 3 }), range(7));
-    await world.queue.drainRounds({ only: FORWARD, delayed: 'as-due' });
+    const { world, log, id, mapId, reads } = await carriedWorld('rb-carried', range(7), { batchSize: 3 });
     const starts = world.queue.pending({ purpose: 'element-rollback' });
     expect(starts.map((job) => [job.id, job.handoff?.revision, job.handoff?.outbox !== undefined])).toEqual(range(3).map((p) => [`${mapId}.rb-${p}.start`, 1, true]));
     await world.queue.drainRounds({ delayed: 'as-due' });
     expect((await world.runtime.awaitResult(id, { timeoutMs: 1_000 })).status).toBe('failed');
     expect(log.filter((l) => l.startsWith('undo:e'))).toEqual(range(7).flatMap((i) => undone(6 - i)));
-    expect(reads).toEqual([]);
+    expect(reads()).toEqual([]);
     for (const p of range(7)) {
       const actor = await world.store.load(`${mapId}.rb-${p}`);
       // Created, then its first commit (lease taken, fenced by the carried bytes), then its report.
@@ -166,27 +180,14 @@ describe('fan-out map rollback: start jobs carry the rollback actors', () => {
   });
 
   it('a carried rollback actor that settles in its first commit (its element failed: not needed) takes and gives back its lease in that one commit', async () => {
-    const leaseCalls: string[] = [];
-    const rollbackActor = (id: string) => /\.rb-\d+$/.test(id);
-    const world = fanOutWorld({
-      intercepts: {
-        releaseLease: (next: () => Promise<unknown>, id: string) => (rollbackActor(id) && leaseCalls.push(`releaseLease ${id}`), next()),
-        acquireLease: (next: () => Promise<unknown>, id: string) => (rollbackActor(id) && leaseCalls.push(`acquireLease ${id}`), next()),
-        commit: (next: () => Promise<unknown>, id: string, _revision: number, commit: { status: string }, options?: { takeLease?: unknown; releaseLease?: unknown }) => {
-          if (rollbackActor(id)) leaseCalls.push(`commit ${id.replace(/.*\./, '')} ${commit.status}${options?.takeLease === undefined ? '' : ' take'}${options?.releaseLease === undefined ? '' : ' release'}`);
-          return next();
-        },
-      } as never,
-    });
-    const log: string[] = [];
     // Element 1 fails; the map fails, and its started elements are rolled back, newest first.
-    const { id, mapId } = await dispatch(world, mapReactor(log, 'rb-settle-first', { batchSize: 3, after: 'ok', e2: (i) => (i === 1 ? 'fail' : 'ok') }), range(3));
+    const { world, id, mapId, calls, reads } = await carriedWorld('rb-settle-first', range(3), { batchSize: 3, after: 'ok', e2: (i) => (i === 1 ? 'fail' : 'ok') });
     await world.queue.drainRounds({ delayed: 'as-due' });
     expect((await world.runtime.awaitResult(id, { timeoutMs: 1_000 })).status).toBe('failed');
-    expect(leaseCalls.filter((c) => c.startsWith('commit rb-')).length).toBeGreaterThan(0);
-    // No separate lease call for any rollback actor; the one whose element failed settles in one commit that takes and releases.
-    expect(leaseCalls.filter((c) => !c.startsWith('commit'))).toEqual([]);
-    expect(leaseCalls.filter((c) => c.endsWith('take release'))).toHaveLength(1);
+    // No separate read or lease call for any rollback actor; the one whose element failed settles in one commit that takes and releases.
+    expect(reads()).toEqual([]);
+    expect(calls.filter((c) => c.endsWith('take release'))).toEqual([expect.stringMatching(new RegExp(`^commit ${mapId}\\.rb-\\d completed take release$`))]);
+    // (Rollback actors exist for the started elements only.)
     for (const p of range(3)) {
       const actor = await world.store.load(`${mapId}.rb-${p}`);
       if (actor !== undefined) expect(actor.leased).toBe(false);
@@ -194,21 +195,20 @@ describe('fan-out map rollback: start jobs carry the rollback actors', () => {
   });
 
   it('a start job whose carried creation is no longer the stored actor reads the store instead (a duplicate delivery does nothing twice)', async () => {
-    const { reads, intercepts } = rollbackReads();
-    const world = fanOutWorld({ intercepts: intercepts as never });
-    const log: string[] = [];
-    const { id, mapId } = await dispatch(world, mapReactor(log, 'rb-stale', { batchSize: 2 }), range(2));
-    await world.queue.drainRounds({ only: FORWARD, delayed: 'as-due' });
+    const { world, log, id, mapId, calls, reads } = await carriedWorld('rb-stale', range(2), { batchSize: 2 });
     const [first] = world.queue.pending({ purpose: 'element-rollback' });
     expect(first?.handoff).toBeDefined();
     await world.queue.runNext();
-    expect(reads).toEqual([]);
-    // The same job delivered again: its carried creation is stale, so it reads the store, finds the actor reported, and commits nothing.
+    expect(reads()).toEqual([]);
+    // The same job delivered again: its carried creation is stale, so it reads the store (taking the
+    // lease with the read), finds the actor reported, commits nothing and lets the lease go.
     const before = (await world.store.load(`${mapId}.rb-0`))?.revision;
-    reads.length = 0;
+    calls.length = 0;
     await world.queue.enqueue([{ ...first!, id: `${first!.id}.again` }]);
     await world.queue.drainRounds({ delayed: 'as-due' });
-    expect(reads).toEqual([`acquireAndLoad ${mapId}.rb-0`]);
+    expect(reads()).toEqual([`acquireAndLoad ${mapId}.rb-0`, `releaseLease ${mapId}.rb-0`]);
+    // One commit attempted for it: the carried first commit, refused by its fence (the revision below is unchanged).
+    expect(calls.filter((c) => c.startsWith(`commit ${mapId}.rb-0 `))).toEqual([`commit ${mapId}.rb-0 completed take release`]);
     expect((await world.store.load(`${mapId}.rb-0`))?.revision).toBe(before);
     expect((await world.runtime.awaitResult(id, { timeoutMs: 1_000 })).status).toBe('failed');
     expect(log.filter((l) => l.startsWith('undo:e'))).toEqual([...undone(1), ...undone(0)]);
