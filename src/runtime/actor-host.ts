@@ -48,6 +48,51 @@ export interface HeldActor {
    * next event's commit would have been refused for it, so it is applied first (as that refusal would).
    */
   handedPending?: boolean;
+  /**
+   * Taken up from the state its job carries (a hand-off, a queued element's or rollback actor's
+   * start) instead of the store: its first commit takes the lease and applies only if the stored
+   * snapshot is still exactly these bytes (see {@link commitLease}).
+   */
+  fromJob?: { readonly ifSnapshot: Uint8Array } | undefined;
+}
+
+/** The lease side of one commit (see {@link commitLease}). */
+export interface CommitLease {
+  /** The commit's lease options (none when the commit neither takes nor releases the lease). */
+  readonly options: Pick<CommitOptions, 'takeLease' | 'ifSnapshot' | 'releaseLease'>;
+  /** The commit is the first from a carried state. */
+  readonly fromJob: boolean;
+  /** The commit was refused: a lease held before it is renewed again (one it was to take was never taken). */
+  readonly refused: () => void;
+  /** The commit landed: the held lease records what it did. */
+  readonly landed: () => void;
+}
+
+/**
+ * The lease side of a commit of `held`: one that leaves this process (`leaves`: a settle, a
+ * hand-off from the caller) releases the lease in the same step; the first commit of an actor
+ * taken up from its job's carried state takes it, fenced by those bytes, and, when it also leaves,
+ * gives it back in that same step (no release call after the job).
+ */
+export function commitLease(held: HeldActor, leaves: boolean): CommitLease {
+  const fromJob = held.fromJob !== undefined && held.lease !== undefined ? { lease: held.lease, ifSnapshot: held.fromJob.ifSnapshot } : undefined;
+  const releasing = leaves && held.lease?.held === true ? held.lease : undefined;
+  const release = releasing ?? (leaves ? fromJob?.lease : undefined);
+  return {
+    options: {
+      ...(release === undefined ? {} : { releaseLease: release.letGo() }),
+      ...(fromJob === undefined ? {} : { takeLease: fromJob.lease.request, ifSnapshot: fromJob.ifSnapshot }),
+    },
+    fromJob: fromJob !== undefined,
+    refused: () => releasing?.taken(),
+    landed: () => {
+      release?.released();
+      if (fromJob === undefined) return;
+      held.fromJob = undefined;
+      // Taken by this commit, and kept unless the same commit gave it back.
+      if (release === undefined) fromJob.lease.taken();
+    },
+  };
 }
 
 /** A transition of one actor, computed by its kind and committed by the kernel. */
@@ -130,8 +175,8 @@ export interface KindHost<H extends HeldActor = HeldActor> {
   sweep(id: string, loaded: LoadedExecution, look: SweepLook): SweepVerdict | Promise<SweepVerdict>;
   /**
    * The held actor of the creation a start job carries (`JobSpec.handoff`), for a kind whose
-   * first work is its creation's outbox: its first commit takes the lease and applies only if the
-   * stored snapshot is still exactly the carried bytes. Absent: such jobs read the store.
+   * first work is its creation's outbox (the worker then marks it `fromJob`: its first commit
+   * takes the lease, fenced by the carried bytes). Absent: such jobs read the store.
    */
   fromCarried?(id: string, handoff: NonNullable<JobSpec['handoff']>): H;
 }

@@ -27,7 +27,7 @@ import { newCall } from './call.js';
 import { mergePlans, planCommit } from './commit-plan.js';
 import type { CommitPlan } from './commit-plan.js';
 import type { ActorInspector } from '../observability/inspector.js';
-import { ActorHost } from './actor-host.js';
+import { ActorHost, commitLease } from './actor-host.js';
 import type { ActorBehaviour, HeldActor, KernelDeps, KindHost, SweepLook, SweepVerdict, Transition } from './actor-host.js';
 import { sweepExecution } from './execution-sweep.js';
 import type { MapHost } from './map-host.js';
@@ -85,11 +85,6 @@ export interface HeldExecution extends HeldActor {
   readonly results: Map<string, Uint8Array>;
   /** The hand-off job, sent alongside the commit that asked for it (awaited when the effect is performed). */
   handOffSent?: Promise<void> | undefined;
-  /**
-   * Built from a hand-off job's snapshot instead of the store: the first commit takes the lease
-   * and applies only if the stored snapshot is still exactly these bytes.
-   */
-  fromJob?: { readonly ifSnapshot: Uint8Array } | undefined;
 }
 
 /** An actor held by this process, as loaded or created. */
@@ -350,21 +345,16 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
       ...(plan.awaits === undefined ? {} : { awaits: plan.awaits }),
       ...(spawned.length === 0 ? {} : { spawn: spawned.map((s) => s.create) }),
     };
-    const fromJob = held.fromJob;
-    // The commit that leaves this process releases the lease with it, also one that takes it in
-    // the same step (a run taken up from its job's carried state that ends in its first commit).
-    const releasing = held.lease?.held === true && leavesProcess(effects, place) ? held.lease : undefined;
-    const lease = releasing ?? (fromJob !== undefined && leavesProcess(effects, place) ? held.lease : undefined);
+    const lease = commitLease(held, leavesProcess(effects, place));
     const announce = settles(effects);
     const options: CommitOptions | undefined =
-      lease === undefined && !announce && fromJob === undefined
+      Object.keys(lease.options).length === 0 && !announce
         ? undefined
         : {
-            ...(lease === undefined ? {} : { releaseLease: lease.letGo() }),
-            ...(fromJob === undefined || held.lease === undefined ? {} : { takeLease: held.lease.request, ifSnapshot: fromJob.ifSnapshot }),
+            ...lease.options,
             // Carried from its creating commit (a fan-out element's start, a run handed off at its
             // start), which gave every key its retention: the first commit here need not again.
-            ...(fromJob !== undefined && held.revision === 1 ? { stampedAt: held.snapshot.context.origin.createdAt } : {}),
+            ...(lease.fromJob && held.revision === 1 ? { stampedAt: held.snapshot.context.origin.createdAt } : {}),
             announce,
             // A settle leaves the recovery index with the commit.
             ...(announce ? { unlist: true } : {}),
@@ -386,19 +376,13 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
       sent: (revision) => {
         if (place === 'caller') this.#sendHandOffEarly(held, effects, revision, commit.snapshot);
       },
-      // Refused: a lease held before it is renewed again (one this commit was to take was never taken).
-      refused: () => releasing?.taken(),
+      refused: lease.refused,
       instead: (error) =>
         error instanceof MapGateClosedError && event.type === 'xreactor.element.start'
           ? { type: 'xreactor.element.skip', at: this.#deps.clock.now(), reason: `skipped: its map no longer dispatches (${error.why})` }
           : undefined,
       landed: (landedIn, previous) => {
-        lease?.released();
-        if (fromJob !== undefined) {
-          held.fromJob = undefined;
-          // Taken by this commit, and kept unless the same commit gave it back.
-          if (lease === undefined) held.lease?.taken();
-        }
+        lease.landed();
         this.#emitWaiting(held, previous as Snapshot, effects);
         const { inspector } = this.#deps;
         if (inspector.enabled) {

@@ -24,7 +24,7 @@ import { decode, serializeError } from '../serialization/index.js';
 import type { Commit, CommitOptions, LoadedExecution, MapWrites, OutboxEffect, PersistedSnapshot, Signal, SignalEvent, SpawnActor } from '../store/store.js';
 import type { RollbackFailure } from '../../machines/execution-types.js';
 import type { ActorBehaviour, HeldActor, KernelDeps, KindHost, SweepLook, SweepVerdict, Transition } from './actor-host.js';
-import { ActorHost, markStale } from './actor-host.js';
+import { ActorHost, commitLease, markStale } from './actor-host.js';
 import type { Call, Place } from './call.js';
 import type { Hooks, MapProgressHook } from '../observability/middleware.js';
 import { jobId } from '../queue/job-ids.js';
@@ -135,11 +135,6 @@ export interface HeldMap extends HeldActor {
 /** An element-rollback actor as its host holds it. */
 export interface HeldRollback extends HeldActor {
   snapshot: Snap;
-  /**
-   * Taken up from the creation its start job carries: its first commit takes the lease and
-   * applies only if the stored snapshot is still exactly these bytes (as a hand-off's does).
-   */
-  fromJob?: { readonly ifSnapshot: Uint8Array } | undefined;
 }
 
 /** What the map hosts need besides the kernel's services. */
@@ -673,16 +668,14 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
   }
 
   /**
-   * A rollback actor as its start job carries its creation (see `carriedStarts`): its first commit
-   * is fenced by the carried snapshot bytes and takes the lease. Nothing is read from the store.
+   * A rollback actor as its start job carries its creation (see `carriedStarts`), with that
+   * creation's outbox. Nothing is read from the store.
    * @throws DeserializationError when the bytes are not this host's machine version (the job then reads the store)
    */
   fromCarried(id: string, handoff: NonNullable<JobSpec['handoff']>): HeldRollback {
     const snapshot = decodeSnapshot(handoff.snapshot);
     const outbox = handoff.outbox === undefined ? [] : (decode(handoff.outbox) as OutboxEffect[]);
-    const held = this.#held(id, { snapshot, revision: handoff.revision, outbox, inbox: { entries: [], seq: 0 } });
-    held.fromJob = { ifSnapshot: handoff.snapshot };
-    return held;
+    return this.#held(id, { snapshot, revision: handoff.revision, outbox, inbox: { entries: [], seq: 0 } });
   }
 
   adopt(held: HeldRollback, loaded: LoadedExecution): void {
@@ -743,20 +736,15 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
     // A fan-out rollback actor lists itself with its first own commit (its creation did not). The
     // element it signals is not listed: while this actor awaits it, this actor's sweep advances it.
     const listed = context.mode === 'fanOut' && held.revision === 1 && !finished ? [held.id] : [];
-    // Taken up from its start job's carried creation: this first commit takes the lease, fenced by those bytes.
-    const fromJob = held.fromJob !== undefined && held.lease !== undefined ? { lease: held.lease, ifSnapshot: held.fromJob.ifSnapshot } : undefined;
-    // The settling commit releases the lease with it (no release call after the job), also one
-    // that takes it in the same step (a carried actor that settles at once: not needed, gone).
-    const releasing = finished && held.lease?.held === true ? held.lease : undefined;
-    const lease = releasing ?? (finished ? fromJob?.lease : undefined);
+    const lease = commitLease(held, finished);
     const options: CommitOptions | undefined =
-      !finished && fromJob === undefined
+      !finished && !lease.fromJob
         ? undefined
         : {
             ...(finished ? { announce: true, unlist: true } : {}),
-            ...(lease === undefined ? {} : { releaseLease: lease.letGo() }),
-            // Its creation (the throw commit) gave every key its retention: no re-stamp here.
-            ...(fromJob === undefined ? {} : { takeLease: fromJob.lease.request, ifSnapshot: fromJob.ifSnapshot, stampedAt: context.createdAt }),
+            ...lease.options,
+            // Taken up from its start job's carried creation: that creation (the throw commit) gave every key its retention.
+            ...(lease.fromJob ? { stampedAt: context.createdAt } : {}),
           };
     return {
       next,
@@ -764,15 +752,9 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
       options,
       effects: plan.effects,
       listed,
-      // Refused: a lease held before it is renewed again (one this commit was to take was never taken).
-      refused: () => releasing?.taken(),
+      refused: lease.refused,
       landed: () => {
-        lease?.released();
-        if (fromJob !== undefined) {
-          held.fromJob = undefined;
-          // Taken by this commit, and kept unless the same commit gave it back.
-          if (lease === undefined) fromJob.lease.taken();
-        }
+        lease.landed();
         return undefined;
       },
     };

@@ -112,6 +112,14 @@ export function reports(failures: readonly RollbackFailure[]): RollbackFailureRe
   });
 }
 
+/**
+ * The step whose result is a completed run's value (undefined: every step's): the definition's
+ * when this process knows the reactor, else what the snapshot recorded.
+ */
+export function returnsOf(definition: AnyReactorDefinition | undefined, context: ExecutionContext): string | undefined {
+  return definition === undefined ? (context.origin.returns ?? undefined) : definition.returns;
+}
+
 /** Build the outcome of a settled execution from its context (and its results, for a completed run). */
 export async function buildResult(
   definition: AnyReactorDefinition | undefined,
@@ -122,8 +130,7 @@ export async function buildResult(
   const executionId = context.executionId as ExecutionId;
   switch (status) {
     case 'completed': {
-      // The definition when this process knows the reactor; else what the snapshot recorded.
-      const returns = definition === undefined ? (context.origin.returns ?? undefined) : definition.returns;
+      const returns = returnsOf(definition, context);
       const results = await store.readResults(executionId, returns === undefined ? undefined : [returns]);
       // Every step's result, but for async units' (a reference to the unit, not a value of the run).
       const value = returns === undefined ? Object.fromEntries([...results].filter(([, v]) => !isUnitRef(v))) : results.get(returns);

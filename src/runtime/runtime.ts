@@ -17,7 +17,7 @@ import type { Backend } from './backend.js';
 import { markStale } from './actor-host.js';
 import { statusOf } from './host.js';
 import type { CancelledResult, DispatchedResult, ExecutionView, FailedResult, MapProgress, RunResult } from './results.js';
-import { buildResult } from './results.js';
+import { buildResult, returnsOf } from './results.js';
 import { unitView } from './async-units.js';
 import { createJobHandler } from './worker.js';
 import type { ContinueRequest, PausedResult } from './interrupts.js';
@@ -281,11 +281,15 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
    * its `MapResults` reader (as `run()` returns it), with the element reactor when the definition
    * is known.
    */
-  /** The results `buildResult` reads, as callers get them; `preloaded`: the ones a load read with the snapshot (for the steps it asked, `'all'` or a list). */
+  /**
+   * The results `buildResult` reads, as callers get them; `preloaded`: those a load read with the
+   * snapshot (`asked`: the steps it asked for, as `buildResult` asks for them), used when it asks
+   * for exactly those.
+   */
   const resultsOf = (definition: AnyReactorDefinition | undefined, preloaded?: { readonly asked: readonly string[] | 'all'; readonly values: ReadonlyMap<string, unknown> }): Pick<Store, 'readResults'> => ({
     readResults: async (id, steps) => {
-      const covered = preloaded !== undefined && (preloaded.asked === 'all' || (steps !== undefined && steps.every((step) => preloaded.asked.includes(step))));
-      const read = covered ? new Map(steps === undefined ? preloaded.values : steps.flatMap((step) => (preloaded.values.has(step) ? [[step, preloaded.values.get(step)] as const] : []))) : await store.readResults(id, steps);
+      const asked = steps ?? 'all';
+      const read = preloaded !== undefined && isDeepStrictEqual(preloaded.asked, asked) ? new Map(preloaded.values) : await store.readResults(id, steps);
       for (const [step, value] of read) {
         if (!isMapResultsRef(value)) continue;
         const element = id.includes('.') ? undefined : definition?.steps.find((s) => s.name === step)?.map?.element;
@@ -543,7 +547,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
           return { status: 'resuming', soon: true };
         }
         // What `buildResult` reads of a completed run: the `returns` step's result, or every step's.
-        const returns = definition === undefined ? (context.origin.returns ?? undefined) : definition.returns;
+        const returns = returnsOf(definition, context);
         return { status, results: returns === undefined ? 'all' : [returns] };
       };
       for (;;) {

@@ -221,72 +221,77 @@ function isRefusal(error: unknown): boolean {
 }
 
 /**
- * Advance a handed-off run from the state its job carries: the resume transition's commit takes
- * the lease and applies only if the stored snapshot is still exactly the carried one. Returns
- * false, having performed nothing, when that cannot be used (an unknown reactor, unreadable
- * bytes, or a refused first commit); the caller then reads the store as for any job.
+ * Advance an actor from the state its job carries instead of reading the store: `take` builds the
+ * held actor from it, `advance` drives it; its first commit takes the lease and applies only if
+ * the stored snapshot is still exactly the carried one. Returns false, having committed nothing,
+ * when that cannot be used (an unknown reactor, unreadable bytes, or a refused first commit); the
+ * caller then reads the store as for any job.
  */
-async function advanceFromCarriedState(engine: Engine, lease: HeldLease, job: JobSpec, signal: AbortSignal): Promise<boolean> {
+async function fromCarriedState<H extends HeldActor>(
+  engine: Engine,
+  lease: HeldLease,
+  job: JobSpec,
+  take: (carried: NonNullable<JobSpec['handoff']>) => Promise<H | undefined> | H,
+  advance: (held: H) => Promise<boolean>,
+): Promise<boolean> {
   const carried = job.handoff!;
-  const event = job.event as unknown as ExecutionEvent | undefined;
-  if (event === undefined) return false;
-  let held: HeldExecution | undefined;
-  let host: ExecutionHost;
+  const id = job.actor!.id;
+  let held: H | undefined;
   try {
-    const snapshot = decodeSnapshot(carried.snapshot);
-    host = engine.register(engine.definitionOf(snapshot.context as { reactor: string }));
-    held = await host.load(job.actor!.id, { snapshot, revision: carried.revision, outbox: [], inbox: { entries: [], seq: 0 } }, { value: decode(carried.input) });
+    held = await take(carried);
   } catch (error) {
     if (!(error instanceof XreactorError)) throw error;
-    engine.logger.debug({ event: 'xreactor.handoff.carried_unusable', executionId: job.actor!.id, err: error }, 'hand-off job state unusable; reading the store');
+    engine.logger.debug({ event: 'xreactor.handoff.carried_unusable', executionId: id, err: error }, 'job state unusable; reading the store');
     return false;
   }
   if (held === undefined) return false;
   held.lease = lease;
   held.fromJob = { ifSnapshot: carried.snapshot };
   try {
-    return await host.drive(held, event, signal, 'worker');
+    return await advance(held);
   } catch (error) {
-    // Refused before anything was performed (the lease is taken only by a first commit that lands).
+    // Refused before anything was committed (the lease is taken only by a first commit that lands).
     if (!lease.held && isRefusal(error)) {
-      engine.logger.debug({ event: 'xreactor.handoff.carried_refused', executionId: job.actor!.id, err: error }, 'hand-off job state is not the stored one; reading the store');
+      engine.logger.debug({ event: 'xreactor.handoff.carried_refused', executionId: id, err: error }, 'job state is not the stored one; reading the store');
       return false;
     }
     throw error;
   }
 }
 
-/**
- * Take up an actor of another kind (an element rollback) from the creation its start job
- * carries: perform the creation's outbox; the first commit takes the lease and applies only if
- * the stored snapshot is still exactly the carried one. Returns false, having committed nothing,
- * when that cannot be used (a kind that takes no carried state, unreadable bytes, or a refused
- * first commit); the caller then reads the store as for any job.
- */
-async function advanceActorFromCarriedState(engine: Engine, lease: HeldLease, job: JobSpec, signal: AbortSignal): Promise<boolean> {
-  const { kind, id } = job.actor!;
-  const host = engine.kindHost(kind);
-  if (host?.fromCarried === undefined || job.event !== undefined) return false;
-  let held: HeldActor;
-  try {
-    held = host.fromCarried(id, job.handoff!);
-  } catch (error) {
-    if (!(error instanceof XreactorError)) throw error;
-    engine.logger.debug({ event: 'xreactor.handoff.carried_unusable', executionId: id, err: error }, 'start job state unusable; reading the store');
-    return false;
-  }
-  held.lease = lease;
-  try {
-    await host.loop.resume(held, held.outbox, newCall(signal, 'worker'));
-    return true;
-  } catch (error) {
-    // Refused before anything was committed (the lease is taken only by a first commit that lands).
-    if (!lease.held && isRefusal(error)) {
-      engine.logger.debug({ event: 'xreactor.handoff.carried_refused', executionId: id, err: error }, 'start job state is not the stored one; reading the store');
-      return false;
-    }
-    throw error;
-  }
+/** A handed-off run (or a queued map element) from the state its job carries: the job's event is its first transition. */
+function advanceFromCarriedState(engine: Engine, lease: HeldLease, job: JobSpec, signal: AbortSignal): Promise<boolean> {
+  const event = job.event as unknown as ExecutionEvent | undefined;
+  if (event === undefined) return Promise.resolve(false);
+  let host: ExecutionHost;
+  return fromCarriedState(
+    engine,
+    lease,
+    job,
+    (carried) => {
+      const snapshot = decodeSnapshot(carried.snapshot);
+      host = engine.register(engine.definitionOf(snapshot.context as { reactor: string }));
+      return host.load(job.actor!.id, { snapshot, revision: carried.revision, outbox: [], inbox: { entries: [], seq: 0 } }, { value: decode(carried.input) });
+    },
+    (held: HeldExecution) => host.drive(held, event, signal, 'worker'),
+  );
+}
+
+/** An actor of another kind (an element rollback) from the creation its start job carries: its creation's outbox is its first work. */
+function advanceActorFromCarriedState(engine: Engine, lease: HeldLease, job: JobSpec, signal: AbortSignal): Promise<boolean> {
+  const host = engine.kindHost(job.actor!.kind);
+  const take = host?.fromCarried?.bind(host);
+  if (host === undefined || take === undefined || job.event !== undefined) return Promise.resolve(false);
+  return fromCarriedState(
+    engine,
+    lease,
+    job,
+    (carried) => take(job.actor!.id, carried),
+    async (held) => {
+      await host.loop.resume(held, held.outbox, newCall(signal, 'worker'));
+      return true;
+    },
+  );
 }
 
 /**

@@ -9,10 +9,9 @@
  * Every commit keeps its own fence (revision, inbox seq) and its own reply: the batch script
  * applies or refuses each exactly as `commitExecution-5.lua` would alone, in the order given.
  * When to send is {@link batchedCommits}' rule: at once while nothing is in flight, at the end of
- * the turn while something is. (The first commit of every turn used to go out on its own: a busy
- * worker then made two socket writes and two script calls per turn instead of one.)
+ * the turn while something is.
  */
-import { commitBatchArgs, isBatchable, readBatchReplies } from './redis-scripts.js';
+import { commitBatchArgs, readBatchReplies } from './redis-scripts.js';
 import type { CommitCall, ScriptRunner } from './redis-scripts.js';
 
 interface Pending {
@@ -74,7 +73,7 @@ export function batchedCommits(run: ScriptRunner): CommitSender {
     );
   };
   return (call) => {
-    if (!isBatchable(call) || (pending === undefined && inFlight === 0)) return send(run('commitExecution', call));
+    if (pending === undefined && inFlight === 0) return send(run('commitExecution', call));
     if (pending === undefined) {
       pending = [];
       process.nextTick(flush);

@@ -1,6 +1,7 @@
 import type { TraceEntry } from '../../machines/execution-types.js';
-import { DeserializationError, ExecutionNotFoundError, InboxPendingError, MapGateClosedError, StaleRevisionError, XreactorError } from '../errors/index.js';
+import { ExecutionNotFoundError, InboxPendingError, MapGateClosedError, StaleRevisionError, XreactorError } from '../errors/index.js';
 import { mapGateClosedWhy } from './map-writes.js';
+import { decodeLoadedResults } from './results-codec.js';
 import { decode, encode } from '../serialization/index.js';
 import type { Clock } from '../internal/clock.js';
 import { systemClock, timeoutOrAbort } from '../internal/clock.js';
@@ -339,18 +340,12 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       if (r === undefined) return undefined;
       const base = { ...decodeRow(id, r), leased: liveLease(id) !== undefined, marked: r.unreadable !== undefined };
       if (options?.results === undefined || r.status !== 'completed') return base;
-      const results = new Map<string, unknown>();
-      try {
-        for (const step of options.results === 'all' ? r.results.keys() : options.results) {
-          const bytes = r.results.get(step);
-          if (bytes !== undefined) results.set(step, decode(bytes));
-        }
-      } catch (error) {
-        // As the Redis store: the load stands, and readResults reports the value it cannot decode.
-        if (error instanceof DeserializationError) return base;
-        throw error;
-      }
-      return { ...base, results };
+      const asked = options.results === 'all' ? [...r.results.keys()] : options.results;
+      const results = decodeLoadedResults(asked.flatMap((step) => {
+        const bytes = r.results.get(step);
+        return bytes === undefined ? [] : [[step, bytes] as const];
+      }));
+      return results === undefined ? base : { ...base, results };
     },
     async readInbox(id) {
       const r = rows.get(id);

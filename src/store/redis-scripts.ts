@@ -168,7 +168,7 @@ function commitTail(commit: Commit): (string | Buffer)[] {
 /**
  * Whether a commit has kernel work (consumed entries, awaits, signals, spawned actors or map
  * writes): without it, and without a re-stamp, the commit has no kernel section (the per-step
- * fast path, which a group commit may batch).
+ * fast path).
  */
 export function hasKernelWork(commit: Commit): boolean {
   return (commit.consumed?.length ?? 0) > 0 || commit.awaits !== undefined || (commit.signals?.length ?? 0) > 0 || (commit.spawn?.length ?? 0) > 0 || commit.writes.map !== undefined;
@@ -320,21 +320,15 @@ export function commitArgs(keys: ExecutionKeys, expectedRevision: number, commit
 /** ioredis's error class for an error reply (typed `any` there). */
 const RedisReplyError = ReplyError as new (message: string) => Error;
 
-/** Whether `commitBatch-1n.lua` takes a call `commitArgs` built: a commit of five keys (with or without a kernel section). */
-export function isBatchable(call: CommitCall): boolean {
-  return call.keys.length === 5;
-}
-
 /**
- * Arguments of `commitBatch-1n.lua`: commit calls (see {@link isBatchable}), applied in
- * this order. Each commit declares its execution hash; the script builds its other four keys from
- * the root base and id that lead its arguments.
+ * Arguments of `commitBatch-1n.lua`: commit calls (`commitArgs`, with or without a kernel
+ * section), applied in this order. Each commit declares its execution hash; the script builds its
+ * other four keys from the root base and id that lead its arguments.
  */
 export function commitBatchArgs(calls: readonly CommitCall[]): ScriptCall {
   const keys: string[] = [];
   const argv: (string | Buffer)[] = [];
   for (const call of calls) {
-    if (!isBatchable(call)) throw new XreactorError('script_keys_invalid', `${SCRIPTS.commitBatch.file} takes commits of five keys only`);
     keys.push(call.keys[0]!);
     argv.push(String(call.argv.length), call.actor.base, call.actor.id, ...call.argv);
   }

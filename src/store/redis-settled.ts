@@ -74,17 +74,15 @@ export function createSettledHub(connect: () => Redis | Cluster, clock: Clock): 
     if (last?.kind === kind) return last;
     if (batches.length === 0) process.nextTick(flush);
     const names: string[] = [];
-    let send = noop;
-    // A failed command leaves its waiters to their timeouts: the notification is a hint, not the truth.
-    const done = new Promise<void>((resolve) => {
-      send = () => {
-        // Closed meanwhile: its waiters were resolved, and no connection is opened again.
-        if (closed || subscriber === undefined) return resolve();
-        const client = subscriber;
-        (kind === 'subscribe' ? client.subscribe(...names) : client.unsubscribe(...names)).then(() => resolve(), () => resolve());
-      };
-    });
-    const batch: Batch = { kind, names, done, send: () => send() };
+    let acknowledged = noop;
+    const done = new Promise<void>((resolve) => (acknowledged = resolve));
+    const send = (): void => {
+      // Closed meanwhile: its waiters were resolved, and no connection is opened again.
+      if (closed || subscriber === undefined) return acknowledged();
+      // A failed command leaves its waiters to their timeouts: the notification is a hint, not the truth.
+      (kind === 'subscribe' ? subscriber.subscribe(...names) : subscriber.unsubscribe(...names)).then(acknowledged, acknowledged);
+    };
+    const batch: Batch = { kind, names, done, send };
     batches.push(batch);
     return batch;
   };

@@ -35,6 +35,7 @@ import type { LoadReply } from './redis-scripts.js';
 import { markUnreadableArgs, readMarkUnreadableReply } from './redis-scripts.js';
 import { decodeUnreadable } from './unreadable-codec.js';
 import { createSettledHub } from './redis-settled.js';
+import { decodeLoadedResults } from './results-codec.js';
 import { decodeSnapshot, DEFAULT_MACHINES } from './snapshot-codec.js';
 import type { MachineVersions } from './snapshot-codec.js';
 import type { Commit, LeasedLoad, LoadedExecution, MapPageEntry, OutboxEffect, Store, UndoEntry } from './store.js';
@@ -188,22 +189,6 @@ function compileTimeout(timeoutMs: number | undefined): number {
 }
 
 /**
- * Results a load read with the snapshot, decoded; undefined when one cannot be decoded: the load
- * itself stands (the snapshot is readable), and `readResults` reports the bad value as it would
- * have without the option.
- */
-function decodedResults(read: ReadonlyMap<string, Buffer>): Map<string, unknown> | undefined {
-  const results = new Map<string, unknown>();
-  try {
-    for (const [step, bytes] of read) results.set(step, decode(bytes));
-  } catch (error) {
-    if (error instanceof DeserializationError) return undefined;
-    throw error;
-  }
-  return results;
-}
-
-/**
  * The Redis store. Every execution lives under the hash tag of its id, so its multi-key scripts
  * run in one slot of a Redis Cluster; `docs/redis-keys.md` lists the keys. Each create and commit
  * is one script call (one round trip), fenced by revision (and, with `ifSnapshot`, by the stored
@@ -304,7 +289,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     async load(id, options) {
       const reply = readLoadReply(await read(id, run('loadExecution', loadArgs(keys.executionKeys(id), options?.results), true)));
       if (reply.revision == null && reply.snapshot == null && reply.outbox == null) return undefined;
-      const results = reply.results === undefined ? undefined : decodedResults(reply.results);
+      const results = reply.results === undefined ? undefined : decodeLoadedResults(reply.results);
       return { ...loaded(id, reply), leased: reply.leased, marked: reply.marked, ...(results === undefined ? {} : { results }) };
     },
     async readInbox(id) {

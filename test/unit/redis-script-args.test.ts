@@ -12,7 +12,6 @@ import {
   commitArgs,
   commitBatchArgs,
   packArgv,
-  isBatchable,
   createArgs,
   hasKernelWork,
   loadArgs,
@@ -602,11 +601,11 @@ describe('map writes and reads args', () => {
     const call = commitArgs(keys, 3, withMap, 1000, { restamp: false });
     const plain = commitArgs(keys, 3, commit, 1000, { restamp: false });
     expect(call.argv[13]).toBe(keys.base);
-    expect(isBatchable(call)).toBe(true);
-    expect(isBatchable(plain)).toBe(true);
-    // Each commit leads with its argument count, root base and id: the script finds where the next one starts.
-    expect(commitBatchArgs([call, plain]).argv).toEqual([String(call.argv.length), keys.base, keys.id, ...call.argv, String(plain.argv.length), keys.base, keys.id, ...plain.argv]);
-    expect(() => commitBatchArgs([{ ...call, keys: call.keys.slice(0, 3) }])).toThrow(XreactorError);
+    expect(plain.argv[13]).toBe('');
+    // One declared key per commit; each commit leads with its argument count, root base and id: the script finds where the next one starts.
+    const batch = commitBatchArgs([call, plain]);
+    expect(batch.keys).toEqual([keys.execution, keys.execution]);
+    expect(batch.argv).toEqual([String(call.argv.length), keys.base, keys.id, ...call.argv, String(plain.argv.length), keys.base, keys.id, ...plain.argv]);
   });
 
   it('passes a conditional signal\'s condition as its mode (in place of the cascade flag)', () => {
