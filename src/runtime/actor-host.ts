@@ -56,6 +56,11 @@ export interface HeldActor {
   fromJob?: { readonly ifSnapshot: Uint8Array } | undefined;
 }
 
+const noop = (): void => undefined;
+
+/** A commit that neither takes nor releases the lease. */
+const NO_LEASE_CHANGE: CommitLease = { options: {}, fromJob: false, refused: noop, landed: noop };
+
 /** The lease side of one commit (see {@link commitLease}). */
 export interface CommitLease {
   /** The commit's lease options (none when the commit neither takes nor releases the lease). */
@@ -75,6 +80,8 @@ export interface CommitLease {
  * gives it back in that same step (no release call after the job).
  */
 export function commitLease(held: HeldActor, leaves: boolean): CommitLease {
+  // The per-step commit of a held actor: nothing to take or release (no allocation on that path).
+  if (!leaves && held.fromJob === undefined) return NO_LEASE_CHANGE;
   const fromJob = held.fromJob !== undefined && held.lease !== undefined ? { lease: held.lease, ifSnapshot: held.fromJob.ifSnapshot } : undefined;
   const releasing = leaves && held.lease?.held === true ? held.lease : undefined;
   const release = releasing ?? (leaves ? fromJob?.lease : undefined);

@@ -348,7 +348,7 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
     const lease = commitLease(held, leavesProcess(effects, place));
     const announce = settles(effects);
     const options: CommitOptions | undefined =
-      Object.keys(lease.options).length === 0 && !announce
+      lease.options.takeLease === undefined && lease.options.releaseLease === undefined && !announce
         ? undefined
         : {
             ...lease.options,
