@@ -215,7 +215,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
   checkBackendOptions('createRuntime', options);
   if (backend === undefined && options.store?.shared === true && options.queue === undefined) {
     throw new DefinitionError(
-      'createRuntime: a shared store (Redis) with the default in-process queue would run background hand-offs in this process, not in workers: pass queue: createBullmqQueue(...) from xreactor/redis (or backend: connectRedis()); to run them here on purpose, pass queue: createInProcessQueue() and worker: true',
+      'createRuntime: a shared store (Redis) with the default in-process queue would run background hand-offs in this process, not in workers: pass queue: createBullmqQueue(...) from xreactor/redis (or backend: connectRedis()); to run them here on purpose, pass queue: createInProcessQueue() from xreactor/testing and worker: true',
     );
   }
   const ownsStore = options.store === undefined && backend === undefined;

@@ -1,15 +1,15 @@
 /**
- * Group commit for the Redis store: the commits that several actors issue in the same turn of
- * the event loop share one script call (`commitBatch-1n.lua`), so they share one command's
- * building, one socket write and one reply: per-step commits and those with a kernel section
- * (signals, spawns, map writes) alike. A worker advancing ten runs (or map elements) at once
- * issues their next commits together (their previous commits' replies arrive in one read), and
- * this is where a step's client-side Redis cost goes.
+ * Group commit for the Redis store: the commits that several actors issue while one of the
+ * store's calls is in flight share the next script call (`commitBatch-1n.lua`), so they share one
+ * command's building, one socket write and one reply: per-step commits and those with a kernel
+ * section (signals, spawns, map writes) alike. A worker advancing ten runs (or map elements) at
+ * once gets their commits' replies in one read and issues their next commits together, and this
+ * is where a step's client-side Redis cost goes.
  *
  * Every commit keeps its own fence (revision, inbox seq) and its own reply: the batch script
  * applies or refuses each exactly as `commitExecution-5.lua` would alone, in the order given.
- * When to send is {@link batchedCommits}' rule: at once while nothing is in flight, at the end of
- * the turn while something is.
+ * When to send is {@link batchedCommits}' rule: at once while nothing is in flight; while a call is
+ * in flight, with the next call, sent when that one is answered.
  */
 import { commitBatchArgs, readBatchReplies } from './redis-scripts.js';
 import type { CommitCall, ScriptRunner } from './redis-scripts.js';
@@ -29,30 +29,28 @@ export function unbatchedCommits(run: ScriptRunner): CommitSender {
 }
 
 /**
- * A sender that groups the commits of one turn of the event loop into one script call,
- * as Nagle's algorithm groups a socket's small writes: a commit sent while none of this sender's
+ * A sender that groups commits into one script call at a time, as a database groups the commits
+ * of concurrent transactions into one log write: a commit sent while none of this sender's calls
  * is in flight goes out at once, alone (an idle process, a lone run: nothing to wait for); one
- * sent while others are in flight waits for the end of the turn (`process.nextTick`), and the
- * turn's waiting commits go out together. A busy worker always has commits in flight, so its
- * commits go out one call per turn.
+ * sent while a call is in flight waits for that call's reply, and every commit that waited goes
+ * out together, at the end of the turn the reply arrives in (`process.nextTick`, after the actors
+ * that reply answered have issued their next commits). At most one call is in flight, so a busy
+ * worker sends one call per round of its actors (ten runs at concurrency 10: one call for ten
+ * commits) rather than one per turn; a commit waits at most one round trip longer.
  */
 export function batchedCommits(run: ScriptRunner): CommitSender {
   let pending: Pending[] | undefined;
-  let inFlight = 0;
-  const send = <T>(reply: Promise<T>): Promise<T> => {
-    inFlight++;
-    const settled = () => void inFlight--;
-    reply.then(settled, settled);
-    return reply;
-  };
+  let inFlight = false;
   const flush = () => {
     const batch = pending!;
     pending = undefined;
+    const reply = batch.length === 1 ? run('commitExecution', batch[0]!.call) : run('commitBatch', commitBatchArgs(batch.map((p) => p.call)));
+    send(reply);
     if (batch.length === 1) {
-      send(run('commitExecution', batch[0]!.call)).then(batch[0]!.resolve, batch[0]!.reject);
+      reply.then(batch[0]!.resolve, batch[0]!.reject);
       return;
     }
-    send(run('commitBatch', commitBatchArgs(batch.map((p) => p.call)))).then(
+    reply.then(
       (reply) => {
         let replies: unknown[];
         try {
@@ -72,12 +70,23 @@ export function batchedCommits(run: ScriptRunner): CommitSender {
       },
     );
   };
+  // The call in flight: when it is answered, the commits that waited for it go out (attached
+  // before the commits' own handlers, so the flush is queued before their actors go on).
+  const send = (reply: Promise<unknown>): void => {
+    inFlight = true;
+    const settled = () => {
+      inFlight = false;
+      if (pending !== undefined) process.nextTick(flush);
+    };
+    reply.then(settled, settled);
+  };
   return (call) => {
-    if (pending === undefined && inFlight === 0) return send(run('commitExecution', call));
-    if (pending === undefined) {
-      pending = [];
-      process.nextTick(flush);
+    if (pending === undefined && !inFlight) {
+      const reply = run('commitExecution', call);
+      send(reply);
+      return reply;
     }
+    pending ??= [];
     return new Promise((resolve, reject) => pending!.push({ call, resolve, reject }));
   };
 }

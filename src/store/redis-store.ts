@@ -90,11 +90,12 @@ export interface RedisStoreOptions {
    */
   readonly clock?: Clock;
   /**
-   * Group commit: the commits that several actors issue in the same turn of the event loop
-   * (per-step ones and those with signals, spawns or map writes alike) go to Redis in one script
-   * call, each still fenced and answered on its own (see `src/store/commit-batcher.ts`). A commit
-   * issued while none of the store's is in flight is sent at once, so a lone run waits for
-   * nothing. Not available on a Redis Cluster, whose executions live in different slots.
+   * Group commit: the commits that several actors issue while one of the store's calls is in
+   * flight (per-step ones and those with signals, spawns or map writes alike) wait for its reply
+   * and go to Redis together, in one script call, each still fenced and answered on its own (see
+   * `src/store/commit-batcher.ts`); at most one call is in flight. A commit issued while none is
+   * in flight is sent at once, so a lone run waits for nothing. Not available on a Redis
+   * Cluster, whose executions live in different slots.
    * @defaultValue true on a single Redis server, false on a Cluster
    */
   readonly groupCommit?: boolean;

@@ -450,7 +450,7 @@ describe('redis store: group commit', () => {
     }
   });
 
-  it('while a commit is in flight, sends every commit of a turn in one script call (as Nagle groups a socket\'s writes)', async () => {
+  it('while a commit is in flight, sends every commit of a turn in one script call, after its reply', async () => {
     const { redis, store, cleanup } = open();
     try {
       for (const id of [...ten, 'ahead']) await store.create({ id, reactor: 'r', input: {}, commit: first() });
@@ -464,6 +464,27 @@ describe('redis store: group commit', () => {
       expect(await Promise.all([...ten.map((id) => store.commit(id, 1, quiet())), ahead])).toEqual([...ten.map(() => 2), 2]);
       await busy;
       expect(await scriptCalls(redis)).toBe(3);
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it('while a call is in flight, commits of several turns wait for its reply and go out together, as one call', async () => {
+    const { redis, store, cleanup } = open();
+    try {
+      for (const id of [...ten, 'ahead']) await store.create({ id, reactor: 'r', input: {}, commit: first() });
+      await redis.config('RESETSTAT');
+      const busy = redis.eval('local i = 0 while i < 20000000 do i = i + 1 end return i', 0);
+      const ahead = store.commit('ahead', 1, quiet());
+      // Half the commits in one turn, half in a later one: all behind the call in flight.
+      const early = ten.slice(0, 5).map((id) => store.commit(id, 1, quiet()));
+      await new Promise((resolve) => setImmediate(resolve));
+      const late = ten.slice(5).map((id) => store.commit(id, 1, quiet()));
+      expect(await Promise.all([...early, ...late, ahead])).toEqual([...ten.map(() => 2), 2]);
+      await busy;
+      // The busy script, the commit ahead, and one call for the ten commits of both turns.
+      expect(await scriptCalls(redis)).toBe(3);
+      for (const id of ten) expect(await store.readResults(id)).toEqual(new Map([['a', 1], ['s', 1]]));
     } finally {
       await cleanup();
     }
