@@ -484,10 +484,11 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
   }
 
   /**
-   * A hand-off's job is sent together with the commit that asks for it (right after it), without
-   * waiting for that commit to land: the job only wakes a worker, which finds the run as the
-   * store has it (and waits a moment when the run is not there yet or still leased). This takes
-   * the commit's round trip off the hand-off. If the commit is refused, the job wakes a worker
+   * A hand-off's job is sent together with the commit that asks for it (right after it is issued;
+   * a commit behind a group commit call in flight may reach Redis a round trip after the job),
+   * without waiting for that commit to land: the job only wakes a worker, which finds the run as
+   * the store has it (and waits a moment when the run is not there yet or still leased). This
+   * takes the commit's round trip off the hand-off. If the commit is refused, the job wakes a worker
    * for nothing: its resume event is not accepted in any other state, and the job id is the one
    * the run's own hand-off uses.
    */

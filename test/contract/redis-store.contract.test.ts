@@ -4,6 +4,7 @@ import { DeserializationError, EXECUTION_MACHINE_VERSION, StaleRevisionError, Xr
 import type { Commit, Store } from '../../src/index.js';
 import { createKeyBuilder, EXECUTION_FIELDS } from '../../src/store/keys.js';
 import { createRedisStore, retentionRefreshMs } from '../../src/store/redis-store.js';
+import { MAX_GROUP_COMMIT } from '../../src/store/commit-batcher.js';
 import { createTestClock } from '../../src/testing/test-clock.js';
 import type { TestClock } from '../../src/testing/test-clock.js';
 import { decode, encode } from '../../src/serialization/index.js';
@@ -450,20 +451,32 @@ describe('redis store: group commit', () => {
     }
   });
 
+  /**
+   * Creates `ids` and 'ahead', then keeps the server busy with a script sent ahead on the store's
+   * connection, so the reply of the commit of 'ahead' sent behind it (at once: nothing was in
+   * flight) cannot arrive before `issue` has issued its commits. Returns the script calls the
+   * server counted (the busy script and the commit ahead included), once every commit landed
+   * at revision 2.
+   */
+  const behindBusyCall = async (redis: Redis, store: Store, ids: readonly string[], issue: () => Promise<Promise<number>[]>): Promise<number> => {
+    for (const id of [...ids, 'ahead']) await store.create({ id, reactor: 'r', input: {}, commit: first() });
+    await redis.config('RESETSTAT');
+    const busy = redis.eval('local i = 0 while i < 20000000 do i = i + 1 end return i', 0);
+    const ahead = store.commit('ahead', 1, quiet());
+    const commits = await issue();
+    expect(await Promise.all([...commits, ahead])).toEqual([...ids.map(() => 2), 2]);
+    await busy;
+    return scriptCalls(redis);
+  };
+
   it('while a commit is in flight, sends every commit of a turn in one script call, after its reply', async () => {
     const { redis, store, cleanup } = open();
     try {
-      for (const id of [...ten, 'ahead']) await store.create({ id, reactor: 'r', input: {}, commit: first() });
-      await redis.config('RESETSTAT');
-      // The server is busy for a while with a script sent ahead on the store's connection, so the
-      // reply of the commit sent behind it (at once: nothing was in flight) cannot arrive before
-      // the next turn's commits are issued.
-      const busy = redis.eval('local i = 0 while i < 20000000 do i = i + 1 end return i', 0);
-      const ahead = store.commit('ahead', 1, quiet());
-      await new Promise((resolve) => setImmediate(resolve));
-      expect(await Promise.all([...ten.map((id) => store.commit(id, 1, quiet())), ahead])).toEqual([...ten.map(() => 2), 2]);
-      await busy;
-      expect(await scriptCalls(redis)).toBe(3);
+      const calls = await behindBusyCall(redis, store, ten, async () => {
+        await new Promise((resolve) => setImmediate(resolve));
+        return ten.map((id) => store.commit(id, 1, quiet()));
+      });
+      expect(calls).toBe(3);
     } finally {
       await cleanup();
     }
@@ -472,19 +485,27 @@ describe('redis store: group commit', () => {
   it('while a call is in flight, commits of several turns wait for its reply and go out together, as one call', async () => {
     const { redis, store, cleanup } = open();
     try {
-      for (const id of [...ten, 'ahead']) await store.create({ id, reactor: 'r', input: {}, commit: first() });
-      await redis.config('RESETSTAT');
-      const busy = redis.eval('local i = 0 while i < 20000000 do i = i + 1 end return i', 0);
-      const ahead = store.commit('ahead', 1, quiet());
-      // Half the commits in one turn, half in a later one: all behind the call in flight.
-      const early = ten.slice(0, 5).map((id) => store.commit(id, 1, quiet()));
-      await new Promise((resolve) => setImmediate(resolve));
-      const late = ten.slice(5).map((id) => store.commit(id, 1, quiet()));
-      expect(await Promise.all([...early, ...late, ahead])).toEqual([...ten.map(() => 2), 2]);
-      await busy;
+      const calls = await behindBusyCall(redis, store, ten, async () => {
+        // Half the commits in one turn, half in a later one: all behind the call in flight.
+        const early = ten.slice(0, 5).map((id) => store.commit(id, 1, quiet()));
+        await new Promise((resolve) => setImmediate(resolve));
+        return [...early, ...ten.slice(5).map((id) => store.commit(id, 1, quiet()))];
+      });
       // The busy script, the commit ahead, and one call for the ten commits of both turns.
-      expect(await scriptCalls(redis)).toBe(3);
+      expect(calls).toBe(3);
       for (const id of ten) expect(await store.readResults(id)).toEqual(new Map([['a', 1], ['s', 1]]));
+    } finally {
+      await cleanup();
+    }
+  });
+
+  it(`sends a batch at once when ${MAX_GROUP_COMMIT} commits have gathered, even while a call is in flight`, async () => {
+    const { redis, store, cleanup } = open();
+    try {
+      const many = Array.from({ length: MAX_GROUP_COMMIT + 2 }, (_, i) => `many-${i}`);
+      const calls = await behindBusyCall(redis, store, many, () => Promise.resolve(many.map((id) => store.commit(id, 1, quiet()))));
+      // The busy script, the commit ahead, a full batch, and the two commits left over.
+      expect(calls).toBe(4);
     } finally {
       await cleanup();
     }

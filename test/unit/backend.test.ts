@@ -12,7 +12,7 @@ const sharedStore = (): Store => ({ ...createMemoryStore(), shared: true });
 describe('ownership of the store and queue', () => {
   it('refuses a shared store with the default in-process queue, saying how to opt in', () => {
     expect(() => createRuntime({ logger, store: sharedStore() })).toThrow(DefinitionError);
-    expect(() => createRuntime({ logger, store: sharedStore() })).toThrow(/shared store \(Redis\) with the default in-process queue.*pass queue: createBullmqQueue.*createInProcessQueue\(\) and worker: true/);
+    expect(() => createRuntime({ logger, store: sharedStore() })).toThrow(/shared store \(Redis\) with the default in-process queue.*pass queue: createBullmqQueue.*createInProcessQueue\(\) from xreactor\/testing and worker: true/);
   });
 
   it('runs a shared store with an in-process queue given on purpose, and a memory store without one', async () => {
