@@ -117,6 +117,16 @@ function settles(effects: readonly ExecutionEffect[]): boolean {
   return effects.some((e) => e.type === 'xreactor.effect.finished');
 }
 
+/**
+ * The results a settling commit's notification carries with the state: a completed run's
+ * returned step, none for any other end. A run that returns every step's result announces no
+ * state (its waiter reads them all).
+ */
+function announcedResults(definition: AnyReactorDefinition, next: Snapshot): Pick<CommitOptions, 'announceResults'> {
+  if (statusOf(next.value) !== 'completed') return { announceResults: [] };
+  return definition.returns === undefined ? {} : { announceResults: [definition.returns] };
+}
+
 /** Whether a stored state is recoverable: with no live lease, the sweeper resumes it. */
 function isRecoverable(value: unknown): boolean {
   return executionTagsOf(value).has('recoverable');
@@ -356,6 +366,8 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
             // start), which gave every key its retention: the first commit here need not again.
             ...(lease.fromJob && held.revision === 1 ? { stampedAt: held.snapshot.context.origin.createdAt } : {}),
             announce,
+            // A completed run's notification carries its returned result, so its waiters read nothing.
+            ...(announce ? announcedResults(this.#definition, next) : {}),
             // A settle leaves the recovery index with the commit.
             ...(announce ? { unlist: true } : {}),
           };

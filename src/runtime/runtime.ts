@@ -7,7 +7,7 @@ import type { ExecutionId, IdGenerator } from '../internal/ids.js';
 import { createInProcessQueue } from '../queue/in-process-queue.js';
 import type { Consumer, Queue } from '../queue/queue.js';
 import { createMemoryStore } from '../store/memory-store.js';
-import type { LoadOptions, Store } from '../store/store.js';
+import type { LoadOptions, SettledNotice, Store } from '../store/store.js';
 import type { Engine, EngineOptions } from './engine.js';
 import { createEngine } from './engine.js';
 import { checkBackendOptions } from './backend.js';
@@ -192,6 +192,18 @@ async function orUnreadable<T>(read: Promise<T>): Promise<T | DeserializationErr
  * unreadable in the store (`Store.markUnreadable`) is unreadable with the recorded error, also
  * when its snapshot still decodes (it was its input or outbox that did not): it is failed.
  */
+/**
+ * Whether a settle notice answers `awaitResult` without a load: an execution that ended (settled
+ * or aborted) and, when it completed, with every result its outcome reads (`asked`, as the last
+ * look said; `'all'`, or not known: a notice never carries them all).
+ */
+function answeredBy(notice: SettledNotice, asked: readonly string[] | 'all' | undefined): boolean {
+  if (notice.snapshot.kind !== 'execution') return false;
+  const status = statusOf(notice.snapshot.value);
+  if (status === 'completed') return asked !== undefined && asked !== 'all' && asked.every((step) => notice.results.has(step));
+  return SETTLED.includes(status) || status === 'aborted';
+}
+
 async function loadOrUnreadable(store: Store, id: string, options?: LoadOptions) {
   const loaded = await orUnreadable(store.load(id, options));
   // Read and not marked (the load says so): the common case, one read. Marked, or not readable:
@@ -517,11 +529,16 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       const look = async (
         onAnswer: () => void,
         results?: readonly string[] | 'all',
+        notice?: SettledNotice,
       ): Promise<{ result: RunResult<never> | CancelledResult | PausedResult } | { status: string; soon?: true; results?: readonly string[] | 'all' }> => {
-        const loaded = await loadOrUnreadable(store, id, results === undefined ? undefined : { results }).catch((error: unknown) => {
-          onAnswer();
-          throw error;
-        });
+        // A notice that answers (see answeredBy) stands for the load: what it carries is what the settling commit wrote.
+        const loaded =
+          notice !== undefined
+            ? { ...notice, outbox: [], inbox: { entries: [], seq: 0 }, leased: false, marked: false }
+            : await loadOrUnreadable(store, id, results === undefined ? undefined : { results }).catch((error: unknown) => {
+                onAnswer();
+                throw error;
+              });
         if (loaded === undefined || loaded instanceof DeserializationError || SETTLED.includes(statusOf(loaded.snapshot.value)) || statusOf(loaded.snapshot.value) === 'aborted') {
           onAnswer();
         }
@@ -575,7 +592,8 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         // subscription), reading the result it returns with it. A notification without an
         // outcome (or a re-check) listens again first.
         if (notified) {
-          const again = await look(() => undefined, first.results);
+          const notice = wait.notice?.();
+          const again = await look(() => undefined, first.results, notice !== undefined && answeredBy(notice, first.results) ? notice : undefined);
           if ('result' in again) return again.result;
         }
       }

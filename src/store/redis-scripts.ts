@@ -269,6 +269,8 @@ export interface CommitScriptOptions {
   readonly releaseLease?: string;
   /** Publish this execution id on the settled channel (`keys.settled`) after the commit. */
   readonly announceId?: string;
+  /** With `announceId`: publish a notice instead (the committed snapshot and these steps' results, none when empty; see `settled-notice.ts`). */
+  readonly announceResults?: readonly string[];
   /** Take (or renew) the lease for this owner once every check has passed; refuse the commit when another owner holds it. */
   readonly takeLease?: LeaseRequest;
   /** Refuse the commit (as stale) unless the stored snapshot is exactly these bytes. */
@@ -303,7 +305,7 @@ export function commitArgs(keys: ExecutionKeys, expectedRevision: number, commit
       options.releaseLease === undefined ? '0' : '1',
       options.releaseLease ?? '',
       options.announceId === undefined ? '' : keys.settled,
-      options.announceId ?? '',
+      options.announceId === undefined ? '' : settledMessageSpec(options.announceId, options.announceResults),
       takeLease === undefined ? '0' : '1',
       takeLease?.owner ?? '',
       takeLease === undefined ? '' : ttlArg(takeLease.ttlMs),
@@ -315,6 +317,16 @@ export function commitArgs(keys: ExecutionKeys, expectedRevision: number, commit
       ...(kernel ? [keys.id, ...kernelTail(commit, true), ...indexSection, ...(hasMapWrites(commit) ? mapSectionArgv(keys.id, commit) : [])] : []),
     ],
   };
+}
+
+/**
+ * What `settledMessage` (`lua/includes/fencedCommit.lua`) reads from the commit's message
+ * argument: the id alone (no notice), or the id, a NUL and the names of the results to announce,
+ * NUL-separated (a notice; a name holding a NUL: the id alone, and the waiter reads).
+ */
+function settledMessageSpec(id: string, steps: readonly string[] | undefined): string {
+  if (steps === undefined || steps.some((step) => step.includes('\0'))) return id;
+  return `${id}\0${steps.join('\0')}`;
 }
 
 /** ioredis's error class for an error reply (typed `any` there). */

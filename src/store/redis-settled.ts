@@ -7,7 +7,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { timeoutOrAbort } from '../internal/clock.js';
 import type { Clock } from '../internal/clock.js';
-import type { SettledWait } from './store.js';
+import type { SettledNotice, SettledWait } from './store.js';
 
 /** Waiters on settled channels, over one lazily created subscriber connection. */
 export interface SettledHub {
@@ -27,7 +27,8 @@ export interface SettledHub {
 }
 
 interface Channel {
-  readonly waiters: Set<(notified: boolean) => void>;
+  /** Each waiter, told of the message (undefined: given up). */
+  readonly waiters: Set<(message: Buffer | undefined) => void>;
   readonly ready: Promise<void>;
 }
 
@@ -40,8 +41,11 @@ interface Batch {
   send(): void;
 }
 
-/** Creates the hub; `connect` is called once, on the first wait, and its connection is owned by the hub. */
-export function createSettledHub(connect: () => Redis | Cluster, clock: Clock): SettledHub {
+/**
+ * Creates the hub; `connect` is called once, on the first wait, and its connection is owned by
+ * the hub. `readNotice` reads what a message carries (a wait's `notice()`).
+ */
+export function createSettledHub(connect: () => Redis | Cluster, clock: Clock, readNotice: (message: Buffer) => SettledNotice | undefined = () => undefined): SettledHub {
   let subscriber: Redis | Cluster | undefined;
   let closed = false;
   const channels = new Map<string, Channel>();
@@ -51,8 +55,8 @@ export function createSettledHub(connect: () => Redis | Cluster, clock: Clock): 
   const connection = (): Redis | Cluster => {
     if (subscriber === undefined) {
       subscriber = connect();
-      subscriber.on('message', (channel: string) => {
-        for (const wake of [...(channels.get(channel)?.waiters ?? [])]) wake(true);
+      subscriber.on('messageBuffer', (channel: Buffer, message: Buffer) => {
+        for (const wake of [...(channels.get(channel.toString())?.waiters ?? [])]) wake(message);
       });
       // Its connection errors are the store connection's outage seen twice (that one reports
       // it); a waiter never depends on them: it re-checks the store on its own schedule.
@@ -106,28 +110,31 @@ export function createSettledHub(connect: () => Redis | Cluster, clock: Clock): 
 
   return {
     wait(name, timeoutMs, signal) {
-      if (closed || signal?.aborted === true) return { listening: Promise.resolve(), settled: Promise.resolve(false), stop: noop };
+      if (closed || signal?.aborted === true) return { listening: Promise.resolve(), settled: Promise.resolve(false), stop: noop, notice: () => undefined };
       const channel = join(name);
-      let done: (notified: boolean) => void = noop;
+      let done: (message: Buffer | undefined) => void = noop;
+      let received: Buffer | undefined;
       const settled = new Promise<boolean>((resolve) => {
         let cancel = noop;
-        done = (notified: boolean): void => {
+        done = (message: Buffer | undefined): void => {
           if (!channel.waiters.delete(done)) return;
           cancel();
           leave(name, channel);
-          resolve(notified);
+          received = message;
+          resolve(message !== undefined);
         };
         channel.waiters.add(done);
-        cancel = timeoutOrAbort(clock, timeoutMs, signal, () => done(false));
+        cancel = timeoutOrAbort(clock, timeoutMs, signal, () => done(undefined));
       });
-      return { listening: channel.ready, settled, stop: () => done(false) };
+      // Read when asked, once: most waits that end on a message are asked, and only once.
+      return { listening: channel.ready, settled, stop: () => done(undefined), notice: () => (received === undefined ? undefined : readNotice(received)) };
     },
     async subscribed(name) {
       await channels.get(name)?.ready;
     },
     async close() {
       closed = true;
-      for (const channel of [...channels.values()]) for (const done of [...channel.waiters]) done(false);
+      for (const channel of [...channels.values()]) for (const done of [...channel.waiters]) done(undefined);
       const connection = subscriber;
       subscriber = undefined;
       if (connection !== undefined) await connection.quit().then(noop, () => connection.disconnect());

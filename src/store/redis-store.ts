@@ -37,6 +37,7 @@ import { decodeUnreadable } from './unreadable-codec.js';
 import { createSettledHub } from './redis-settled.js';
 import { decodeLoadedResults } from './results-codec.js';
 import { decodeSnapshot, DEFAULT_MACHINES } from './snapshot-codec.js';
+import { readSettledNotice } from './settled-notice.js';
 import type { MachineVersions } from './snapshot-codec.js';
 import type { Commit, LeasedLoad, LoadedExecution, MapPageEntry, OutboxEffect, Store, UndoEntry } from './store.js';
 import type { RollbackFailure } from '../../machines/execution-types.js';
@@ -213,7 +214,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
   // The active index is a global key: a standalone server's commit script records its changes
   // with the commit; on a Cluster it is in another slot, so they are written around the script.
   const cluster = (config.redis as { isCluster?: boolean }).isCluster === true;
-  const settled = createSettledHub(config.subscriber, config.clock);
+  const settled = createSettledHub(config.subscriber, config.clock, (message) => readSettledNotice(message, config.machines));
   const F = EXECUTION_FIELDS;
   const stamps = createStampRecords(retentionRefreshMs(config.contextTtlMs), RESTAMP_MEMORY);
 
@@ -319,6 +320,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
         restamp,
         releaseLease: options?.releaseLease,
         announceId: announce ? id : undefined,
+        announceResults: options?.announceResults,
         takeLease: options?.takeLease,
         ifSnapshot: options?.ifSnapshot,
         ...(inScript ? { index: { activeKey: keys.active, list: [...list, ...spawnsListed], unlist } } : {}),

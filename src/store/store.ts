@@ -390,6 +390,13 @@ export interface CommitOptions {
   /** After applying the commit, publish the settled notification exactly as `publishSettled(id)` does (a `waitSettled(id)` waiter wakes). */
   readonly announce?: boolean;
   /**
+   * With `announce`: the notification carries the committed state and these steps' results (a
+   * completed run's returned step; none for a run that failed, halted or was cancelled), so that a
+   * waiter reads nothing ({@link SettledWait.notice}). Unset: it carries no state. A store whose
+   * notifications carry nothing ignores it.
+   */
+  readonly announceResults?: readonly string[];
+  /**
    * Take (or renew, for the same owner) the execution's lease in the same atomic step, once every
    * other check has passed. If ANOTHER owner holds it, nothing is written and commit throws the
    * XreactorError `execution_busy` (retryable) that `create` throws ({@link executionBusyError}).
@@ -475,6 +482,20 @@ export interface SettledWait {
    * runtime no longer needs runs to its timeout.
    */
   stop?(): void;
+  /**
+   * After `settled` resolved true: what the notification carried of the actor, when the store's
+   * notifications carry state (Redis: the settling commit's snapshot and the results it was asked
+   * to announce, `CommitOptions.announceResults`); undefined when it carried none (then the
+   * waiter loads the actor). Optional: a store without it is always loaded from.
+   */
+  notice?(): SettledNotice | undefined;
+}
+
+/** The state a settle notification carried: the snapshot its commit wrote, at `revision`, and the results it announced (the steps that have none are absent). */
+export interface SettledNotice {
+  readonly snapshot: PersistedSnapshot;
+  readonly revision: number;
+  readonly results: ReadonlyMap<string, unknown>;
 }
 
 /** What `acquireAndLoad` found. */

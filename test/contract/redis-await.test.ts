@@ -134,36 +134,63 @@ describe('awaitResult on Redis', () => {
     }
   });
 
-  it('a waiter woken by the settle notification reads the outcome in one call, without subscribing again', async () => {
+  /**
+   * Runs `reactor` (id `id`) to its end while `awaitResult` waits on it, and returns the outcome,
+   * the commands the caller's store sent from the wait on, and the SUBSCRIBEs it made.
+   */
+  const awaitWoken = async (reactor: AnyReactorDefinition, id: string) => {
     const subscribes: string[][] = [];
     const subscriber = wrappedSubscriber(server.url, (name, channels, send) => {
       if (name === 'subscribe') subscribes.push(channels);
       return send(...channels);
     });
-    const reactor = defineReactor({ name: 'await_once' }).step('a', { run: () => 7 }).background({ all: true }).returns('a').build();
-    const { redis, store, queue, runtime, close } = callerAndWorker({ prefix: `once-${process.pid}`, reactor, id: 'once-1', subscriber });
+    const { redis, store, queue, runtime, close } = callerAndWorker({ prefix: `${id}-${process.pid}`, reactor, id, subscriber });
     try {
       await runtime.run(reactor, {});
       // Every command the caller's store sends from here (its load script is registered already).
-      await store.load('once-1');
+      await store.load(id);
       const sent: string[] = [];
       const send = redis.sendCommand.bind(redis);
       redis.sendCommand = (...args: Parameters<typeof send>) => {
         sent.push(args[0].name);
         return send(...args);
       };
-      const waiting = runtime.awaitResult('once-1', { timeoutMs: 20_000 });
+      const waiting = runtime.awaitResult(id, { timeoutMs: 20_000 });
       // Let the waiter listen and find the run still dispatched, then settle it.
       await new Promise((resolve) => setTimeout(resolve, 100));
       expect(sent).toEqual(['evalsha']);
       await queue.drain();
-      expect(await waiting).toMatchObject({ status: 'completed', value: 7 });
-      expect(subscribes).toHaveLength(1);
-      // The look after the notification reads the snapshot and the returned result in one script call.
-      expect(sent).toEqual(['evalsha', 'evalsha']);
+      return { outcome: await waiting, sent, subscribes };
     } finally {
       await close();
     }
+  };
+
+  it('a waiter woken by the settle notification of a completed run reads nothing more: the notice carries the snapshot and the returned result', async () => {
+    const reactor = defineReactor({ name: 'await_once' }).step('a', { run: () => 7 }).step('b', { run: () => 8 }).background({ all: true }).returns('a').build();
+    const { outcome, sent, subscribes } = await awaitWoken(reactor, 'once-1');
+    expect(outcome).toMatchObject({ status: 'completed', value: 7 });
+    expect(subscribes).toHaveLength(1);
+    expect(sent).toEqual(['evalsha']);
+  });
+
+  it('a notice answers a failed run too; a run returning every result, or a notice past 64 KiB, is read in one call after the notification', async () => {
+    const failing = defineReactor({ name: 'await_failed' }).step('a', { run: () => 1, undo: () => undefined }).step('b', { run: () => { throw new Error('no'); } }).background({ all: true }).build();
+    const failed = await awaitWoken(failing, 'failed-1');
+    expect(failed.outcome).toMatchObject({ status: 'failed', step: 'b', message: expect.stringContaining('no') });
+    expect(failed.sent).toEqual(['evalsha']);
+
+    // No returns(): the outcome reads every step's result, which no notice carries.
+    const every = defineReactor({ name: 'await_all' }).step('a', { run: () => 7 }).background({ all: true }).build();
+    const all = await awaitWoken(every, 'all-1');
+    expect(all.outcome).toMatchObject({ status: 'completed', value: { a: 7 } });
+    expect(all.sent).toEqual(['evalsha', 'evalsha']);
+
+    const big = 'x'.repeat(70_000);
+    const large = defineReactor({ name: 'await_large' }).step('a', { run: () => big }).background({ all: true }).returns('a').build();
+    const read = await awaitWoken(large, 'large-1');
+    expect(read.outcome).toMatchObject({ status: 'completed', value: big });
+    expect(read.sent).toEqual(['evalsha', 'evalsha']);
   });
 
   it('a woken waiter and a later one report a completed run whose stored result cannot be decoded alike: the read rejects', async () => {

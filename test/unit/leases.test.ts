@@ -52,8 +52,8 @@ describe('liveness leases', () => {
     const create = calls.find((c) => c.name === 'create')!;
     expect(create.options).toMatchObject({ lease: { owner: expect.any(String) as string, ttlMs: 30_000 }, announce: false });
     const commits = calls.filter((c) => c.name === 'commit');
-    // The settling commit also takes the run off the recovery index.
-    expect(commits.at(-1)!.options).toEqual({ releaseLease: (create.options as { lease: { owner: string } }).lease.owner, announce: true, unlist: true });
+    // The settling commit also takes the run off the recovery index, and its notification carries the returned result.
+    expect(commits.at(-1)!.options).toEqual({ releaseLease: (create.options as { lease: { owner: string } }).lease.owner, announce: true, announceResults: ['b'], unlist: true });
     // Every commit before the last one carries no options.
     expect(commits.slice(0, -1).every((c) => c.options === undefined)).toBe(true);
     expect(names(calls)).not.toContain('acquireLease');

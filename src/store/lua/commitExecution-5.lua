@@ -33,7 +33,8 @@
            with ARGV[8]); '0': do not release
   ARGV[5]  lease owner to release (read when ARGV[4] is '1')
   ARGV[6]  settled channel to PUBLISH ARGV[7] on after the commit; '' = no announcement
-  ARGV[7]  the execution id (the message published)
+  ARGV[7]  the execution id, then NUL and a step name for each result to announce with the state
+           (the message published: see settledMessage in includes/fencedCommit.lua)
   ARGV[8]  '1': take (or renew) the lease for ARGV[9]; refuse if another owner holds it;
            '0': do not take it
   ARGV[9]  lease owner to take it for (read when ARGV[8] is '1'; '' otherwise)
