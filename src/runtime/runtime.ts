@@ -188,22 +188,25 @@ async function orUnreadable<T>(read: Promise<T>): Promise<T | DeserializationErr
 }
 
 /**
- * Load, turning unreadable stored data into a value instead of an exception. An actor marked
- * unreadable in the store (`Store.markUnreadable`) is unreadable with the recorded error, also
- * when its snapshot still decodes (it was its input or outbox that did not): it is failed.
+ * Whether a settle notice answers `awaitResult` without a load: written after the state the
+ * last look read (a notice published before it, still on its way, is stale: the run may have
+ * been undone since), of an execution that ended (settled or aborted) and, when it completed,
+ * with every result its outcome reads (`results`, as the last look said; `'all'`, or not known:
+ * a notice never carries them all).
  */
-/**
- * Whether a settle notice answers `awaitResult` without a load: an execution that ended (settled
- * or aborted) and, when it completed, with every result its outcome reads (`asked`, as the last
- * look said; `'all'`, or not known: a notice never carries them all).
- */
-function answeredBy(notice: SettledNotice, asked: readonly string[] | 'all' | undefined): boolean {
-  if (notice.snapshot.kind !== 'execution') return false;
+function answeredBy(notice: SettledNotice, last: { readonly revision?: number; readonly results?: readonly string[] | 'all' }): boolean {
+  if (notice.snapshot.kind !== 'execution' || last.revision === undefined || notice.revision <= last.revision) return false;
   const status = statusOf(notice.snapshot.value);
+  const asked = last.results;
   if (status === 'completed') return asked !== undefined && asked !== 'all' && asked.every((step) => notice.results.has(step));
   return SETTLED.includes(status) || status === 'aborted';
 }
 
+/**
+ * Load, turning unreadable stored data into a value instead of an exception. An actor marked
+ * unreadable in the store (`Store.markUnreadable`) is unreadable with the recorded error, also
+ * when its snapshot still decodes (it was its input or outbox that did not): it is failed.
+ */
 async function loadOrUnreadable(store: Store, id: string, options?: LoadOptions) {
   const loaded = await orUnreadable(store.load(id, options));
   // Read and not marked (the load says so): the common case, one read. Marked, or not readable:
@@ -530,7 +533,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         onAnswer: () => void,
         results?: readonly string[] | 'all',
         notice?: SettledNotice,
-      ): Promise<{ result: RunResult<never> | CancelledResult | PausedResult } | { status: string; soon?: true; results?: readonly string[] | 'all' }> => {
+      ): Promise<{ result: RunResult<never> | CancelledResult | PausedResult } | { status: string; revision?: number; soon?: true; results?: readonly string[] | 'all' }> => {
         // A notice that answers (see answeredBy) stands for the load: what it carries is what the settling commit wrote.
         const loaded =
           notice !== undefined
@@ -565,7 +568,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         }
         // What `buildResult` reads of a completed run: the `returns` step's result, or every step's.
         const returns = returnsOf(definition, context);
-        return { status, results: returns === undefined ? 'all' : [returns] };
+        return { status, revision: loaded.revision, results: returns === undefined ? 'all' : [returns] };
       };
       for (;;) {
         // Listen before looking: once the wait is listening, a run that settles after the look
@@ -593,7 +596,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         // outcome (or a re-check) listens again first.
         if (notified) {
           const notice = wait.notice?.();
-          const again = await look(() => undefined, first.results, notice !== undefined && answeredBy(notice, first.results) ? notice : undefined);
+          const again = await look(() => undefined, first.results, notice !== undefined && answeredBy(notice, first) ? notice : undefined);
           if ('result' in again) return again.result;
         }
       }

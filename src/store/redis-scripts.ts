@@ -322,10 +322,10 @@ export function commitArgs(keys: ExecutionKeys, expectedRevision: number, commit
 /**
  * What `settledMessage` (`lua/includes/fencedCommit.lua`) reads from the commit's message
  * argument: the id alone (no notice), or the id, a NUL and the names of the results to announce,
- * NUL-separated (a notice; a name holding a NUL: the id alone, and the waiter reads).
+ * NUL-separated (a notice; an id or name holding a NUL: the id alone, and the waiter reads).
  */
 function settledMessageSpec(id: string, steps: readonly string[] | undefined): string {
-  if (steps === undefined || steps.some((step) => step.includes('\0'))) return id;
+  if (steps === undefined || id.includes('\0') || steps.some((step) => step.includes('\0'))) return id;
   return `${id}\0${steps.join('\0')}`;
 }
 

@@ -320,7 +320,8 @@ export function createRedisStore(options: RedisStoreOptions): Store {
         restamp,
         releaseLease: options?.releaseLease,
         announceId: announce ? id : undefined,
-        announceResults: options?.announceResults,
+        // On a Cluster a PUBLISH reaches every node: the id alone there, as before notices.
+        ...(cluster ? {} : { announceResults: options?.announceResults }),
         takeLease: options?.takeLease,
         ifSnapshot: options?.ifSnapshot,
         ...(inScript ? { index: { activeKey: keys.active, list: [...list, ...spawnsListed], unlist } } : {}),

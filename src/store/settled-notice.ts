@@ -17,8 +17,9 @@ import type { SettledNotice } from './store.js';
 const MAGIC = Buffer.from('\0xr1', 'latin1');
 
 /**
- * The notice a message carries, or undefined when it carries none or cannot be read (the waiter
- * then loads the actor, as it would without notices). Never throws.
+ * The notice a message carries, or undefined when it carries none or cannot be read: truncated,
+ * or a snapshot or result this build cannot decode (the waiter then loads the actor, as it would
+ * without notices, and the load reports what is wrong).
  */
 export function readSettledNotice(message: Buffer, machines: MachineVersions): SettledNotice | undefined {
   if (message.length < MAGIC.length + 10 || !message.subarray(0, MAGIC.length).equals(MAGIC)) return undefined;

@@ -387,13 +387,14 @@ export interface LeaseRequest {
 export interface CommitOptions {
   /** Release the execution's lease if this owner holds it (no-op when free or held by another owner). */
   readonly releaseLease?: string;
-  /** After applying the commit, publish the settled notification exactly as `publishSettled(id)` does (a `waitSettled(id)` waiter wakes). */
+  /** After applying the commit, publish the settled notification (a `waitSettled(id)` waiter wakes, as on `publishSettled(id)`). */
   readonly announce?: boolean;
   /**
    * With `announce`: the notification carries the committed state and these steps' results (a
    * completed run's returned step; none for a run that failed, halted or was cancelled), so that a
    * waiter reads nothing ({@link SettledWait.notice}). Unset: it carries no state. A store whose
-   * notifications carry nothing ignores it.
+   * notifications carry nothing ignores it (the memory store; Redis on a Cluster, where a
+   * PUBLISH reaches every node).
    */
   readonly announceResults?: readonly string[];
   /**

@@ -12,6 +12,8 @@ import { createRuntime, createWorker, defineReactor } from '../../src/index.js';
 import type { AnyReactorDefinition } from '../../src/index.js';
 import { createRedisStore } from '../../src/redis.js';
 import { createInProcessQueue } from '../../src/testing/index.js';
+import { encode } from '../../src/serialization/index.js';
+import { decodeSnapshot, encodeSnapshot } from '../../src/store/snapshot-codec.js';
 import { startRedis } from '../support/redis-server.js';
 import type { RedisServer } from '../support/redis-server.js';
 
@@ -191,6 +193,28 @@ describe('awaitResult on Redis', () => {
     const read = await awaitWoken(large, 'large-1');
     expect(read.outcome).toMatchObject({ status: 'completed', value: big });
     expect(read.sent).toEqual(['evalsha', 'evalsha']);
+  });
+
+  it('a notice older than the state the waiter looked at (published before an undo, still on its way) is not taken as the outcome', async () => {
+    const prefix = `stale-${process.pid}`;
+    const reactor = defineReactor({ name: 'await_stale' }).step('a', { run: () => 7 }).background({ all: true }).returns('a').build();
+    const { redis, queue, runtime, close } = callerAndWorker({ prefix, reactor, id: 'stale-1' });
+    try {
+      await runtime.run(reactor, {});
+      const waiting = runtime.awaitResult('stale-1', { timeoutMs: 20_000 });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      // A notice of a completed state at revision 1, below the one the waiter's look read.
+      const stored = decodeSnapshot(await redis.hgetBuffer(`${prefix}:{stale-1}:exec:stale-1`, 'snapshot') as Buffer);
+      const snapshot = Buffer.from(encodeSnapshot({ ...stored, value: 'completed' }));
+      const u32 = (n: number) => Buffer.from([n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255]);
+      const value = Buffer.from(encode(999));
+      await redis.publish(`${prefix}:{stale-1}:settled:stale-1`, Buffer.concat([Buffer.from('\0xr1', 'latin1'), u32(1), u32(snapshot.length), snapshot, Buffer.from([0, 1, 0, 1]), Buffer.from('a'), u32(value.length), value]));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await queue.drain();
+      expect(await waiting).toMatchObject({ status: 'completed', value: 7 });
+    } finally {
+      await close();
+    }
   });
 
   it('a woken waiter and a later one report a completed run whose stored result cannot be decoded alike: the read rejects', async () => {
