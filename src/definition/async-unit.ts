@@ -12,7 +12,7 @@ import type { BodyShape } from './compile-body.js';
 import type { CompiledStep, RawStep, ResolveArgs } from './compiled.js';
 import { NO_RETRY } from './retry.js';
 import { resultDependencies } from './sources.js';
-import { checkName, checkNoElement, checkOptions, checkWaitFor, REMOVED_STEP_OPTIONS } from './checks.js';
+import { checkName, checkArgSources, checkOptions, checkWaitFor, REMOVED_STEP_OPTIONS } from './checks.js';
 
 /**
  * What a step reading an async unit (`result('sendEmail')`) receives once the unit settled: its
@@ -82,7 +82,7 @@ export function compileAsyncReactor(raw: RawStep, order: number, reactor: string
     throw new DefinitionError(`${where}: the child must be a built reactor definition (call .build() on it)`);
   }
   const args = resolveArgs(raw.config['args']);
-  checkNoElement(args, where);
+  checkArgSources(args, where);
   return {
     name: raw.name,
     kind: 'asyncReactor',

@@ -8,7 +8,7 @@ import type { AnySchema } from './step.js';
 import type { CompiledStep, RawStep, ResolveArgs } from './compiled.js';
 import { compileRetryOptions } from './retry.js';
 import { resultDependencies } from './sources.js';
-import { checkFunction, checkNoElement, checkOptions, checkWaitFor, REMOVED_STEP_OPTIONS } from './checks.js';
+import { checkFunction, checkArgSources, checkOptions, checkWaitFor, REMOVED_STEP_OPTIONS } from './checks.js';
 
 /** What tells the kinds of body steps apart. */
 export interface BodyShape {
@@ -36,7 +36,7 @@ export function compileBodyStep(raw: RawStep, order: number, resolveArgs: Resolv
   }
   const retries = (raw.config['retries'] ?? handlers['retries']) as Parameters<typeof compileRetryOptions>[0];
   const args = resolveArgs(raw.config['args']);
-  checkNoElement(args, where);
+  checkArgSources(args, where);
   const waitFor = checkWaitFor(raw.config['waitFor'], where);
   return {
     name: raw.name,

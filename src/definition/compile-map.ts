@@ -8,7 +8,7 @@ import { ArgumentSource, resultDependencies } from './sources.js';
 import type { AnyReactorDefinition, CompiledMap, CompiledMapSource, CompiledStep, PageFn, RawStep, ResolveArgs } from './compiled.js';
 import type { PagedSource } from './map.js';
 import { NO_RETRY } from './retry.js';
-import { checkName, checkNoElement, checkOptions, checkWaitFor, REMOVED_STEP_OPTIONS } from './checks.js';
+import { checkName, checkArgSources, checkOptions, checkWaitFor, REMOVED_STEP_OPTIONS } from './checks.js';
 
 /** Elements started per throw (and items fetched per page) when a map declares no `batchSize`. */
 export const DEFAULT_MAP_BATCH_SIZE = 50;
@@ -136,13 +136,13 @@ function compileSource(source: unknown, where: string, at: XreactorErrorOptions,
     if (source.count !== undefined && typeof source.count !== 'function') refuse('paged source: count must be a function (ctx) => number of items');
     if (source.args !== undefined && typeof source.args !== 'function') refuse("paged source: args must be a function of the sources, e.g. ({ input }) => ({ customer: input('customerId') })");
     const args = resolveArgs(source.args);
-    checkNoElement(args, `${where} paged source`, at);
+    checkArgSources(args, `${where} paged source`, at);
     return { kind: 'paged', page: source.page as PageFn, count: source.count, args };
   }
   if (typeof source !== 'function') return refuse(`source must be ${SOURCE_SHAPE}`);
   const args = resolveArgs((helpers: unknown) => ({ items: (source as (helpers: unknown) => unknown)(helpers) }))!;
   if (!((args['items'] as unknown) instanceof ArgumentSource)) refuse(`source must be ${SOURCE_SHAPE}; this function returned no source`);
-  checkNoElement(args, `${where} source`, at);
+  checkArgSources(args, `${where} source`, at);
   return { kind: 'source', args };
 }
 

@@ -5,7 +5,7 @@ import { NO_RETRY } from './retry.js';
 import type { AnySchema } from './step.js';
 import type { CompiledStep, Handoff, RawStep, ReactorDefinition, RunMode } from './compiled.js';
 import { fingerprintPlan } from './fingerprint.js';
-import { checkName, checkNoElement, checkOptions, checkWaitFor, REMOVED_STEP_OPTIONS } from './checks.js';
+import { checkName, checkArgSources, checkOptions, checkWaitFor, REMOVED_STEP_OPTIONS } from './checks.js';
 import { compileMap } from './compile-map.js';
 import { compileAsyncReactor, compileAsyncStep, isAsyncUnit } from './async-unit.js';
 import { compileBodyStep } from './compile-body.js';
@@ -70,7 +70,7 @@ function compileInterrupt(raw: RawStep, order: number, reactor: string, resolveA
     throw new DefinitionError(`${where}: correlationId must be a function of the sources, e.g. ({ input }) => input('orderId')`);
   }
   const correlationId = correlation === undefined ? undefined : resolveArgs((h: unknown) => ({ id: (correlation as (h: unknown) => unknown)(h) }));
-  checkNoElement(correlationId, `${where} correlationId`);
+  checkArgSources(correlationId, `${where} correlationId`);
   const waitFor = checkWaitFor(raw.config['waitFor'], where);
   return {
     name: raw.name,
@@ -109,7 +109,7 @@ function compileCompose(raw: RawStep, order: number, reactor: string, resolveArg
     throw new DefinitionError(`${where}: child reactor "${child.name}" declares background; a composed child runs inline in its parent`);
   }
   const args = resolveArgs(raw.config['args']);
-  checkNoElement(args, where);
+  checkArgSources(args, where);
   const waitFor = checkWaitFor(raw.config['waitFor'], where);
   return {
     name: raw.name,

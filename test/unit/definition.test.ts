@@ -302,6 +302,36 @@ describe('defineReactor build(): handlers', () => {
   });
 });
 
+describe('defineReactor build(): args', () => {
+  it('rejects an argument that is not a source, naming the step and the argument (input.n instead of input(\'n\'))', () => {
+    const error = buildError(
+      unchecked('args')
+        .step('a', { run })
+        .step('b', { args: ({ result, input }: { result: (s: string) => unknown; input: Record<string, unknown> }) => ({ a: result('a'), n: input['n'] }), run }),
+    );
+    expect(error).toBeInstanceOf(DefinitionError);
+    expect(error.message).toBe(
+      'reactor "args" step "b": argument "n" is undefined, not a source: build it with input(\'name\'), result(\'step\') or value(constant) ' +
+        "(the helpers are functions: input('n', 'path'), not input.n)",
+    );
+  });
+
+  it.each([
+    ['a constant', { x: 5 }, 'argument "x" is number 5, not a source'],
+    ['a factory returning an array', () => [1], 'args must give a record of sources'],
+  ])('rejects %s', (_what, args, message) => {
+    const error = buildError(unchecked('args').step('a', { args, run }));
+    expect(error).toBeInstanceOf(DefinitionError);
+    expect(error.message).toContain(message);
+  });
+
+  it('rejects a non-source in a compose step\'s args', () => {
+    const child = defineReactor({ name: 'args_child' }).step('c', { run }).build();
+    const compose = buildError((defineReactor({ name: 'args_parent' }) as unknown as { compose(name: string, child: AnyReactorDefinition, config: object): UncheckedBuilder }).compose('k', child, { args: () => ({ q: 'plain' }) }));
+    expect(compose.message).toContain('reactor "args_parent" compose "k": argument "q" is string "plain", not a source');
+  });
+});
+
 describe('execution plan', () => {
   const reads = (step: string) => ({ args: ({ result }: { result: (s: string) => unknown }) => ({ [step]: result(step) }) });
 
