@@ -3,6 +3,7 @@
  * Each throws a {@link DefinitionError} (or {@link DeprecatedOptionError}) naming where and the fix.
  */
 import { DefinitionError, DeprecatedOptionError } from '../errors/index.js';
+import { preview } from '../internal/preview.js';
 import type { XreactorErrorOptions } from '../errors/index.js';
 import type { ArgsRecord } from './sources.js';
 import { ArgumentSource, elementSourceKey } from './sources.js';
@@ -71,30 +72,28 @@ export function checkWaitFor(value: unknown, where: string, errorOptions: Xreact
 }
 
 /**
- * Check what an `args` factory (a step's, a compose's, a map's source...) gave: a record whose every
- * value is a source, and no `element()` outside a map's `args`.
+ * Check what an `args` factory gave: a record whose every value is a source (a constant, or a
+ * helper's property such as `input.n` for `input('n')`, is refused by name).
  */
-export function checkArgSources(args: ArgsRecord | undefined, where: string, errorOptions: XreactorErrorOptions = {}): void {
+export function checkSources(args: ArgsRecord | undefined, where: string, errorOptions: XreactorErrorOptions = {}): void {
   if (args === undefined) return;
   if (typeof args !== 'object' || args === null || Array.isArray(args)) {
-    throw new DefinitionError(`${where}: args must give a record of sources, e.g. ({ input, result }) => ({ id: input('id'), total: result('price') }); got ${describeValue(args)}`, errorOptions);
+    throw new DefinitionError(`${where}: args must give a record of sources, e.g. ({ input, result }) => ({ id: input('id'), total: result('price') }); got ${preview(args)}`, errorOptions);
   }
   for (const [key, source] of Object.entries(args)) {
     if ((source as unknown) instanceof ArgumentSource) continue;
     throw new DefinitionError(
-      `${where}: argument "${key}" is ${describeValue(source)}, not a source: build it with input('name'), result('step') or value(constant) ` +
+      `${where}: argument "${key}" is ${preview(source)}, not a source: build it with input('name'), result('step') or value(constant) ` +
         "(the helpers are functions: input('n', 'path'), not input.n)",
       errorOptions,
     );
   }
+}
+
+/** {@link checkSources}, and no `element()` outside a map's `args` (a step's, a compose's, a map's source...). */
+export function checkArgSources(args: ArgsRecord | undefined, where: string, errorOptions: XreactorErrorOptions = {}): void {
+  checkSources(args, where, errorOptions);
   if (elementSourceKey(args) === undefined) return;
   throw new DefinitionError(`${where}: element() is only available in a map's args; read input(...), result(...) or value(...) here`, errorOptions);
 }
 
-/** A short description of a value that is not what was expected, for an error message. */
-function describeValue(value: unknown): string {
-  if (value === undefined || value === null) return String(value);
-  if (typeof value === 'function') return 'a function';
-  if (typeof value === 'object') return Array.isArray(value) ? 'an array' : 'an object';
-  return `${typeof value} ${JSON.stringify(value)}`;
-}

@@ -8,7 +8,7 @@ import { ArgumentSource, resultDependencies } from './sources.js';
 import type { AnyReactorDefinition, CompiledMap, CompiledMapSource, CompiledStep, PageFn, RawStep, ResolveArgs } from './compiled.js';
 import type { PagedSource } from './map.js';
 import { NO_RETRY } from './retry.js';
-import { checkName, checkArgSources, checkOptions, checkWaitFor, REMOVED_STEP_OPTIONS } from './checks.js';
+import { checkName, checkArgSources, checkOptions, checkSources, checkWaitFor, REMOVED_STEP_OPTIONS } from './checks.js';
 
 /** Elements started per throw (and items fetched per page) when a map declares no `batchSize`. */
 export const DEFAULT_MAP_BATCH_SIZE = 50;
@@ -78,9 +78,7 @@ export function compileMap(raw: RawStep, order: number, reactor: string, resolve
     refuse("args must be a function of the sources, e.g. ({ element, input }) => ({ id: element('id'), currency: input('currency') })");
   }
   const elementArgs = resolveArgs(argsFactory);
-  for (const [key, value] of Object.entries(elementArgs ?? {})) {
-    if (!((value as unknown) instanceof ArgumentSource)) refuse(`args must return a record of sources; "${key}" is not a source (wrap a constant in value(...))`);
-  }
+  checkSources(elementArgs, where, at);
   const batchSize = raw.config['batchSize'] === undefined ? DEFAULT_MAP_BATCH_SIZE : raw.config['batchSize'];
   if (typeof batchSize !== 'number' || !Number.isSafeInteger(batchSize) || batchSize < 1) {
     refuse(`batchSize must be a positive integer, got ${typeof batchSize === 'number' ? String(batchSize) : JSON.stringify(batchSize) ?? typeof batchSize}`);

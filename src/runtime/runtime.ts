@@ -199,6 +199,11 @@ function answeredBy(notice: SettledNotice, last: { readonly revision?: number; r
   const status = statusOf(notice.snapshot.value);
   const asked = last.results;
   if (status === 'completed') return asked !== undefined && asked !== 'all' && asked.every((step) => notice.results.has(step));
+  return hasOutcome(status);
+}
+
+/** Whether an execution in `status` has its outcome: settled, or aborted. */
+function hasOutcome(status: ExecutionStatus): boolean {
   return SETTLED.includes(status) || status === 'aborted';
 }
 
@@ -542,7 +547,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
                 onAnswer();
                 throw error;
               });
-        if (loaded === undefined || loaded instanceof DeserializationError || SETTLED.includes(statusOf(loaded.snapshot.value)) || statusOf(loaded.snapshot.value) === 'aborted') {
+        if (loaded === undefined || loaded instanceof DeserializationError || hasOutcome(statusOf(loaded.snapshot.value))) {
           onAnswer();
         }
         if (loaded === undefined) throw new ExecutionNotFoundError(id);
@@ -555,7 +560,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         const status = statusOf(loaded.snapshot.value);
         const context = loaded.snapshot.context as Parameters<typeof buildResult>[2];
         const definition = knownDefinition(context);
-        if (SETTLED.includes(status) || status === 'aborted') {
+        if (hasOutcome(status)) {
           const preloaded = results === undefined || loaded.results === undefined ? undefined : { asked: results, values: loaded.results };
           return { result: (await outcome(definition, id, status, context, resultsOf(definition, preloaded))) as RunResult<never> | CancelledResult };
         }
@@ -591,9 +596,10 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         }
         const notified = await wait.settled;
         awaitOptions.signal?.throwIfAborted();
-        // Notified: the commit that published it is durable, so look again at once (no new
-        // subscription), reading the result it returns with it. A notification without an
-        // outcome (or a re-check) listens again first.
+        // Notified: the commit that published it is durable. Its notice, when it carries one that
+        // answers, is the outcome; else look again at once (no new subscription), reading the
+        // result it returns with it. A notification without an outcome (or a re-check) listens
+        // again first.
         if (notified) {
           const notice = wait.notice?.();
           const again = await look(() => undefined, first.results, notice !== undefined && answeredBy(notice, first) ? notice : undefined);

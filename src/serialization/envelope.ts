@@ -5,6 +5,7 @@
  * machine wrote the payload.
  */
 import { DefinitionError, DeserializationError } from '../errors/index.js';
+import { preview } from '../internal/preview.js';
 import { decode, encode } from './packr.js';
 
 const MAGIC = 'xr';
@@ -109,9 +110,3 @@ export function decodeEnvelope(bytes: Uint8Array, expected: EnvelopeExpectation)
   return { kind, machineVersion, payload };
 }
 
-function preview(value: unknown): string {
-  if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined) return String(value);
-  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}...` : value);
-  if (Array.isArray(value)) return `an array of ${value.length}`;
-  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
-}

@@ -317,8 +317,8 @@ describe('defineReactor build(): args', () => {
   });
 
   it.each([
-    ['a constant', { x: 5 }, 'argument "x" is number 5, not a source'],
-    ['a factory returning an array', () => [1], 'args must give a record of sources'],
+    ['a constant', { x: 5 }, 'reactor "args" step "a": argument "x" is 5, not a source:'],
+    ['a factory returning an array', () => [1], 'reactor "args" step "a": args must give a record of sources, e.g. ({ input, result }) => ({ id: input(\'id\'), total: result(\'price\') }); got an array of 1'],
   ])('rejects %s', (_what, args, message) => {
     const error = buildError(unchecked('args').step('a', { args, run }));
     expect(error).toBeInstanceOf(DefinitionError);
@@ -328,7 +328,7 @@ describe('defineReactor build(): args', () => {
   it('rejects a non-source in a compose step\'s args', () => {
     const child = defineReactor({ name: 'args_child' }).step('c', { run }).build();
     const compose = buildError((defineReactor({ name: 'args_parent' }) as unknown as { compose(name: string, child: AnyReactorDefinition, config: object): UncheckedBuilder }).compose('k', child, { args: () => ({ q: 'plain' }) }));
-    expect(compose.message).toContain('reactor "args_parent" compose "k": argument "q" is string "plain", not a source');
+    expect(compose.message).toContain('reactor "args_parent" compose "k": argument "q" is "plain", not a source:');
   });
 });
 

@@ -207,7 +207,10 @@ describe('map build(): args', () => {
 
   it('rejects args that return something other than sources', () => {
     const error = buildError(mapWith({ args: ({ element }: Sources) => ({ orderId: element('id'), currency: 'EUR' }) }));
-    expect(error.message).toBe('reactor "billing" map "charges": args must return a record of sources; "currency" is not a source (wrap a constant in value(...))');
+    expect(error.message).toBe(
+      'reactor "billing" map "charges": argument "currency" is "EUR", not a source: build it with input(\'name\'), result(\'step\') or value(constant) ' +
+        "(the helpers are functions: input('n', 'path'), not input.n)",
+    );
   });
 });
 
