@@ -8,7 +8,7 @@
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createRuntime, createWorker, defineReactor } from '../../src/index.js';
+import { createRuntime, createWorker, defineReactor, EXECUTION_MACHINE_VERSION } from '../../src/index.js';
 import type { AnyReactorDefinition } from '../../src/index.js';
 import { createRedisStore } from '../../src/redis.js';
 import { createInProcessQueue } from '../../src/testing/index.js';
@@ -100,6 +100,34 @@ describe('waitSettled on Redis', () => {
       await Promise.all([store.close(), publisher.close()]);
       redis.disconnect();
       other.disconnect();
+    }
+  });
+
+  it('a settling commit asked to announce results publishes its snapshot, revision and those of the results the hash has; the id alone without', async () => {
+    const redis = new Redis(server.url);
+    const prefix = `notice-${process.pid}`;
+    const store = createRedisStore({ redis, prefix });
+    const snapshot = { kind: 'execution', machineVersion: EXECUTION_MACHINE_VERSION, value: 'completed', context: { executionId: 'n1' } } as const;
+    const commit = (results: [string, unknown][]) => ({ snapshot, status: 'completed' as const, writes: { results, pushUndo: [], truncateUndoTo: undefined, trace: [] }, outbox: [] });
+    try {
+      for (const id of ['n1', 'n2']) await store.create({ id, reactor: 'r', input: {}, commit: { ...commit([]), snapshot: { ...snapshot, value: 'running' }, status: 'running' } });
+      const announced = store.waitSettled('n1', 10_000);
+      await announced.listening;
+      await store.commit('n1', 1, commit([['alpha', { x: 1 }], ['sum', 'two'], ['other', 3]]), { announce: true, announceResults: ['alpha', 'missing', 'sum'] });
+      expect(await announced.settled).toBe(true);
+      const notice = announced.notice?.();
+      expect(notice?.revision).toBe(2);
+      expect(notice?.snapshot).toMatchObject({ kind: 'execution', value: 'completed', context: { executionId: 'n1' } });
+      expect(notice?.results).toEqual(new Map<string, unknown>([['alpha', { x: 1 }], ['sum', 'two']]));
+
+      const plain = store.waitSettled('n2', 10_000);
+      await plain.listening;
+      await store.commit('n2', 1, commit([['a', 1]]), { announce: true });
+      expect(await plain.settled).toBe(true);
+      expect(plain.notice?.()).toBeUndefined();
+    } finally {
+      await store.close();
+      redis.disconnect();
     }
   });
 });

@@ -32,38 +32,28 @@ local function checkCommit(k, o)
 end
 
 -- The settled notification's message. A[o + 7] is the execution id, optionally followed by NUL and
--- the names of the results to announce, NUL-separated (none: "id\0"): with steps, the message carries the state the commit wrote
--- (layout in src/store/settled-notice.ts: "\0xr1", the revision and the snapshot's length as
--- 32-bit big-endian integers, the snapshot, the number of results (16-bit), then each result's
--- name (16-bit length) and bytes (32-bit length), a result the hash lacks left out), so the
--- waiter needs no read. Larger than NOTICE_MAX bytes: the id alone, and the waiter reads.
+-- the names of the results to announce, NUL-separated (none: "id\0"). With the NUL the message is a
+-- notice of the state the commit wrote (layout in src/store/settled-notice.ts: "\0xr1", the
+-- revision and the snapshot's length as 32-bit big-endian integers, the snapshot, the number of
+-- results (16-bit), then each result's name (16-bit length) and bytes (32-bit length), a result
+-- the hash lacks left out), so the waiter needs no read; past NOTICE_MAX bytes, the id alone.
 local NOTICE_MAX = 65536
 local function settledMessage(k, o)
   local spec = A[o + 7]
   local cut = string.find(spec, '\0', 1, true)
   if not cut then return spec end
   local snapshot = A[o + 16]
-  local parts = {'\0xr1', struct.pack('>I4I4', tonumber(A[o + 1]) + 1, #snapshot), snapshot}
   local size = 14 + #snapshot
-  if size > NOTICE_MAX then return string.sub(spec, 1, cut - 1) end
-  local names, at = {}, cut + 1
-  while at <= #spec do
-    local nextCut = string.find(spec, '\0', at, true) or (#spec + 1)
-    names[#names + 1] = string.sub(spec, at, nextCut - 1)
-    at = nextCut + 1
-  end
-  local found = {}
-  for _, name in ipairs(names) do
+  local results = {}
+  for name in string.gmatch(string.sub(spec, cut + 1), '[^%z]+') do
     local value = redis.call('HGET', k[2], name)
     if value then
-      found[#found + 1] = struct.pack('>I2', #name) .. name .. struct.pack('>I4', #value) .. value
+      results[#results + 1] = struct.pack('>I2', #name) .. name .. struct.pack('>I4', #value) .. value
       size = size + 6 + #name + #value
-      if size > NOTICE_MAX then return string.sub(spec, 1, cut - 1) end
     end
   end
-  parts[#parts + 1] = struct.pack('>I2', #found)
-  for _, part in ipairs(found) do parts[#parts + 1] = part end
-  return table.concat(parts)
+  if size > NOTICE_MAX then return string.sub(spec, 1, cut - 1) end
+  return '\0xr1' .. struct.pack('>I4I4', tonumber(A[o + 1]) + 1, #snapshot) .. snapshot .. struct.pack('>I2', #results) .. table.concat(results)
 end
 
 -- After the commit is applied: take the lease, release it, publish the settled notification
