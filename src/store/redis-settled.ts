@@ -126,7 +126,7 @@ export function createSettledHub(connect: () => Redis | Cluster, clock: Clock, r
         channel.waiters.add(done);
         cancel = timeoutOrAbort(clock, timeoutMs, signal, () => done(undefined));
       });
-      // Read when asked, once: most waits that end on a message are asked, and only once.
+      // Decoded when asked (awaitResult asks once), not on arrival: a wait nobody asks pays nothing for it.
       return { listening: channel.ready, settled, stop: () => done(undefined), notice: () => (received === undefined ? undefined : readNotice(received)) };
     },
     async subscribed(name) {
