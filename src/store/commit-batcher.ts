@@ -1,15 +1,16 @@
 /**
- * Group commit for the Redis store: the commits that several actors issue while one of the
- * store's commit calls is in flight share the next script call (`commitBatch-1n.lua`), so they share one
- * command's building, one socket write and one reply: per-step commits and those with a kernel
- * section (signals, spawns, map writes) alike. A worker advancing ten runs (or map elements) at
- * once gets their commits' replies in one read and issues their next commits together, and this
- * is where a step's client-side Redis cost goes.
+ * Group commit for the Redis store: the commits that several actors issue in one turn of the
+ * event loop, while the store's commit calls are in flight, share one script call
+ * (`commitBatch-1n.lua`), so they share one command's building, one socket write and one reply:
+ * per-step commits and those with a kernel section (signals, spawns, map writes) alike. A worker
+ * advancing ten runs (or map elements) at once gets their commits' replies in a few reads and
+ * issues their next commits together, and this is where a step's client-side Redis cost goes.
  *
  * Every commit keeps its own fence (revision, inbox seq) and its own reply: the batch script
  * applies or refuses each exactly as `commitExecution-5.lua` would alone, in the order given.
- * When to send is {@link batchedCommits}' rule: at once while no commit call is in flight; while
- * calls are in flight, with the next call, sent once they are answered (or once 128 commits wait).
+ * When to send is {@link batchedCommits}' rule: at once while no commit call is in flight; at
+ * the end of the turn while fewer than {@link MAX_CALLS_IN_FLIGHT} are; else with the next call,
+ * once one of them is answered (or once {@link MAX_GROUP_COMMIT} commits wait).
  */
 import { commitBatchArgs, readBatchReplies } from './redis-scripts.js';
 import type { CommitCall, ScriptRunner } from './redis-scripts.js';
@@ -36,32 +37,46 @@ export function unbatchedCommits(run: ScriptRunner): CommitSender {
 export const MAX_GROUP_COMMIT = 128;
 
 /**
- * A sender that groups commits into one script call at a time, as a database groups the commits
- * of concurrent transactions into one log write: a commit sent while none of this sender's calls
- * is in flight goes out at once, alone (an idle process, a lone run: nothing to wait for); one
- * sent while a call is in flight waits for the calls in flight to be answered, and every commit
- * that waited goes out together, at the end of the turn the last reply arrives in
- * (`process.nextTick`, after the actors that reply answered have issued their next commits), or
- * at once when {@link MAX_GROUP_COMMIT} have gathered. A busy worker thus sends one call per
- * round of its actors (ten runs at concurrency 10: one call for ten commits) rather than one per
- * turn. A commit waits for the calls ahead of it (one round trip while Redis answers) and goes
- * out in the order it was issued; the actors a reply answers join the next call only when their
- * next commit follows through microtasks (one that first reads or subscribes joins a later one).
+ * How many group commit calls a sender keeps in flight: two, so that while Redis applies one
+ * call's commits the process computes the next steps of the actors another call answered (double
+ * buffering). With one, a busy worker alternated: it computed its ten runs' next steps while
+ * Redis waited, then waited while Redis applied them (docs/performance.md, "Two commit calls in
+ * flight").
  */
-export function batchedCommits(run: ScriptRunner, maxBatch = MAX_GROUP_COMMIT): CommitSender {
+export const MAX_CALLS_IN_FLIGHT = 2;
+
+/**
+ * A sender that groups commits into script calls, as a database groups the commits of concurrent
+ * transactions into one log write. A commit sent while none of this sender's calls is in flight
+ * goes out at once, alone (an idle process, a lone run: nothing to wait for). One sent while a
+ * call is in flight waits for the end of the turn (`process.nextTick`: after the actors answered
+ * in the same turn have issued theirs) and goes out with every commit issued meanwhile, as one
+ * call, while fewer than `maxInFlight` calls are in flight; otherwise it waits until one of them
+ * is answered, and goes out at the end of that turn with every other commit that waited. A full
+ * batch ({@link MAX_GROUP_COMMIT}) goes out at once whatever is in flight. A busy worker thus
+ * sends one call per group of runs a reply answered (ten runs at concurrency 10: two calls in
+ * flight of about five commits) rather than one per commit. Commits go out in the order they
+ * were issued; the actors a reply answers join the next call only when their next commit follows
+ * through microtasks (one that first reads or subscribes joins a later one).
+ */
+export function batchedCommits(run: ScriptRunner, maxBatch = MAX_GROUP_COMMIT, maxInFlight = MAX_CALLS_IN_FLIGHT): CommitSender {
   let pending: Pending[] | undefined;
   let scheduled = false;
   let inFlight = 0;
-  // A call in flight: once every call is answered, the commits that waited go out (attached
-  // before the commits' own handlers, so the flush is queued before their actors go on).
+  // The commits waiting go out at the end of this turn, unless a flush is queued already.
+  const flushAtTurnEnd = (): void => {
+    if (scheduled) return;
+    scheduled = true;
+    process.nextTick(flush);
+  };
+  // A call in flight: once it is answered, the commits that waited go out (attached before the
+  // commits' own handlers, so the flush is queued before their actors go on, and it carries the
+  // commits those actors issue in the same turn).
   const track = (reply: Promise<unknown>): void => {
     inFlight++;
     const settled = () => {
       inFlight--;
-      if (inFlight === 0 && pending !== undefined && !scheduled) {
-        scheduled = true;
-        process.nextTick(flush);
-      }
+      if (inFlight < maxInFlight && pending !== undefined) flushAtTurnEnd();
     };
     reply.then(settled, settled);
   };
@@ -100,8 +115,8 @@ export function batchedCommits(run: ScriptRunner, maxBatch = MAX_GROUP_COMMIT): 
   };
   function flush(): void {
     scheduled = false;
-    // A full batch went out since this flush was queued: the rest waits for it (its settle queues the flush again).
-    if (inFlight > 0) return;
+    // Full batches went out since this flush was queued: the rest waits for one (its settle queues the flush again).
+    if (inFlight >= maxInFlight) return;
     const batch = pending;
     pending = undefined;
     if (batch !== undefined) send(batch);
@@ -117,6 +132,8 @@ export function batchedCommits(run: ScriptRunner, maxBatch = MAX_GROUP_COMMIT): 
     if (waiting.length >= maxBatch) {
       pending = undefined;
       send(waiting);
+    } else if (inFlight < maxInFlight) {
+      flushAtTurnEnd();
     }
     return reply;
   };

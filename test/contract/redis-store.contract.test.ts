@@ -452,24 +452,31 @@ describe('redis store: group commit', () => {
   });
 
   /**
-   * Creates `ids` and 'ahead', then keeps the server busy with a script sent ahead on the store's
-   * connection, so the reply of the commit of 'ahead' sent behind it (at once: nothing was in
-   * flight) cannot arrive before `issue` has issued its commits. Returns the script calls the
-   * server counted (the busy script and the commit ahead included), once every commit landed
-   * at revision 2.
+   * Creates `ids`, 'ahead' and 'ahead-2', then keeps the server busy with a script sent ahead on
+   * the store's connection, so that no reply to the commits sent behind it can arrive before
+   * `issue` has issued its commits: the commit of 'ahead' goes out at once (nothing was in
+   * flight), and with `twoAhead` the commit of 'ahead-2' goes out at the end of a later turn, a
+   * second call in flight. Returns the script calls the server counted (the busy script and the
+   * commits ahead included), once every commit landed at revision 2.
    */
-  const behindBusyCall = async (redis: Redis, store: Store, ids: readonly string[], issue: () => Promise<Promise<number>[]>): Promise<number> => {
-    for (const id of [...ids, 'ahead']) await store.create({ id, reactor: 'r', input: {}, commit: first() });
+  const behindBusyCall = async (redis: Redis, store: Store, ids: readonly string[], issue: () => Promise<Promise<number>[]>, twoAhead = false): Promise<number> => {
+    const aheadIds = twoAhead ? ['ahead', 'ahead-2'] : ['ahead'];
+    for (const id of [...ids, ...aheadIds]) await store.create({ id, reactor: 'r', input: {}, commit: first() });
     await redis.config('RESETSTAT');
     const busy = redis.eval('local i = 0 while i < 20000000 do i = i + 1 end return i', 0);
-    const ahead = store.commit('ahead', 1, quiet());
+    const ahead = [store.commit('ahead', 1, quiet())];
+    if (twoAhead) {
+      await new Promise((resolve) => setImmediate(resolve));
+      ahead.push(store.commit('ahead-2', 1, quiet()));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
     const commits = await issue();
-    expect(await Promise.all([...commits, ahead])).toEqual([...ids.map(() => 2), 2]);
+    expect(await Promise.all([...commits, ...ahead])).toEqual([...ids.map(() => 2), ...ahead.map(() => 2)]);
     await busy;
     return scriptCalls(redis);
   };
 
-  it('while a commit is in flight, sends every commit of a turn in one script call, after its reply', async () => {
+  it('while a commit is in flight, sends every commit of a turn in one script call', async () => {
     const { redis, store, cleanup } = open();
     try {
       const calls = await behindBusyCall(redis, store, ten, async () => {
@@ -482,30 +489,36 @@ describe('redis store: group commit', () => {
     }
   });
 
-  it('while a call is in flight, commits of several turns wait for its reply and go out together, as one call', async () => {
+  it('while two calls are in flight, commits of several turns wait for a reply and go out together, as one call', async () => {
     const { redis, store, cleanup } = open();
     try {
-      const calls = await behindBusyCall(redis, store, ten, async () => {
-        // Half the commits in one turn, half in a later one: all behind the call in flight.
-        const early = ten.slice(0, 5).map((id) => store.commit(id, 1, quiet()));
-        await new Promise((resolve) => setImmediate(resolve));
-        return [...early, ...ten.slice(5).map((id) => store.commit(id, 1, quiet()))];
-      });
-      // The busy script, the commit ahead, and one call for the ten commits of both turns.
-      expect(calls).toBe(3);
+      const calls = await behindBusyCall(
+        redis,
+        store,
+        ten,
+        async () => {
+          // Half the commits in one turn, half in a later one: all behind the two calls in flight.
+          const early = ten.slice(0, 5).map((id) => store.commit(id, 1, quiet()));
+          await new Promise((resolve) => setImmediate(resolve));
+          return [...early, ...ten.slice(5).map((id) => store.commit(id, 1, quiet()))];
+        },
+        true,
+      );
+      // The busy script, the two commits ahead, and one call for the ten commits of both turns.
+      expect(calls).toBe(4);
       for (const id of ten) expect(await store.readResults(id)).toEqual(new Map([['a', 1], ['s', 1]]));
     } finally {
       await cleanup();
     }
   });
 
-  it(`sends a batch at once when ${MAX_GROUP_COMMIT} commits have gathered, even while a call is in flight`, async () => {
+  it(`sends a batch at once when ${MAX_GROUP_COMMIT} commits have gathered, even while two calls are in flight`, async () => {
     const { redis, store, cleanup } = open();
     try {
       const many = Array.from({ length: MAX_GROUP_COMMIT + 2 }, (_, i) => `many-${i}`);
-      const calls = await behindBusyCall(redis, store, many, () => Promise.resolve(many.map((id) => store.commit(id, 1, quiet()))));
-      // The busy script, the commit ahead, a full batch, and the two commits left over.
-      expect(calls).toBe(4);
+      const calls = await behindBusyCall(redis, store, many, () => Promise.resolve(many.map((id) => store.commit(id, 1, quiet()))), true);
+      // The busy script, the two commits ahead, a full batch, and the two commits left over.
+      expect(calls).toBe(5);
     } finally {
       await cleanup();
     }

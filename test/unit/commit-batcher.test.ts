@@ -1,7 +1,8 @@
 /**
  * The group commit's sending rule (`batchedCommits`), against a fake script runner whose replies
- * the test releases: when a commit goes out alone, when it waits, when waiting commits go out
- * together, the cut-off of a full batch, and that every commit's promise settles on every path.
+ * the test releases: when a commit goes out alone, at the end of its turn (one call in flight),
+ * or waits (two in flight); when waiting commits go out together, the cut-off of a full batch, and
+ * that every commit's promise settles on every path.
  */
 import { describe, expect, it } from 'vitest';
 import { batchedCommits } from '../../src/store/commit-batcher.js';
@@ -42,24 +43,43 @@ describe('group commit: batchedCommits', () => {
     expect(await reply).toBe(7);
   });
 
-  it('holds commits issued while a call is in flight, over several turns, and sends them as one call once it is answered', async () => {
+  it('sends the commits of a turn as one call at its end while one call is in flight', async () => {
     const { run, sent } = fakeRunner();
     const send = batchedCommits(run);
     const first = send(commit('a'));
-    const early = [send(commit('b')), send(commit('c'))];
+    const turn = [send(commit('b')), send(commit('c'))];
+    expect(sent).toHaveLength(1);
+    await settle();
+    // Not waiting for the reply to 'a': two calls may be in flight.
+    expect(sent.map((s) => [s.name, s.ids])).toEqual([
+      ['commitExecution', ['a']],
+      ['commitBatch', ['b', 'c']],
+    ]);
+    sent[1]!.answer([2, 3]);
+    sent[0]!.answer();
+    expect(await Promise.all([first, ...turn])).toEqual([1, 2, 3]);
+  });
+
+  it('holds commits issued while two calls are in flight, over several turns, and sends them as one call once one is answered', async () => {
+    const { run, sent } = fakeRunner();
+    const send = batchedCommits(run);
+    const inFlight = [send(commit('a')), send(commit('b'))];
+    await settle();
+    const early = send(commit('c'));
     await settle();
     const late = send(commit('d'));
     await settle();
-    expect(sent).toHaveLength(1);
-    sent[0]!.answer();
-    await first;
+    expect(sent.map((s) => s.ids)).toEqual([['a'], ['b']]);
+    sent[1]!.answer();
     await settle();
     expect(sent.map((s) => [s.name, s.ids])).toEqual([
       ['commitExecution', ['a']],
-      ['commitBatch', ['b', 'c', 'd']],
+      ['commitExecution', ['b']],
+      ['commitBatch', ['c', 'd']],
     ]);
-    sent[1]!.answer([1, 2, 3]);
-    expect(await Promise.all([...early, late])).toEqual([1, 2, 3]);
+    sent[0]!.answer();
+    sent[2]!.answer([3, 4]);
+    expect(await Promise.all([...inFlight, early, late])).toEqual([1, 1, 3, 4]);
   });
 
   it('includes in the next call the commits that the answered actors issue right away', async () => {
@@ -68,51 +88,59 @@ describe('group commit: batchedCommits', () => {
     const waiting = send(commit('w'));
     // An actor whose commit is in flight issues its next one as soon as it is answered.
     const chained = send(commit('a')).then(() => send(commit('a2')));
-    sent[0]!.answer();
+    await settle();
+    const behind = send(commit('b'));
     await settle();
     expect(sent.map((s) => s.ids)).toEqual([['w'], ['a']]);
     sent[1]!.answer(1);
     await settle();
-    expect(sent.map((s) => s.ids)).toEqual([['w'], ['a'], ['a2']]);
-    sent[2]!.answer(5);
+    // 'b' waited for a reply; 'a2' was issued in the turn that reply arrived in: one call.
+    expect(sent.map((s) => s.ids)).toEqual([['w'], ['a'], ['b', 'a2']]);
+    sent[2]!.answer([2, 5]);
+    sent[0]!.answer();
     expect(await waiting).toBe(1);
+    expect(await behind).toBe(2);
     expect(await chained).toBe(5);
   });
 
-  it('sends a full batch at once while a call is in flight, and the rest only when every call in flight is answered', async () => {
+  it('sends a full batch at once whatever is in flight, and the rest only once fewer than two calls are', async () => {
     const { run, sent } = fakeRunner();
     const send = batchedCommits(run, 3);
-    const replies = ['a', 'b', 'c', 'd', 'e'].map((id) => send(commit(id)));
-    expect(sent.map((s) => s.ids)).toEqual([['a'], ['b', 'c', 'd']]);
+    const replies = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'].map((id) => send(commit(id)));
+    // 'a' alone; 'b'–'d' and 'e'–'g' full batches, the second beyond two calls in flight; 'h' waits.
+    expect(sent.map((s) => s.ids)).toEqual([['a'], ['b', 'c', 'd'], ['e', 'f', 'g']]);
+    await settle();
+    expect(sent).toHaveLength(3);
     sent[0]!.answer();
     await settle();
-    // 'e' waits: the full batch is still in flight.
-    expect(sent).toHaveLength(2);
+    // Two calls still in flight.
+    expect(sent).toHaveLength(3);
     sent[1]!.answer();
     await settle();
-    expect(sent.map((s) => s.ids)).toEqual([['a'], ['b', 'c', 'd'], ['e']]);
+    expect(sent.map((s) => s.ids)).toEqual([['a'], ['b', 'c', 'd'], ['e', 'f', 'g'], ['h']]);
     sent[2]!.answer();
-    expect(await Promise.all(replies)).toEqual([1, 1, 1, 1, 1]);
+    sent[3]!.answer();
+    expect(await Promise.all(replies)).toEqual([1, 1, 1, 1, 1, 1, 1, 1]);
   });
 
-  it('does not send while a full batch is in flight, even when a flush was already queued', async () => {
+  it('does not send while two calls are in flight, even when a flush was already queued', async () => {
     const { run, sent } = fakeRunner();
     const send = batchedCommits(run, 2);
     const a = send(commit('a'));
+    // 'b' queues a flush at the turn's end; 'c' fills the batch, which goes out at once: two in flight.
     const b = send(commit('b'));
-    sent[0]!.answer();
-    // Answered (in microtasks): the flush for 'b' is queued; before it runs, 'c' fills the batch and goes out.
-    expect(await a).toBe(1);
     const c = send(commit('c'));
-    expect(sent.map((s) => s.ids)).toEqual([['a'], ['b', 'c']]);
     const d = send(commit('d'));
+    expect(sent.map((s) => s.ids)).toEqual([['a'], ['b', 'c']]);
     await settle();
+    // The queued flush found two calls in flight: 'd' waits.
     expect(sent).toHaveLength(2);
-    sent[1]!.answer();
+    sent[0]!.answer();
     await settle();
     expect(sent.map((s) => s.ids)).toEqual([['a'], ['b', 'c'], ['d']]);
+    sent[1]!.answer();
     sent[2]!.answer();
-    expect(await Promise.all([b, c, d])).toEqual([1, 1, 1]);
+    expect(await Promise.all([a, b, c, d])).toEqual([1, 1, 1, 1]);
   });
 
   it('rejects each commit of a batch on its own error, every commit of it when the call fails, and goes on', async () => {
