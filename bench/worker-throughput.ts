@@ -4,7 +4,7 @@
  * same server with the same settings.
  *
  *   npx tsx bench/worker-throughput.ts
- *     BENCH_ROUNDS=5 (default 3)  BENCH_RUNS=1000 (runs / chains per batch)  BENCH_WARMUP=200
+ *     BENCH_ROUNDS=5 (default 3)  BENCH_RUNS=1000 (runs / chains per batch)  BENCH_WARMUP=3000 (in batches of BENCH_RUNS)
  *     BENCH_PROFILE=0 (skip the profiled round)  BENCH_PROF_INTERVAL_US=250  BENCH_PROFILE_DIR=<dir> (keep the profiles there)
  *     BENCH_JSON=<file> (also write the figures as JSON; bench/compare-trees.ts reads it)
  *     BENCH_LIB=dist (A's worker runs the built package on plain Node: `npm run build` first)
@@ -21,8 +21,12 @@
  *    for the 1,000 last jobs to complete. Chains/s.
  *
  * Rounds alternate A, B, A, B, …; each round has its own store prefix / queue name and its own
- * freshly started worker process, warmed up with BENCH_WARMUP runs / chains before it is timed.
- * Between rounds the AOF is rewritten (untimed), so no automatic rewrite lands inside a round.
+ * freshly started worker process, warmed up with BENCH_WARMUP runs / chains (in batches of
+ * BENCH_RUNS, as the timed batch is made) before it is timed: the figure is a warm process's, as a
+ * long-running worker's is. A fresh Node process is slower until V8 has optimized its hot code;
+ * each warm-up batch's rate is printed, so the curve is visible (docs/performance.md, "Warm
+ * processes").
+ * Between rounds the AOF is rewritten (untimed), and automatic rewrites are off, so none lands inside a round.
  * Headline: median A ÷ median B. Then one more A round with the worker under `node --cpu-prof`,
  * whose profile (the timed window only) gives the worker's self time by package and area
  * (bench/cpu-profile.ts), and µs of worker CPU per step.
@@ -66,7 +70,7 @@ import type { BenchChild, RedisServer } from './support.js';
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
 const RUNS = Number(process.env['BENCH_RUNS'] ?? 1000);
-const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 200);
+const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 3000);
 const PROFILE = process.env['BENCH_PROFILE'] !== '0';
 const PROF_INTERVAL_US = Number(process.env['BENCH_PROF_INTERVAL_US'] ?? 250);
 const JSON_OUT = process.env['BENCH_JSON'];
@@ -113,6 +117,15 @@ interface Batch {
   note: string;
   loadAfter: string;
   window: { fromMs: number; toMs: number };
+  /** Runs (A) or chains (B) per second of each warm-up batch, in order. */
+  warmup: number[];
+}
+
+/** The sizes of the warm-up batches: WARMUP in batches of at most RUNS. */
+function warmupSizes(): number[] {
+  const sizes: number[] = [];
+  for (let left = WARMUP; left > 0; left -= RUNS) sizes.push(Math.min(RUNS, left));
+  return sizes;
 }
 
 let redisPid = 0;
@@ -162,6 +175,9 @@ async function info(redis: Redis, section: string): Promise<string> {
 /** Turn on AOF with `appendfsync everysec` on the private server, and wait until the first rewrite is done. */
 async function enableAof(admin: Redis): Promise<void> {
   await admin.config('SET', 'appendfsync', 'everysec');
+  // No automatic rewrite (a fork and a rewrite of the whole file) inside a round: the benchmark
+  // rewrites between rounds itself (a round with its warm-up grows the file by more than 100 %).
+  await admin.config('SET', 'auto-aof-rewrite-percentage', '0');
   await admin.config('SET', 'appendonly', 'yes');
   await aofSettled(admin);
   const enabled = /aof_enabled:(\d)/.exec(await info(admin, 'persistence'))?.[1];
@@ -236,7 +252,11 @@ async function srcRoundA(url: string, prefix: string, queueName: string, pid: nu
   const queue = adapters.createBullmqQueue({ connection: caller, queueName });
   const runtime = xr.createRuntime({ store, queue, worker: false, reactors: [reactor], logger });
   try {
-    if (WARMUP > 0) await runBatch(runtime, WARMUP);
+    const warmup: number[] = [];
+    for (const size of warmupSizes()) {
+      const w = await runBatch(runtime, size);
+      warmup.push(size / ((monotonicMs() - w.startedAt) / 1000));
+    }
     if (COMMANDSTATS) await caller.config('RESETSTAT');
     const cpu = cpuNow(pid);
     const { startedAt, dispatchedAt, ok, statuses } = await runBatch(runtime, RUNS);
@@ -256,6 +276,7 @@ async function srcRoundA(url: string, prefix: string, queueName: string, pid: nu
       note: other.length === 0 ? '' : `${other.length} not completed (${[...new Set(other)].join(', ')})`,
       loadAfter: loadAverage(),
       window: { fromMs: startedAt, toMs: endedAt },
+      warmup,
     };
   } finally {
     await runtime.close().catch(() => undefined);
@@ -302,7 +323,7 @@ async function distCallerBatch(env: Readonly<Record<string, string>>, workerPid:
     });
   child.stdout.on('data', (chunk: Buffer) => void (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => void (output += chunk.toString()));
-  await seen('bench caller warm');
+  const warmup = (JSON.parse(await seen('bench caller warm ')) as { rates: number[] }).rates;
   await afterWarmup();
   const callerPid = child.pid!;
   const before = { worker: cpuSecondsOf(workerPid) ?? Number.NaN, caller: cpuSecondsOf(callerPid) ?? Number.NaN, redis: cpuSecondsOf(redisPid) ?? Number.NaN };
@@ -328,6 +349,7 @@ async function distCallerBatch(env: Readonly<Record<string, string>>, workerPid:
     note: other.length === 0 ? '' : `${other.length} not completed (${[...new Set(other)].join(', ')})`,
     loadAfter: loadAverage(),
     window: { fromMs, toMs },
+    warmup,
   };
 }
 
@@ -415,7 +437,11 @@ async function roundB(url: string, round: number): Promise<Batch> {
     try {
       await events.waitUntilReady();
       const waiter = new ChainWaiter(events);
-      if (WARMUP > 0) await chainBatch(queue, waiter, caller, 'w', WARMUP);
+      const warmup: number[] = [];
+      for (const [i, size] of warmupSizes().entries()) {
+        const w = await chainBatch(queue, waiter, caller, `w${i}`, size);
+        warmup.push(size / ((w.endedAt - w.startedAt) / 1000));
+      }
       if (COMMANDSTATS) await caller.config('RESETSTAT');
       const cpu = cpuNow(pid);
       const b = await chainBatch(queue, waiter, caller, 'm', RUNS);
@@ -433,6 +459,7 @@ async function roundB(url: string, round: number): Promise<Batch> {
         note: b.note,
         loadAfter: loadAverage(),
         window: { fromMs: b.startedAt, toMs: b.endedAt },
+        warmup,
       };
     } finally {
       await events.close().catch(() => undefined);
@@ -483,7 +510,7 @@ async function main(): Promise<void> {
   console.log(`tree: ${ROOT}`);
   console.log(
     `${ROUNDS} rounds of A (xreactor) and B (bare BullMQ), interleaved A, B, A, B, …, each with its own prefix / queue and worker process, ` +
-      `after ${WARMUP} warm-up runs / chains in that process${PROFILE ? '; then one profiled A round' : ''}`,
+      `after ${WARMUP} warm-up runs / chains in that process (batches of ${RUNS})${PROFILE ? '; then one profiled A round' : ''}`,
   );
   console.log(`load average at start: ${loadAverage()} (other processes on the machine inflate every figure; the ratio holds up better)`);
 
@@ -511,7 +538,8 @@ async function main(): Promise<void> {
         const batch = kind === 'A' ? (await roundA(server.url, round)).batch : await roundB(server.url, round);
         batches.push(batch);
         console.log(
-          `  round ${round} ${kind}: ${fmt(batch.perSecond, 0)} ${kind === 'A' ? 'runs' : 'chains'}/s (${fmt(batch.totalS, 2)} s; ${batch.ok}/${RUNS} ok${batch.note ? '; ' + batch.note : ''}; load ${batch.loadAfter})`,
+          `  round ${round} ${kind}: ${fmt(batch.perSecond, 0)} ${kind === 'A' ? 'runs' : 'chains'}/s (${fmt(batch.totalS, 2)} s; ${batch.ok}/${RUNS} ok${batch.note ? '; ' + batch.note : ''}; load ${batch.loadAfter}; ` +
+            `warm-up batches ${batch.warmup.map((r) => fmt(r, 0)).join(' → ') || 'none'})`,
         );
         await admin.bgrewriteaof();
         await aofSettled(admin);
