@@ -8,9 +8,12 @@
  *
  * Every commit keeps its own fence (revision, inbox seq) and its own reply: the batch script
  * applies or refuses each exactly as `commitExecution-5.lua` would alone, in the order given.
- * When to send is {@link batchedCommits}' rule: at once while no commit call is in flight; at
- * the end of the turn while fewer than {@link MAX_CALLS_IN_FLIGHT} are; else with the next call,
- * once one of them is answered (or once {@link MAX_GROUP_COMMIT} commits wait).
+ * Calls go out on one connection, so Redis runs them in the order sent (short of ioredis sending
+ * one again after a NOSCRIPT reply: harmless, as two calls in flight never carry commits of the
+ * same actor, and each commit is fenced). When to send is {@link batchedCommits}' rule: at once
+ * while no commit call is in flight; at the end of the turn while fewer than
+ * {@link MAX_CALLS_IN_FLIGHT} are; else with the next call, once one of them is answered (or once
+ * {@link MAX_GROUP_COMMIT} commits wait).
  */
 import { commitBatchArgs, readBatchReplies } from './redis-scripts.js';
 import type { CommitCall, ScriptRunner } from './redis-scripts.js';
@@ -40,8 +43,8 @@ export const MAX_GROUP_COMMIT = 128;
  * How many group commit calls a sender keeps in flight: two, so that while Redis applies one
  * call's commits the process computes the next steps of the actors another call answered (double
  * buffering). With one, a busy worker alternated: it computed its ten runs' next steps while
- * Redis waited, then waited while Redis applied them (docs/performance.md, "Two commit calls in
- * flight").
+ * Redis waited, then waited while Redis applied them (docs/performance.md, "Warm processes,
+ * two commit calls in flight").
  */
 export const MAX_CALLS_IN_FLIGHT = 2;
 
@@ -49,15 +52,18 @@ export const MAX_CALLS_IN_FLIGHT = 2;
  * A sender that groups commits into script calls, as a database groups the commits of concurrent
  * transactions into one log write. A commit sent while none of this sender's calls is in flight
  * goes out at once, alone (an idle process, a lone run: nothing to wait for). One sent while a
- * call is in flight waits for the end of the turn (`process.nextTick`: after the actors answered
- * in the same turn have issued theirs) and goes out with every commit issued meanwhile, as one
- * call, while fewer than `maxInFlight` calls are in flight; otherwise it waits until one of them
- * is answered, and goes out at the end of that turn with every other commit that waited. A full
- * batch ({@link MAX_GROUP_COMMIT}) goes out at once whatever is in flight. A busy worker thus
- * sends one call per group of runs a reply answered (ten runs at concurrency 10: two calls in
- * flight of about five commits) rather than one per commit. Commits go out in the order they
- * were issued; the actors a reply answers join the next call only when their next commit follows
- * through microtasks (one that first reads or subscribes joins a later one).
+ * call is in flight waits for the end of the turn (`process.nextTick`: for commits issued from
+ * promise continuations, as an actor's are, after the other actors answered in that turn have
+ * issued theirs) and goes out with every commit issued meanwhile, as one call, while fewer than
+ * `maxInFlight` calls are in flight; otherwise it waits until one of them is answered, and goes
+ * out at the end of that turn with every other commit that waited. A full batch
+ * ({@link MAX_GROUP_COMMIT}) goes out at once whatever is in flight. A busy worker thus sends one
+ * call per group of runs a reply answered rather than one per commit: its runs split into groups
+ * whose sizes follow when their replies arrive (from idle, a first commit alone and the rest of
+ * its turn together), and while Redis applies one group's commits the worker computes another's
+ * steps. Commits go out in the order they were issued; the actors a reply answers join the next
+ * call only when their next commit follows through microtasks (one that first reads or
+ * subscribes joins a later one).
  */
 export function batchedCommits(run: ScriptRunner, maxBatch = MAX_GROUP_COMMIT, maxInFlight = MAX_CALLS_IN_FLIGHT): CommitSender {
   let pending: Pending[] | undefined;
@@ -69,9 +75,8 @@ export function batchedCommits(run: ScriptRunner, maxBatch = MAX_GROUP_COMMIT, m
     scheduled = true;
     process.nextTick(flush);
   };
-  // A call in flight: once it is answered, the commits that waited go out (attached before the
-  // commits' own handlers, so the flush is queued before their actors go on, and it carries the
-  // commits those actors issue in the same turn).
+  // A call in flight: once it is answered below the limit, the commits that waited go out at the
+  // end of that turn, with the commits the actors it answered issue in the same turn.
   const track = (reply: Promise<unknown>): void => {
     inFlight++;
     const settled = () => {

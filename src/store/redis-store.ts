@@ -91,10 +91,11 @@ export interface RedisStoreOptions {
    */
   readonly clock?: Clock;
   /**
-   * Group commit: the commits that several actors issue while one of the store's commit calls is
-   * in flight (per-step ones and those with signals, spawns or map writes alike) wait for its
-   * reply and go to Redis together, in one script call, each still fenced and answered on its own
-   * (see `src/store/commit-batcher.ts`); 128 waiting commits go out at once, as one call. A commit
+   * Group commit: the commits that several actors issue while the store's commit calls are in
+   * flight (per-step ones and those with signals, spawns or map writes alike) go to Redis
+   * together, in one script call, each still fenced and answered on its own: at the end of the
+   * turn while one call is in flight, once one is answered while two are (see
+   * `src/store/commit-batcher.ts`); 128 waiting commits go out at once, as one call. A commit
    * issued while no commit call is in flight is sent at once, so a lone run waits for nothing.
    * Not available on a Redis Cluster, whose executions live in different slots.
    * @defaultValue true on a single Redis server, false on a Cluster
