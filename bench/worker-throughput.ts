@@ -323,7 +323,9 @@ async function distCallerBatch(env: Readonly<Record<string, string>>, workerPid:
     });
   child.stdout.on('data', (chunk: Buffer) => void (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => void (output += chunk.toString()));
-  const warmup = (JSON.parse(await seen('bench caller warm ')) as { rates: number[] }).rates;
+  // The warm-up rates follow the marker (a caller of an older tree prints the marker alone).
+  const warmLine = (await seen('bench caller warm')).trim();
+  const warmup = warmLine === '' ? [] : (JSON.parse(warmLine) as { rates: number[] }).rates;
   await afterWarmup();
   const callerPid = child.pid!;
   const before = { worker: cpuSecondsOf(workerPid) ?? Number.NaN, caller: cpuSecondsOf(callerPid) ?? Number.NaN, redis: cpuSecondsOf(redisPid) ?? Number.NaN };
