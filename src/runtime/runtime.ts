@@ -447,10 +447,15 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       const prepared = await prepareResume(engine, id, request);
       // Listed first: should this process die after the signal lands, a sweep applies it.
       await store.markActive(prepared.owner, true);
-      const receipt = await store.signal({ to: prepared.owner, event: prepared.event, dedupeKey: prepared.dedupeKey });
-      if (receipt.landed.length === 0) throw new InvalidStateError(`cannot resume interrupt "${prepared.path.join('.')}": it was already resumed`);
+      const deliver = async () => {
+        const receipt = await store.signal({ to: prepared.owner, event: prepared.event, dedupeKey: prepared.dedupeKey });
+        if (receipt.landed.length === 0) throw new InvalidStateError(`cannot resume interrupt "${prepared.path.join('.')}": it was already resumed`);
+      };
       const signal = signalFor(continueOptions.signal);
+      // The lease before the signal: a sweep that finds the signal in the inbox finds the
+      // execution leased too, and leaves the resume to this call rather than to a worker.
       const applied = await engine.withLease(prepared.owner, async (lease) => {
+        await deliver();
         const { host, held } = await engine.load(prepared.owner);
         held.lease = lease;
         await host.resume(held, [], signal, 'caller').catch(async (error: unknown) => {
@@ -459,6 +464,7 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       });
       if (applied === undefined) {
         // Whoever holds it meets the signal at its next commit; a job applies it should that process be idle or gone.
+        await deliver();
         await queue.enqueue([{ id: jobId(prepared.owner, 'resume', ...prepared.path), kind: 'advance', actor: { kind: 'execution', id: prepared.owner } }]);
       }
       const { definition, held } = await engine.load(id);

@@ -190,6 +190,34 @@ describe('seed interrupts', () => {
     await runtime.close();
   });
 
+  it('a sweep that looks at the run the moment the resume lands in its inbox finds it leased: the caller applies the resume, no worker does', async () => {
+    const clock = createTestClock();
+    const memory = createMemoryStore({ clock });
+    const queue = createInProcessQueue({ mode: 'manual', clock });
+    const h = seedHarness();
+    const reactor = approvalFlow(h);
+    // A worker's sweep runs right after the signal lands, before the resume goes on (the race a
+    // real sweeper loses or wins by microseconds, forced here).
+    const sweeper = createRuntime({ store: memory, queue, clock, logger: pino({ level: 'silent' }), worker: false, reactors: [reactor] });
+    const requeued: number[] = [];
+    const store: typeof memory = {
+      ...memory,
+      signal: async (...args) => {
+        const receipt = await memory.signal(...args);
+        requeued.push(await sweeper.sweepOnce());
+        return receipt;
+      },
+    };
+    const runtime = createRuntime({ store, queue, clock, logger: pino({ level: 'silent' }), worker: false });
+    const { executionId } = await runtime.run(reactor, {});
+    const result = await runtime.continue(executionId, { step: 'approval', payload: { approved: true, by: 'ann' } });
+    expect(requeued).toEqual([0]);
+    expect(queue.pending()).toEqual([]);
+    expect(result).toMatchObject({ status: 'completed', value: { approval: { by: 'ann' } } });
+    expect(h.events).toEqual(['run:a', 'run:c']);
+    await Promise.all([runtime.close(), sweeper.close()]);
+  });
+
   it('active timeout: a delayed job fails the run when the pause lasts too long', async () => {
     const clock = createTestClock();
     const store = createMemoryStore({ clock });

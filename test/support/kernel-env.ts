@@ -44,10 +44,19 @@ export interface FixtureProcess {
   lines(): string[];
 }
 
+/** A continuer's answer to one `continue`: the result's status (and its `reason` when dispatched), or the error's code and message. */
+export interface ContinueReply {
+  readonly ok: boolean;
+  readonly status?: string;
+  readonly reason?: string;
+  readonly code?: string;
+  readonly message?: string;
+}
+
 /** A continuer process: `continue` requests answered over its stdin / stdout. */
 export interface Continuer {
   readonly process: FixtureProcess;
-  continue(root: string, step: string | readonly string[], payload: unknown): Promise<{ ok: boolean; status?: string; code?: string; message?: string }>;
+  continue(root: string, step: string | readonly string[], payload: unknown): Promise<ContinueReply>;
 }
 
 /** Poll `check` until it holds (for hooks, where expect.poll is not available). */
@@ -157,7 +166,7 @@ export async function startKernelEnv(): Promise<KernelEnv> {
           const deadline = Date.now() + 30_000;
           for (;;) {
             const reply = proc.lines().map((l) => (l.startsWith('{') ? (JSON.parse(l) as { tag?: string }) : {})).find((r) => r.tag === tag);
-            if (reply !== undefined) return reply as { ok: boolean; status?: string; code?: string; message?: string };
+            if (reply !== undefined) return reply as ContinueReply;
             if (proc.child.exitCode !== null || proc.child.signalCode !== null || Date.now() > deadline) throw new Error(`the continuer gave no answer to ${tag} (${root} ${JSON.stringify(step)}):\n${proc.output()}`);
             await new Promise((resolve) => setTimeout(resolve, 10));
           }
