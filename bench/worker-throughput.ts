@@ -36,7 +36,7 @@
  * A benchmark reports, it never gates: the exit code is always 0.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -82,7 +82,9 @@ const COMMANDSTATS = process.env['BENCH_COMMANDSTATS'] === '1';
  */
 const LIB = process.env['BENCH_LIB'] === 'dist' ? 'dist' : 'src';
 const STEPS = 10;
-const CONCURRENCY = 10;
+/** Worker concurrency on both sides; issue 9's figure is at 10 (BENCH_CONCURRENCY changes it, to see whether a side is latency-bound). */
+const CONCURRENCY = Number(process.env['BENCH_CONCURRENCY'] ?? 10);
+if (!Number.isSafeInteger(CONCURRENCY) || CONCURRENCY < 1) throw new Error(`BENCH_CONCURRENCY=${process.env['BENCH_CONCURRENCY']} is not a positive whole number of jobs (default 10)`);
 const AWAIT_TIMEOUT_MS = 120_000;
 /** Target from the issue: worker throughput at least that of raw BullMQ chained jobs. */
 const TARGET_RATIO = 1.0;
@@ -519,6 +521,8 @@ async function main(): Promise<void> {
   let server: RedisServer | undefined;
   let admin: Redis | undefined;
   const keepProfile = process.env['BENCH_PROFILE_DIR'];
+  // The directory to keep profiles in is made when missing.
+  if (PROFILE && keepProfile !== undefined) mkdirSync(keepProfile, { recursive: true });
   const profileDir = !PROFILE ? undefined : keepProfile !== undefined ? mkdtempSync(join(keepProfile, 'worker-throughput-')) : mkdtempSync(join(tmpdir(), 'xreactor-cpuprof-'));
   try {
     server = await startRedis();
