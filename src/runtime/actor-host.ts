@@ -240,13 +240,17 @@ export class ActorHost<H extends HeldActor> {
    * `first` (a stale or duplicate delivery is ignored without a commit, and nothing else is done).
    */
   async drive(held: H, first: SignalEvent, call: Call): Promise<boolean> {
-    const outcome = await this.#step(held, first, undefined, call);
-    if (outcome.status === 'ignored') {
-      this.#ignored(held, first);
-      return false;
+    try {
+      const outcome = await this.#step(held, first, undefined, call);
+      if (outcome.status === 'ignored') {
+        this.#ignored(held, first);
+        return false;
+      }
+      await this.continueWith(held, outcome.status === 'refused' ? first : outcome.status === 'kept' ? undefined : outcome.next, call);
+      return true;
+    } finally {
+      if (call.leased.size > 0) await releaseLeftOver(call);
     }
-    await this.continueWith(held, outcome.status === 'refused' ? first : outcome.status === 'kept' ? undefined : outcome.next, call);
-    return true;
   }
 
   /**
@@ -254,53 +258,61 @@ export class ActorHost<H extends HeldActor> {
    * work), else perform its committed outbox again (after a crash or a lost job); then keep driving.
    */
   async resume(held: H, outbox: readonly OutboxEffect[], call: Call): Promise<void> {
-    let applied: boolean;
-    let next: SignalEvent | undefined;
-    enterActor(call, held);
     try {
-      applied = await this.#applyInbox(held, call);
-      next = applied ? undefined : await this.performAll(held, outbox, call);
+      let applied: boolean;
+      let next: SignalEvent | undefined;
+      enterActor(call, held);
+      try {
+        applied = await this.#applyInbox(held, call);
+        next = applied ? undefined : await this.performAll(held, outbox, call);
+      } finally {
+        leaveActor(call, held);
+      }
+      // Not within this frame: continueWith wakes others once the actor is idle, and a wake of this
+      // actor by one of them must not find it "active" in a frame that is about to end.
+      await this.continueWith(held, next, call);
     } finally {
-      leaveActor(call, held);
+      if (call.leased.size > 0) await releaseLeftOver(call);
     }
-    // Not within this frame: continueWith wakes others once the actor is idle, and a wake of this
-    // actor by one of them must not find it "active" in a frame that is about to end.
-    await this.continueWith(held, next, call);
   }
 
   /** Drive from `event` (when set) until idle, then wake the actors it signalled that this call is not advancing. */
   async continueWith(held: H, event: SignalEvent | undefined, call: Call): Promise<void> {
-    enterActor(call, held);
     try {
-      let next = event;
-      for (;;) {
-        while (next !== undefined) {
-          const outcome = await this.#step(held, next, undefined, call);
-          if (outcome.status === 'ignored') {
-            this.#ignored(held, next);
-            break;
+      enterActor(call, held);
+      try {
+        let next = event;
+        for (;;) {
+          while (next !== undefined) {
+            const outcome = await this.#step(held, next, undefined, call);
+            if (outcome.status === 'ignored') {
+              this.#ignored(held, next);
+              break;
+            }
+            // Refused for a signal it had not seen: the inbox was applied; deliver the event again.
+            next = outcome.status === 'refused' ? next : outcome.status === 'kept' ? undefined : outcome.next;
           }
-          // Refused for a signal it had not seen: the inbox was applied; deliver the event again.
-          next = outcome.status === 'refused' ? next : outcome.status === 'kept' ? undefined : outcome.next;
+          if (await this.#applyInbox(held, call)) {
+            next = undefined;
+            continue;
+          }
+          // No signal superseded the last commit's work: perform it now.
+          if (held.outboxPending !== true) break;
+          held.outboxPending = false;
+          next = await this.performAll(held, held.outbox, call);
+          if (next === undefined) break;
         }
-        if (await this.#applyInbox(held, call)) {
-          next = undefined;
-          continue;
-        }
-        // No signal superseded the last commit's work: perform it now.
-        if (held.outboxPending !== true) break;
-        held.outboxPending = false;
-        next = await this.performAll(held, held.outbox, call);
-        if (next === undefined) break;
+      } finally {
+        leaveActor(call, held);
       }
+      // A frame further out still advances it: that frame wakes them when it is done. Waking here
+      // would advance other actors while that frame is suspended, and one whose lease a commit of
+      // this frame released (a settle) would then take their signals without holding it.
+      if (call.active.has(held.id)) return;
+      if (call.active.size === 0 || !call.active.has(parentOf(held.id))) await this.#wake(call);
     } finally {
-      leaveActor(call, held);
+      if (call.leased.size > 0) await releaseLeftOver(call);
     }
-    // A frame further out still advances it: that frame wakes them when it is done. Waking here
-    // would advance other actors while that frame is suspended, and one whose lease a commit of
-    // this frame released (a settle) would then take their signals without holding it.
-    if (call.active.has(held.id)) return;
-    if (call.active.size === 0 || !call.active.has(parentOf(held.id))) await this.#wake(call);
   }
 
   /** Perform effects in order; the last outcome is the next event. */
@@ -346,6 +358,18 @@ export class ActorHost<H extends HeldActor> {
         await spawned.start(call);
       } finally {
         await spawned.held.lease?.end();
+      }
+      return;
+    }
+    const taken = call.leased.get(id);
+    if (taken !== undefined) {
+      // Taken with its lease and loaded before it was signalled, the signal handed to it: no second load.
+      call.leased.delete(id);
+      call.woken.delete(id);
+      try {
+        await taken.resume(call);
+      } finally {
+        await taken.held.lease?.end();
       }
       return;
     }
@@ -506,7 +530,7 @@ export class ActorHost<H extends HeldActor> {
     // Listed for the sweeper with the commit (the store does it atomically where it can).
     const listing = transition.listed.length > 0 ? { list: transition.listed } : undefined;
     // Signals to actors this call advances: the store's receipt hands them their entries.
-    const delivered = commit.signals?.some((signal) => signal.to !== held.id && call.active.has(signal.to)) === true ? [] : undefined;
+    const delivered = commit.signals?.some((signal) => signal.to !== held.id && (call.active.has(signal.to) || call.leased.has(signal.to))) === true ? [] : undefined;
     const options =
       receipt === undefined && listing === undefined && delivered === undefined
         ? transition.options
@@ -575,7 +599,7 @@ const handedEntries = new WeakSet<InboxEntry>();
 function handOver(delivered: readonly DeliveredSignal[], sender: string, call: Call): ReadonlySet<string> | undefined {
   let handed: Set<string> | undefined;
   for (const { to, entry } of delivered) {
-    const recipient = call.active.get(to);
+    const recipient = call.active.get(to) ?? call.leased.get(to)?.held;
     if (recipient === undefined || to === sender || (recipient.inboxStale && recipient.expects !== sender) || entry.seq !== recipient.inbox.seq + 1) continue;
     recipient.inbox = { entries: [...recipient.inbox.entries, entry], seq: entry.seq };
     handedEntries.add(entry);
@@ -585,6 +609,18 @@ function handOver(delivered: readonly DeliveredSignal[], sender: string, call: C
     (handed ??= new Set()).add(to);
   }
   return handed;
+}
+
+/**
+ * Once no frame of `call` advances an actor (the outermost `drive` or `resume` is done, or threw):
+ * release the leases of the actors it took and loaded ahead (`Call.leased`) and did not advance,
+ * so none is renewed for nothing (an element stays free for the sweep that recovers its rollback).
+ */
+async function releaseLeftOver(call: Call): Promise<void> {
+  if (call.leased.size === 0 || call.active.size > 0) return;
+  const left = [...call.leased.values()];
+  call.leased.clear();
+  await Promise.all(left.map((taken) => taken.held.lease?.end() ?? Promise.resolve()));
 }
 
 /** Signals landed for `held` that it has not read (from anyone): it reads its inbox again before going idle. */

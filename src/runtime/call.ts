@@ -22,11 +22,18 @@ export interface Call {
   readonly spawned: Map<string, { readonly held: HeldActor; readonly start: (call: Call) => Promise<void> }>;
   /** Recipients of signals this call sent that it is not advancing, by id, with their kind; they are woken when the sender is idle. */
   readonly woken: Map<string, string>;
+  /**
+   * Actors this call took with their lease and loaded before signalling them (an element its
+   * rollback actor found undoable), by id, with how to resume them: a signal to one of them is
+   * handed to it, and the call advances it from there, without loading it again. Any left when
+   * the call's outermost frame is done have their leases released.
+   */
+  readonly leased: Map<string, { readonly held: HeldActor; readonly resume: (call: Call) => Promise<void> }>;
 }
 
 /** A new call. */
 export function newCall(signal: AbortSignal, place: Place): Call {
-  return { signal, place, active: new Map(), depth: new Map(), spawned: new Map(), woken: new Map() };
+  return { signal, place, active: new Map(), depth: new Map(), spawned: new Map(), woken: new Map(), leased: new Map() };
 }
 
 /** A frame of `call` starts advancing `held`. */

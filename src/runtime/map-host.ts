@@ -770,12 +770,34 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
     switch (effect.type) {
       case 'xreactor.effect.rollback.resolve': {
         const { element, attempt } = effect.params as { element: string; attempt: number };
-        const loaded = await store.load(element);
-        if (loaded === undefined) return { type: 'xreactor.rollback.unavailable', at: clock.now(), attempt };
-        const status = executionStatusOf(loaded.snapshot.value);
-        if (status === 'failed' || status === 'halted' || status === 'cancelled') return { type: 'xreactor.rollback.notNeeded', at: clock.now(), attempt };
-        // Held by a live process (read with it): the element is in flight; snooze.
-        if (loaded.leased) return { type: 'xreactor.rollback.contended', at: clock.now(), attempt, delayMs: this.#deps.lockSnoozeDelayMs };
+        // The element with its lease, in one store call: held by a live process, it is in flight
+        // (snooze); free, this call keeps it (lease and state) for the undo it signals next, which is
+        // handed to it and applied without loading it again (`Call.leased`).
+        const lease = this.#deps.lease(element);
+        let found: Awaited<ReturnType<KernelDeps['loadLeased']>>;
+        try {
+          found = await this.#deps.loadLeased(lease);
+        } catch (error) {
+          await lease.end();
+          throw error;
+        }
+        if (found === 'missing') return { type: 'xreactor.rollback.unavailable', at: clock.now(), attempt };
+        if (found === 'busy') {
+          // Held by a live process: one that ended failed, halted or cancelled needs nothing (read
+          // without the lease); any other is in flight, and the rollback snoozes.
+          const loaded = await store.load(element);
+          if (loaded === undefined) return { type: 'xreactor.rollback.unavailable', at: clock.now(), attempt };
+          if (needsNoUndo(loaded.snapshot.value)) return { type: 'xreactor.rollback.notNeeded', at: clock.now(), attempt };
+          return { type: 'xreactor.rollback.contended', at: clock.now(), attempt, delayMs: this.#deps.lockSnoozeDelayMs };
+        }
+        if (needsNoUndo(found.held.snapshot.value)) {
+          await lease.end();
+          return { type: 'xreactor.rollback.notNeeded', at: clock.now(), attempt };
+        }
+        const { held: taken, loop } = found;
+        taken.lease = lease;
+        await call.leased.get(element)?.held.lease?.end();
+        call.leased.set(element, { held: taken, resume: (c) => loop.resume(taken as never, taken.outbox, c) });
         return { type: 'xreactor.rollback.undo', at: clock.now(), attempt };
       }
       case 'xreactor.effect.wait': {
@@ -799,6 +821,12 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
         return undefined;
     }
   }
+}
+
+/** An element that ended failed (it rolled itself back), halted or cancelled: its rollback has nothing to undo. */
+function needsNoUndo(value: unknown): boolean {
+  const status = executionStatusOf(value);
+  return status === 'failed' || status === 'halted' || status === 'cancelled';
 }
 
 export type { MapEvent };

@@ -172,7 +172,7 @@ describe('fan-out map recovery', () => {
     expect(log.filter((l) => l.startsWith('undo:')).sort()).toEqual(['undo:0', 'undo:1']);
   });
 
-  it('a worker dies after a rollback actor signalled its element and before advancing it: a sweep of the rollback actor advances the element', async () => {
+  it('a worker dies after a rollback actor signalled its element and before the element applied it (the worker holding the element): a sweep of the rollback actor advances the element', async () => {
     const log: string[] = [];
     const w = world(() => false);
     const reactor = reactors(log, 1);
@@ -184,11 +184,13 @@ describe('fan-out map recovery', () => {
     w.inner.reorder([rb0!.id]);
     await w.inner.runNext();
     const element = `${started.executionId}.m.0`;
-    // The doomed worker's take of the element never returns (and its clock never moves).
+    // The doomed worker takes the element (its rollback actor's resolve) and signals it; the
+    // element's commit applying the undo never returns (and the worker's clock never moves, so its
+    // lease on the element is not renewed).
     const doomedStore = new Proxy(w.store, {
       get(target, key, receiver) {
         const value = Reflect.get(target, key, receiver) as unknown;
-        if (key === 'acquireAndLoad') return (id: string, ...rest: unknown[]) => (id === element ? new Promise(() => undefined) : (value as (...a: unknown[]) => unknown).call(target, id, ...rest));
+        if (key === 'commit') return (id: string, ...rest: unknown[]) => (id === element ? new Promise(() => undefined) : (value as (...a: unknown[]) => unknown).call(target, id, ...rest));
         return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
       },
     });
@@ -198,6 +200,9 @@ describe('fan-out map recovery', () => {
     void createJobHandler(doomed)(pending[0]!, new AbortController().signal).catch(() => undefined);
     await expect.poll(async () => (await w.store.load(`${started.executionId}.m.rb-1`))?.snapshot.value).toBe('undoing');
     expect(log).not.toContain('undo:0');
+    // The signal waits in the element's inbox, the element held by the dead worker until its lease lapses.
+    expect((await w.store.load(element))?.leased).toBe(true);
+    expect((await w.store.readInbox(element)).entries.map((e) => e.event.type)).toEqual(['xreactor.operator.undo']);
     w.time.advance(LEASE_TTL_MS + 1);
     expect(await w.runtime.sweepOnce()).toBeGreaterThanOrEqual(1);
     await w.inner.drainRounds({ only: ['execution-advance', 'map-settle', 'map-element', 'element-rollback'] });

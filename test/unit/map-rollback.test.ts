@@ -248,6 +248,25 @@ describe('fan-out map rollback: element leases', () => {
     expect((await world.runtime.find(id)).maps[0]?.rollback).toEqual({ total: 3, settled: 3, undone: 3, failed: 0, notNeeded: 0, inFlight: 0, unavailable: 0 });
   });
 
+  it('a failed element whose lease is held still needs nothing: not_needed at once, no snooze (its rollback takes no lease it cannot have)', async () => {
+    const world = fanOutWorld();
+    const log: string[] = [];
+    const { id, mapId } = await dispatch(world, mapReactor(log, 'rb-lease-failed', { e1: (i) => (i === 1 ? 'fail' : 'ok') }), range(3));
+    await world.queue.drainRounds({ only: FORWARD, delayed: 'as-due' });
+    const held = `${mapId}.1`;
+    // The owner is rolling back, its map's rollback actors queued.
+    expect((await world.runtime.find(id)).status).toBe('rolling_back');
+    expect(await world.store.acquireLease(held, INTRUDER, LONG_MS)).toBe(true);
+    await world.queue.drainRounds({ delayed: 'hold' });
+    // No rollback actor parked on a timer: the held element had failed, so nothing waits for its lease.
+    expect(world.queue.inspect()).toEqual([]);
+    expect(world.queue.pending()).toEqual([]);
+    const result = await world.runtime.awaitResult(id, { timeoutMs: 1_000 });
+    expect(result).toMatchObject({ status: 'failed', step: 'm', rollbackFailures: [] });
+    expect((await world.runtime.find(id)).maps[0]?.rollback).toMatchObject({ total: 2, settled: 2, undone: 1, notNeeded: 1, inFlight: 0 });
+    await world.store.releaseLease(held, INTRUDER);
+  });
+
   it('an element whose lease stays held for lockSnoozeMaxAttempts (20) checks is reported element_in_flight and left untouched; the rest are undone', async () => {
     const world = fanOutWorld();
     const log: string[] = [];
