@@ -350,26 +350,18 @@ export class ActorHost<H extends HeldActor> {
       call.woken.delete(id);
       return;
     }
+    // Spawned by this call, or taken with its lease and loaded before it was signalled (the signal
+    // handed to it): advanced from what this call holds, without loading it.
     const spawned = call.spawned.get(id);
-    if (spawned !== undefined) {
-      call.spawned.delete(id);
+    const held = spawned === undefined ? call.leased.get(id) : undefined;
+    const ready = spawned !== undefined ? { actor: spawned.held, go: spawned.start, from: call.spawned } : held !== undefined ? { actor: held.held, go: held.resume, from: call.leased } : undefined;
+    if (ready !== undefined) {
+      ready.from.delete(id);
       call.woken.delete(id);
       try {
-        await spawned.start(call);
+        await ready.go(call);
       } finally {
-        await spawned.held.lease?.end();
-      }
-      return;
-    }
-    const taken = call.leased.get(id);
-    if (taken !== undefined) {
-      // Taken with its lease and loaded before it was signalled, the signal handed to it: no second load.
-      call.leased.delete(id);
-      call.woken.delete(id);
-      try {
-        await taken.resume(call);
-      } finally {
-        await taken.held.lease?.end();
+        await ready.actor.lease?.end();
       }
       return;
     }
