@@ -239,8 +239,8 @@ export class ActorHost<H extends HeldActor> {
    * Feed `first` to the actor and keep going until it is idle. Returns whether the actor accepted
    * `first` (a stale or duplicate delivery is ignored without a commit, and nothing else is done).
    */
-  async drive(held: H, first: SignalEvent, call: Call): Promise<boolean> {
-    try {
+  drive(held: H, first: SignalEvent, call: Call): Promise<boolean> {
+    return releasingLeftOver(call, async () => {
       const outcome = await this.#step(held, first, undefined, call);
       if (outcome.status === 'ignored') {
         this.#ignored(held, first);
@@ -248,17 +248,15 @@ export class ActorHost<H extends HeldActor> {
       }
       await this.continueWith(held, outcome.status === 'refused' ? first : outcome.status === 'kept' ? undefined : outcome.next, call);
       return true;
-    } finally {
-      if (call.leased.size > 0) await releaseLeftOver(call);
-    }
+    });
   }
 
   /**
    * Recover a loaded actor: apply its inbox first (a signal such as a cancel supersedes the pending
    * work), else perform its committed outbox again (after a crash or a lost job); then keep driving.
    */
-  async resume(held: H, outbox: readonly OutboxEffect[], call: Call): Promise<void> {
-    try {
+  resume(held: H, outbox: readonly OutboxEffect[], call: Call): Promise<void> {
+    return releasingLeftOver(call, async () => {
       let applied: boolean;
       let next: SignalEvent | undefined;
       enterActor(call, held);
@@ -271,14 +269,12 @@ export class ActorHost<H extends HeldActor> {
       // Not within this frame: continueWith wakes others once the actor is idle, and a wake of this
       // actor by one of them must not find it "active" in a frame that is about to end.
       await this.continueWith(held, next, call);
-    } finally {
-      if (call.leased.size > 0) await releaseLeftOver(call);
-    }
+    });
   }
 
   /** Drive from `event` (when set) until idle, then wake the actors it signalled that this call is not advancing. */
-  async continueWith(held: H, event: SignalEvent | undefined, call: Call): Promise<void> {
-    try {
+  continueWith(held: H, event: SignalEvent | undefined, call: Call): Promise<void> {
+    return releasingLeftOver(call, async () => {
       enterActor(call, held);
       try {
         let next = event;
@@ -310,9 +306,7 @@ export class ActorHost<H extends HeldActor> {
       // this frame released (a settle) would then take their signals without holding it.
       if (call.active.has(held.id)) return;
       if (call.active.size === 0 || !call.active.has(parentOf(held.id))) await this.#wake(call);
-    } finally {
-      if (call.leased.size > 0) await releaseLeftOver(call);
-    }
+    });
   }
 
   /** Perform effects in order; the last outcome is the next event. */
@@ -604,15 +598,21 @@ function handOver(delivered: readonly DeliveredSignal[], sender: string, call: C
 }
 
 /**
- * Once no frame of `call` advances an actor (the outermost `drive` or `resume` is done, or threw):
- * release the leases of the actors it took and loaded ahead (`Call.leased`) and did not advance,
- * so none is renewed for nothing (an element stays free for the sweep that recovers its rollback).
+ * Run one of the kernel's entry points (`drive`, `resume`, `continueWith`) for `call`; once no
+ * frame of the call advances an actor any more (the outermost one is done, or threw), release the
+ * leases of the actors it took and loaded ahead (`Call.leased`) and did not advance, so none is
+ * renewed for nothing (an element stays free for the sweep that recovers its rollback).
  */
-async function releaseLeftOver(call: Call): Promise<void> {
-  if (call.leased.size === 0 || call.active.size > 0) return;
-  const left = [...call.leased.values()];
-  call.leased.clear();
-  await Promise.all(left.map((taken) => taken.held.lease?.end() ?? Promise.resolve()));
+async function releasingLeftOver<T>(call: Call, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } finally {
+    if (call.leased.size > 0 && call.active.size === 0) {
+      const left = [...call.leased.values()];
+      call.leased.clear();
+      await Promise.all(left.map((taken) => taken.held.lease?.end() ?? Promise.resolve()));
+    }
+  }
 }
 
 /** Signals landed for `held` that it has not read (from anyone): it reads its inbox again before going idle. */

@@ -773,14 +773,9 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
         // The element with its lease, in one store call: held by a live process, it is in flight
         // (snooze); free, this call keeps it (lease and state) for the undo it signals next, which is
         // handed to it and applied without loading it again (`Call.leased`).
+        // (A load that throws has given the lease back already.)
         const lease = this.#deps.lease(element);
-        let found: Awaited<ReturnType<KernelDeps['loadLeased']>>;
-        try {
-          found = await this.#deps.loadLeased(lease);
-        } catch (error) {
-          await lease.end();
-          throw error;
-        }
+        const found = await this.#deps.loadLeased(lease);
         if (found === 'missing') return { type: 'xreactor.rollback.unavailable', at: clock.now(), attempt };
         if (found === 'busy') {
           // Held by a live process: one that ended failed, halted or cancelled needs nothing (read
@@ -795,7 +790,6 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
           return { type: 'xreactor.rollback.notNeeded', at: clock.now(), attempt };
         }
         const { held: taken, loop } = found;
-        taken.lease = lease;
         await call.leased.get(element)?.held.lease?.end();
         call.leased.set(element, { held: taken, resume: (c) => loop.resume(taken as never, taken.outbox, c) });
         return { type: 'xreactor.rollback.undo', at: clock.now(), attempt };
