@@ -5,6 +5,7 @@
  *
  *   npx tsx bench/map.ts
  *     BENCH_ROUNDS=3 (measured rounds per configuration, after one warm-up batch of each kind)
+ *     BENCH_BUNDLE_SIZE (the xreactor workers' --bundle-size; unset: the adapter's default, 5)
  *     BENCH_ELEMENTS=1000   BENCH_WORKERS=1,4   BENCH_CONCURRENCY=10   BENCH_WARMUP=200
  *     BENCH_LARGE=10000 (0: skip)   BENCH_LARGE_ROUNDS=1
  *     BENCH_INLINE_ELEMENTS=1000 (sizes of the inline reference, default BENCH_ELEMENTS; 0: skip it)   BENCH_MAP_BATCH_SIZE=50
@@ -87,6 +88,8 @@ const ELEMENTS = Number(process.env['BENCH_ELEMENTS'] ?? 1000);
 const WORKER_COUNTS = (process.env['BENCH_WORKERS'] ?? '1,4').split(',').map(Number);
 const CONCURRENCY = Number(process.env['BENCH_CONCURRENCY'] ?? 10);
 const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 200);
+/** The xreactor workers' `--bundle-size` (unset: the adapter's default). */
+const BUNDLE_SIZE = process.env['BENCH_BUNDLE_SIZE'];
 const LARGE = Number(process.env['BENCH_LARGE'] ?? 10_000);
 const LARGE_ROUNDS = Number(process.env['BENCH_LARGE_ROUNDS'] ?? 1);
 /** Sizes of the inline reference and of the fan-out rollbacks it is compared with (its rollback grows faster than linearly: see docs/performance.md). */
@@ -199,6 +202,9 @@ const BUSY = 'execution_busy';
 
 /** What an xreactor job id addresses (ids are `<actor>.<purpose>[.<n>]`, bench/fixtures/map-reactors.ts's map step is `m`). */
 function jobKind(id: string): string {
+  // A bundle of sibling jobs (`%b<parts>.<first part's id>`, bullmq-bundles.ts): its first part's kind.
+  const bundle = /^%b(\d+)\.(.*)$/.exec(id);
+  if (bundle !== null) return `bundles of ${bundle[1]}: ${jobKind(bundle[2]!)}`;
   const match = /^(.*)\.(start|wake|timer)(\..*)?$/.exec(id);
   if (match === null) return 'other';
   const actor = match[1]!;
@@ -343,7 +349,7 @@ function startFleet(url: string, workers: number, xrQueue: string, prefix: strin
     startCliWorker({
       redisUrl: url,
       modules: [benchFile('fixtures/map-reactors.ts')],
-      args: ['--queue', xrQueue, '--prefix', prefix, '--concurrency', String(CONCURRENCY)],
+      args: ['--queue', xrQueue, '--prefix', prefix, '--concurrency', String(CONCURRENCY), ...(BUNDLE_SIZE === undefined ? [] : ['--bundle-size', BUNDLE_SIZE])],
       env,
       logLevel: LOG_LEVEL,
       markers: [BUSY],

@@ -115,7 +115,7 @@ export type {
   RollbackOutcome,
   SignalCondition,
 } from './store/store.js';
-export type { Queue, JobSpec, JobHandler, Consumer, ConsumeOptions, ActorAddress, JobKind } from './queue/queue.js';
+export type { Queue, JobSpec, JobHandler, Consumer, ConsumeOptions, EnqueueOptions, ActorAddress, JobKind } from './queue/queue.js';
 
 export type { Middleware, HookBase, StepHook, HookName, MapProgressHook } from './observability/middleware.js';
 export { stepLog } from './observability/step-log.js';

@@ -51,6 +51,8 @@ options:
   --lock-snooze-max-attempts <n>  lease checks of an element another process holds before a map rollback
                                 reports it element_in_flight (default 20)
   --lock-snooze-delay-ms <ms>   pause between two of those checks (default 5000)
+  --bundle-size <n>             the sibling jobs of one map throw this worker sends travel n to a BullMQ job
+                                (default 5; 1: one BullMQ job each)
   --middleware <module>         load middleware (hooks) from a module: its default export, or its
                                 export named middleware (an object or an array); repeatable. An
                                 export named redact filters what the step log writes at debug
@@ -82,6 +84,7 @@ async function worker(argv: readonly string[]): Promise<void> {
       'map-stall-ms': { type: 'string' },
       'lock-snooze-max-attempts': { type: 'string' },
       'lock-snooze-delay-ms': { type: 'string' },
+      'bundle-size': { type: 'string' },
       middleware: { type: 'string', multiple: true },
       help: { type: 'boolean', default: false },
     },
@@ -116,6 +119,7 @@ async function worker(argv: readonly string[]): Promise<void> {
   const mapOptions = Object.fromEntries(
     Object.entries(mapFlags).flatMap(([option, flag]) => (values[flag] === undefined ? [] : [[option, number(flag, values[flag])]])),
   ) as { mapStallMs?: number; lockSnoozeMaxAttempts?: number; lockSnoozeDelayMs?: number };
+  const bundleSize = values['bundle-size'] === undefined ? undefined : number('bundle-size', values['bundle-size']);
   const sweepIntervalMs = Number(values['sweep-interval-ms']);
   if (!Number.isInteger(sweepIntervalMs) || sweepIntervalMs < 0) throw new Error(`--sweep-interval-ms must be an integer >= 0, got ${JSON.stringify(values['sweep-interval-ms'])}`);
   const healthPort = values['health-port'] === undefined ? undefined : Number(values['health-port']);
@@ -143,6 +147,7 @@ async function worker(argv: readonly string[]): Promise<void> {
     queueName: values.queue,
     ...(contextTtlMs === undefined ? {} : { contextTtlMs }),
     worker: { lockDurationMs, stalledIntervalMs },
+    ...(bundleSize === undefined ? {} : { queueOptions: { bundleSize } }),
     onError: (error, job) => logger.warn({ event: 'xreactor.queue.error', err: error, jobId: job?.id }, error.message),
   });
   const middleware: Middleware[] = [stepLog(logger, redact === undefined ? {} : { redact }), ...userMiddleware];

@@ -6,6 +6,10 @@
  * failed, or completed and not yet removed) is not added again. Completed jobs are kept for
  * `removeOnCompleteAgeS` so a re-performed effect within that window adds nothing; BullMQ
  * removes aged jobs only when a later job completes, so they may stay longer.
+ *
+ * The sibling jobs of one fan-out throw (`enqueue(jobs, { bundle: true })`) travel in bundles of
+ * up to `bundleSize` parts, one BullMQ job each (`bullmq-bundles.ts`); a part is handled as its own
+ * job, and one that fails to be handled is added again alone.
  */
 import { Queue as BullQueue, UnrecoverableError, Worker } from 'bullmq';
 import type { ConnectionOptions, Job } from 'bullmq';
@@ -14,7 +18,8 @@ import { JobRejectedError, XreactorError } from '../errors/index.js';
 import { decode, encode } from '../serialization/index.js';
 import { DEFAULT_REDIS_TIMEOUT_MS, targetOf, withDeadline } from '../store/redis-deadline.js';
 import type { DeadlineTarget } from '../store/redis-deadline.js';
-import type { ConsumeOptions, Consumer, JobHandler, JobSpec, Queue } from './queue.js';
+import { bundleJobId, bundleSizes, Permits } from './bullmq-bundles.js';
+import type { ConsumeOptions, Consumer, EnqueueOptions, JobHandler, JobSpec, Queue } from './queue.js';
 
 /** Worker tuning: how fast a job held by a dead worker is delivered again. */
 export interface BullmqWorkerOptions {
@@ -78,6 +83,13 @@ export interface BullmqQueueOptions {
    * @defaultValue 10_000
    */
   readonly timeoutMs?: number;
+  /**
+   * Parts per BullMQ job for the sibling jobs of one fan-out throw (a map's element starts, its
+   * rollback actors' starts): a throw of 50 is 10 BullMQ jobs of 5. Each part is still handled as
+   * its own job under the consumer's concurrency, and retried alone; 1 sends one BullMQ job per part.
+   * @defaultValue 5
+   */
+  readonly bundleSize?: number;
 }
 
 /** The BullMQ queue port. */
@@ -90,10 +102,15 @@ export interface BullmqQueue extends Queue {
 
 /** What a BullMQ job holds: readable routing fields, and the whole spec packed with the one Packr. */
 export interface BullmqJobData {
-  /** The actor's kind and id (`execution:order-1`), or `sweep`: for reading the queue in a dashboard. */
+  /**
+   * The actor's kind and id (`execution:order-1`), or `sweep`: for reading the queue in a
+   * dashboard. A bundle names its first part's actor and its count (`execution:order-1.lines.0 +4`).
+   */
   readonly actor: string;
-  /** Base64 msgpack of the {@link JobSpec} (events may hold Dates, bigints, errors: JSON would lose them). */
+  /** Base64 msgpack of the {@link JobSpec} (events may hold Dates, bigints, errors: JSON would lose them); of a bundle, of its specs in order. */
   readonly spec: string;
+  /** A bundle's part count; absent on a job of one spec. */
+  readonly parts?: number;
 }
 
 const DEFAULT_QUEUE_NAME = 'xreactor';
@@ -104,6 +121,9 @@ const DEFAULT_BACKOFF_MS = 100;
 const DEFAULT_MAX_BACKOFF_MS = 30_000;
 const DEFAULT_MAX_STALLED_COUNT = 25;
 const BACKOFF_TYPE = 'xreactor';
+const DEFAULT_BUNDLE_SIZE = 5;
+/** The BullMQ job name of a bundle. */
+const BUNDLE_JOB_NAME = 'bundle';
 
 /**
  * Encodes a job id for BullMQ, which refuses custom ids that look like integers (`"42"`) and
@@ -160,24 +180,27 @@ export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
   const timeoutMs = options.timeoutMs ?? DEFAULT_REDIS_TIMEOUT_MS;
   const target = deadlineTargetOf(options.connection);
   const consumers = new Set<Consumer>();
+  const bundleSize = Math.max(1, Math.floor(options.bundleSize ?? DEFAULT_BUNDLE_SIZE));
   let closed = false;
+  const add = (bulk: { name: string; data: BullmqJobData; opts: { jobId: string; delay?: number } }[], first: JobSpec): Promise<unknown> =>
+    withDeadline(
+      target,
+      timeoutMs,
+      { call: `queue.enqueue (job ${first.id})`, ...(first.actor === undefined ? {} : { executionId: first.actor.id }) },
+      // One job (a hand-off, a timer): a plain add is one script call; addBulk wraps its calls in MULTI/EXEC.
+      bulk.length === 1 ? bullQueue.add(bulk[0]!.name, bulk[0]!.data, bulk[0]!.opts) : (bullQueue.addBulk(bulk) as Promise<unknown>),
+    );
+  const single = (spec: JobSpec, delayMs = spec.delayMs) => ({ name: spec.kind, data: toJobData(spec), opts: { jobId: jobIdOf(spec), ...(delayMs ? { delay: delayMs } : {}) } });
 
   return {
     name,
     bullQueue,
 
-    async enqueue(jobs) {
+    async enqueue(jobs, enqueueOptions?: EnqueueOptions) {
       if (closed) throw new XreactorError('queue_closed', `cannot enqueue: queue "${name}" is closed`);
       if (jobs.length === 0) return;
-      const bulk = jobs.map((spec) => ({
-        name: spec.kind,
-        data: toJobData(spec),
-        opts: { jobId: jobIdOf(spec), ...(spec.delayMs ? { delay: spec.delayMs } : {}) },
-      }));
-      // One job (a hand-off, a timer): a plain add is one script call; addBulk wraps its calls in MULTI/EXEC.
-      const adding: Promise<unknown> = bulk.length === 1 ? bullQueue.add(bulk[0]!.name, bulk[0]!.data, bulk[0]!.opts) : bullQueue.addBulk(bulk);
-      const first = jobs[0]!;
-      await withDeadline(target, timeoutMs, { call: `queue.enqueue (job ${first.id})`, ...(first.actor === undefined ? {} : { executionId: first.actor.id }) }, adding);
+      const bundled = enqueueOptions?.bundle === true && bundleSize > 1 && jobs.length > 1 && jobs.every((spec) => !spec.delayMs);
+      await add(bundled ? bundlesOf(jobs, bundleSize) : jobs.map((spec) => single(spec)), jobs[0]!);
     },
 
     async schedule(schedulerId, everyMs, job) {
@@ -195,6 +218,8 @@ export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
         worker: options.worker ?? {},
         backoff: (attemptsMade) => Math.min(backoffMs * 2 ** Math.max(0, attemptsMade - 1), maxBackoffMs),
         onError,
+        // A part of a bundle that failed to be handled is added again alone, after the first backoff.
+        requeue: (specs) => add(specs.map((spec) => single(spec, backoffMs)), specs[0]!).then(() => undefined),
       });
       consumers.add(consumer);
       return {
@@ -222,16 +247,31 @@ interface ConsumerContext {
   readonly worker: BullmqWorkerOptions;
   readonly backoff: (attemptsMade: number) => number;
   readonly onError: (error: Error, job?: JobSpec) => void;
+  readonly requeue: (specs: readonly JobSpec[]) => Promise<void>;
+}
+
+/** The bundles of one throw's jobs, in order, with deterministic ids. */
+function bundlesOf(jobs: readonly JobSpec[], bundleSize: number): { name: string; data: BullmqJobData; opts: { jobId: string } }[] {
+  let from = 0;
+  return bundleSizes(jobs.length, bundleSize).map((parts) => {
+    const specs = jobs.slice(from, from + parts);
+    from += parts;
+    const first = specs[0]!;
+    return {
+      name: BUNDLE_JOB_NAME,
+      data: { actor: `${actorLabel(first)} +${parts - 1}`, spec: Buffer.from(encode(specs)).toString('base64'), parts },
+      opts: { jobId: bundleJobId(parts, jobIdOf(first)) },
+    };
+  });
 }
 
 function createConsumer(handler: JobHandler, options: ConsumeOptions, context: ConsumerContext): Consumer {
   const controllers = new Set<AbortController>();
   let forced: Error | undefined;
-  const worker = new Worker<BullmqJobData>(
-    context.name,
-    // Three parameters: BullMQ passes its cancellation signal only to processors that declare it.
-    async (job: Job<BullmqJobData>, _token?: string, bullSignal?: AbortSignal) => {
-      const spec = fromJobData(job);
+  // Handlers running at once, the parts of bundles included: the consumer's concurrency.
+  const permits = new Permits(options.concurrency ?? 1);
+  const handle = (spec: JobSpec, bullSignal: AbortSignal | undefined) =>
+    permits.with(async () => {
       const controller = new AbortController();
       const forward = () => controller.abort(bullSignal?.reason);
       bullSignal?.addEventListener('abort', forward, { once: true });
@@ -239,14 +279,27 @@ function createConsumer(handler: JobHandler, options: ConsumeOptions, context: C
       if (forced) controller.abort(forced);
       try {
         await handler(spec, controller.signal);
-      } catch (error) {
-        // A rejected job (malformed, its actor gone or unreadable) fails at once: no delivery can help.
-        if (error instanceof JobRejectedError) throw new UnrecoverableError(error.message);
-        throw error;
       } finally {
         controllers.delete(controller);
         bullSignal?.removeEventListener('abort', forward);
       }
+    });
+  const worker = new Worker<BullmqJobData>(
+    context.name,
+    // Three parameters: BullMQ passes its cancellation signal only to processors that declare it.
+    async (job: Job<BullmqJobData>, _token?: string, bullSignal?: AbortSignal) => {
+      const specs = fromJobData(job);
+      if (job.data.parts === undefined) {
+        try {
+          await handle(specs[0]!, bullSignal);
+        } catch (error) {
+          // A rejected job (malformed, its actor gone or unreadable) fails at once: no delivery can help.
+          if (error instanceof JobRejectedError) throw new UnrecoverableError(error.message);
+          throw error;
+        }
+        return;
+      }
+      await handleBundle(specs, job, bullSignal);
     },
     {
       connection: context.connection,
@@ -259,11 +312,43 @@ function createConsumer(handler: JobHandler, options: ConsumeOptions, context: C
       settings: { backoffStrategy: (attemptsMade) => context.backoff(attemptsMade) },
     },
   );
+  /**
+   * A bundle's parts, at once under the permits. A part rejected is reported and dropped (alone it
+   * would fail at once); a part that threw otherwise is reported and added again alone, and the
+   * bundle completes. Interrupted (a forced close, BullMQ's cancellation) or unable to add them,
+   * the bundle fails instead and is delivered again whole: its parts that were handled find their
+   * actors moved on, and do nothing.
+   */
+  const handleBundle = async (specs: readonly JobSpec[], job: Job<BullmqJobData>, bullSignal: AbortSignal | undefined): Promise<void> => {
+    const outcomes = await Promise.allSettled(specs.map((spec) => handle(spec, bullSignal)));
+    const again: JobSpec[] = [];
+    let firstError: unknown;
+    outcomes.forEach((outcome, i) => {
+      if (outcome.status === 'fulfilled') return;
+      const error = outcome.reason instanceof Error ? outcome.reason : new Error(String(outcome.reason));
+      context.onError(error, specs[i]);
+      if (error instanceof JobRejectedError) return;
+      firstError ??= error;
+      again.push(specs[i]!);
+    });
+    if (again.length === 0) return;
+    if (forced !== undefined || bullSignal?.aborted === true) throw firstError;
+    try {
+      await context.requeue(again);
+    } catch (error) {
+      throw new XreactorError('queue_requeue_failed', `bundle ${String(job.id)}: ${again.length} of its ${specs.length} jobs failed and could not be added again alone (${(error as Error).message}); the bundle is delivered again`, {
+        retryable: true,
+        cause: error,
+      });
+    }
+  };
   worker.on('error', (error) => context.onError(error));
   worker.on('failed', (job, error) => {
+    // A bundle's parts were reported one by one as they failed.
+    if (job?.data.parts !== undefined) return;
     let spec: JobSpec | undefined;
     try {
-      spec = job ? fromJobData(job) : undefined;
+      spec = job ? fromJobData(job)[0] : undefined;
     } catch {
       spec = undefined;
     }
@@ -292,16 +377,27 @@ function jobIdOf(spec: JobSpec): string {
   return encodeJobId(spec.id);
 }
 
+const actorLabel = (spec: JobSpec): string => (spec.actor === undefined ? 'sweep' : `${spec.actor.kind}:${spec.actor.id}`);
+
 function toJobData(spec: JobSpec): BullmqJobData {
-  return { actor: spec.actor === undefined ? 'sweep' : `${spec.actor.kind}:${spec.actor.id}`, spec: Buffer.from(encode(spec)).toString('base64') };
+  return { actor: actorLabel(spec), spec: Buffer.from(encode(spec)).toString('base64') };
 }
 
-/** @throws UnrecoverableError when the job was not written by this adapter: BullMQ fails it at once. */
-function fromJobData(job: Job<BullmqJobData>): JobSpec {
+function checkSpec(spec: JobSpec): JobSpec {
+  if (typeof spec?.id !== 'string' || (spec.kind !== 'sweep' && (typeof spec.actor?.kind !== 'string' || typeof spec.actor.id !== 'string'))) throw new Error('not a job spec');
+  return spec;
+}
+
+/**
+ * The specs a job carries: one, or a bundle's parts in order.
+ * @throws UnrecoverableError when the job was not written by this adapter: BullMQ fails it at once.
+ */
+function fromJobData(job: Job<BullmqJobData>): JobSpec[] {
   try {
-    const spec = decode(Buffer.from(job.data.spec, 'base64')) as JobSpec;
-    if (typeof spec?.id !== 'string' || (spec.kind !== 'sweep' && (typeof spec.actor?.kind !== 'string' || typeof spec.actor.id !== 'string'))) throw new Error('not a job spec');
-    return spec;
+    const decoded = decode(Buffer.from(job.data.spec, 'base64')) as JobSpec | JobSpec[];
+    if (job.data.parts === undefined) return [checkSpec(decoded as JobSpec)];
+    if (!Array.isArray(decoded) || decoded.length !== job.data.parts || decoded.length === 0) throw new Error(`not a bundle of ${String(job.data.parts)} job specs`);
+    return decoded.map(checkSpec);
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     throw new UnrecoverableError(

@@ -1,5 +1,5 @@
 /** The queue port and its adapters: BullMQ for production, in-process for the embedded default and tests. */
-export type { ConsumeOptions, Consumer, JobHandler, JobKind, JobSpec, Queue } from './queue.js';
+export type { ConsumeOptions, Consumer, EnqueueOptions, JobHandler, JobKind, JobSpec, Queue } from './queue.js';
 export { createInProcessQueue } from './in-process-queue.js';
 export type {
   DrainOptions,

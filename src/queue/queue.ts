@@ -41,13 +41,25 @@ export interface JobSpec {
   readonly handoff?: { readonly revision: number; readonly snapshot: Uint8Array; readonly input: Uint8Array; readonly outbox?: Uint8Array };
 }
 
+/** Options of one {@link Queue.enqueue} call. */
+export interface EnqueueOptions {
+  /**
+   * The jobs are siblings of one fan-out throw (a map's element starts, its rollback actors'
+   * starts): independent of each other and not delayed. A queue may carry several of them in one
+   * transport message (the BullMQ adapter's bundles); each is still handled as its own job, under
+   * the consumer's concurrency, and retried alone. Enqueueing the same jobs again in one call
+   * (a re-performed effect) adds nothing.
+   */
+  readonly bundle?: boolean;
+}
+
 /** Handles one job. Throwing makes the queue redeliver it later. */
 export type JobHandler = (job: JobSpec, signal: AbortSignal) => Promise<void>;
 
 /** Options of a consumer. */
 export interface ConsumeOptions {
   /**
-   * Jobs handled at once.
+   * Jobs handled at once (the parts of a bundle count one each).
    * @defaultValue 1
    */
   readonly concurrency?: number;
@@ -62,7 +74,7 @@ export interface Consumer {
 /** The queue port. */
 export interface Queue {
   /** Add jobs. Ids already known to the queue are not added again. */
-  enqueue(jobs: readonly JobSpec[]): Promise<void>;
+  enqueue(jobs: readonly JobSpec[], options?: EnqueueOptions): Promise<void>;
   /**
    * Enqueue `job` every `everyMs` milliseconds under `schedulerId`. Scheduling the
    * same id again (from any process) replaces the schedule instead of adding one.

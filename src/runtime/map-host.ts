@@ -460,7 +460,8 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
           if (handoff === undefined) return job;
           return p.kind === 'element' ? { ...job, event: { type: 'xreactor.element.start', at }, handoff } : { ...job, handoff };
         });
-        if (jobs.length > 0) await queueOf(this.#deps, held.id).enqueue(jobs);
+        // Siblings of one throw: the BullMQ adapter carries them in bundles, each still its own job.
+        if (jobs.length > 0) await queueOf(this.#deps, held.id).enqueue(jobs, { bundle: true });
         return { type: 'xreactor.map.enqueued', at: clock.now(), kind: p.kind, from: p.from };
       }
       case 'xreactor.effect.map.redispatch':
@@ -499,7 +500,7 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
       .filter((id): id is string => id !== undefined)
       .map((id) => ({ id: jobId(id, 'start', `r${p.round}`), kind: 'advance' as const, actor: { kind: forward ? 'execution' : 'element-rollback', id } }));
     if (jobs.length > 0) {
-      await queueOf(this.#deps, held.id).enqueue(jobs);
+      await queueOf(this.#deps, held.id).enqueue(jobs, { bundle: true });
       logger.info({ event: 'xreactor.map.redispatched', executionId: held.id, phase: p.phase, round: p.round, from: p.from, jobs: jobs.length }, 'restarted the start jobs of map positions not started');
     }
     return { type: 'xreactor.map.redispatched', at: clock.now(), next: p.from + p.size };

@@ -4,6 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Queue as BullQueue, Worker } from 'bullmq';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { JobRejectedError } from '../../src/errors/index.js';
+import { bundleSizes } from '../../src/queue/bullmq-bundles.js';
 import { createBullmqQueue, decodeJobId, encodeJobId } from '../../src/queue/bullmq-queue.js';
 import type { BullmqQueue, BullmqQueueOptions } from '../../src/queue/bullmq-queue.js';
 import type { Consumer, JobHandler, JobSpec } from '../../src/queue/queue.js';
@@ -212,6 +214,126 @@ describe('bullmq queue', () => {
       client.disconnect();
     });
     expect(() => queue.consume(async () => undefined)).toThrow(/maxRetriesPerRequest 20; BullMQ workers need null/);
+  });
+});
+
+describe('bundles: the sibling jobs of one throw', () => {
+  const throwOf = (n: number, prefix = 'r.m') => Array.from({ length: n }, (_, i) => job(`${prefix}.${i}.start`, { executionId: `${prefix}.${i}` }));
+  /** The BullMQ jobs the queue holds, by id, with their part counts. */
+  const stored = async (queue: BullmqQueue) =>
+    (await queue.bullQueue.getJobs(['waiting', 'active', 'completed', 'delayed', 'failed'], 0, -1)).map((j) => [j.id, j.data.parts ?? 1] as const).sort();
+
+  it('cuts a throw into bundles of at most bundleSize, sizes differing by at most one, in order', () => {
+    expect(bundleSizes(50, 5)).toEqual([5, 5, 5, 5, 5, 5, 5, 5, 5, 5]);
+    expect(bundleSizes(7, 5)).toEqual([4, 3]);
+    expect(bundleSizes(11, 5)).toEqual([4, 4, 3]);
+    expect(bundleSizes(1, 5)).toEqual([1]);
+    expect(bundleSizes(0, 5)).toEqual([]);
+    expect(bundleSizes(3, 1)).toEqual([1, 1, 1]);
+  });
+
+  it('carries a throw in bundles, hands every part over once with its data intact, and adds nothing twice when the call is made again', async () => {
+    const queue = newQueue({ bundleSize: 5 });
+    const jobs = throwOf(12).map((j, i) => (i === 3 ? { ...j, event: { type: 'xreactor.element.start', at: new Date(7), big: 2n ** 70n } } : j));
+    await queue.enqueue(jobs, { bundle: true });
+    await queue.enqueue(jobs, { bundle: true });
+    expect(await stored(queue)).toEqual([
+      [`%b4.r.m.0.start`, 4],
+      [`%b4.r.m.4.start`, 4],
+      [`%b4.r.m.8.start`, 4],
+    ]);
+    expect((await queue.bullQueue.getJob('%b4.r.m.0.start'))?.data.actor).toBe('execution:r.m.0 +3');
+    const { handled, handler, until } = recording();
+    consume(queue, handler, 4);
+    await until(12);
+    await queue.enqueue(jobs, { bundle: true });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(handled.map((j) => j.id).sort()).toEqual(jobs.map((j) => j.id).sort());
+    expect(handled.find((j) => j.id === jobs[3]!.id)).toEqual(jobs[3]);
+  });
+
+  it('sends one BullMQ job per spec without the option, with bundleSize 1, and when a job of the call is delayed', async () => {
+    const plain = newQueue({ bundleSize: 5 });
+    await plain.enqueue(throwOf(3, 'a.m'));
+    await plain.enqueue(throwOf(2, 'b.m').map((j, i) => (i === 1 ? { ...j, delayMs: 60_000 } : j)), { bundle: true });
+    const off = newQueue({ bundleSize: 1 });
+    await off.enqueue(throwOf(3, 'c.m'), { bundle: true });
+    expect((await stored(plain)).map(([id]) => id)).toEqual(['a.m.0.start', 'a.m.1.start', 'a.m.2.start', 'b.m.0.start', 'b.m.1.start']);
+    expect((await stored(off)).map(([id]) => id)).toEqual(['c.m.0.start', 'c.m.1.start', 'c.m.2.start']);
+  });
+
+  it('runs no more handlers at once than the consumer concurrency, bundle parts and single jobs together', async () => {
+    const queue = newQueue({ bundleSize: 5 });
+    let running = 0;
+    let peak = 0;
+    const { handler, until } = recording(async () => {
+      running += 1;
+      peak = Math.max(peak, running);
+      await new Promise((resolve) => setTimeout(resolve, 15));
+      running -= 1;
+    });
+    await queue.enqueue(throwOf(20), { bundle: true });
+    await queue.enqueue([job('single-1'), job('single-2')]);
+    consume(queue, handler, 3);
+    await until(22);
+    expect(peak).toBe(3);
+  });
+
+  it('adds a part whose handler threw again alone, reports it with its spec, and hands no other part over twice', async () => {
+    const errors: string[] = [];
+    const queue = newQueue({ bundleSize: 5, backoffMs: 10, onError: (error, j) => errors.push(`${j?.id}: ${error.message}`) });
+    let failures = 0;
+    const { handled, handler, until } = recording(async (j) => {
+      if (j.id === 'r.m.2.start' && failures < 2) {
+        failures += 1;
+        throw new Error(`transient ${failures}`);
+      }
+    });
+    await queue.enqueue(throwOf(5), { bundle: true });
+    consume(queue, handler, 5);
+    await until(5);
+    expect(handled.map((j) => j.id).sort()).toEqual(throwOf(5).map((j) => j.id).sort());
+    expect(errors).toEqual(['r.m.2.start: transient 1', 'r.m.2.start: transient 2']);
+    // The bundle completed; the part went on as a job of its own (its second failure retried by BullMQ).
+    expect(await queue.bullQueue.getJobState('%b5.r.m.0.start')).toBe('completed');
+    expect(await queue.bullQueue.getJobState('r.m.2.start')).toBe('completed');
+  });
+
+  it('reports a rejected part with its spec and drops it; the bundle and its other parts complete', async () => {
+    const errors: string[] = [];
+    const queue = newQueue({ bundleSize: 5, onError: (error, j) => errors.push(`${j?.id}: ${error.constructor.name}`) });
+    const { handled, handler, until } = recording(async (j) => {
+      if (j.id === 'r.m.1.start') throw new JobRejectedError('its actor is gone');
+    });
+    await queue.enqueue(throwOf(3), { bundle: true });
+    consume(queue, handler, 2);
+    await until(2);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(handled.map((j) => j.id)).toEqual(['r.m.0.start', 'r.m.2.start']);
+    expect(errors).toEqual(['r.m.1.start: JobRejectedError']);
+    expect(await queue.bullQueue.getJobState('%b3.r.m.0.start')).toBe('completed');
+    expect(await queue.bullQueue.getJob('r.m.1.start')).toBeUndefined();
+  });
+
+  it('delivers a bundle whose consumer was closed with force again, whole, to the next consumer', async () => {
+    const queue = newQueue({ bundleSize: 5, backoffMs: 10 });
+    const started = deferred();
+    const first = queue.consume(
+      async (j, signal) => {
+        if (j.id !== 'r.m.0.start') return;
+        started.resolve();
+        await new Promise<void>((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error)));
+      },
+      { concurrency: 5 },
+    );
+    await queue.enqueue(throwOf(3), { bundle: true });
+    await started.promise;
+    await first.close({ force: true });
+    const { handled, handler, until } = recording();
+    consume(queue, handler, 5);
+    await until(3);
+    expect(handled.map((j) => j.id).sort()).toEqual(['r.m.0.start', 'r.m.1.start', 'r.m.2.start']);
+    expect(await queue.bullQueue.getJob('r.m.0.start')).toBeUndefined();
   });
 });
 

@@ -12,7 +12,7 @@ import { createMemoryStore, createRuntime, JobRejectedError } from '../../src/in
 import type { AnyReactorDefinition, Runtime, Store } from '../../src/index.js';
 import { createEngine } from '../../src/runtime/engine.js';
 import { createJobHandler } from '../../src/runtime/worker.js';
-import type { JobHandler, JobSpec } from '../../src/queue/queue.js';
+import type { EnqueueOptions, JobHandler, JobSpec } from '../../src/queue/queue.js';
 import type { Commit, InboxEntry, SpawnActor } from '../../src/store/store.js';
 import { createInProcessQueue, createTestClock, jobPurpose } from '../../src/testing/index.js';
 import type { InProcessQueue, JobPurpose, TestClock } from '../../src/testing/index.js';
@@ -81,9 +81,9 @@ function probedQueue(inner: InProcessQueue, book: CommitBook, mapId: string): In
   return new Proxy(inner, {
     get(target, key, receiver) {
       if (key === 'enqueue') {
-        return (jobs: readonly JobSpec[]) => {
+        return (jobs: readonly JobSpec[], options?: EnqueueOptions) => {
           book.enqueues.push({ mapRevision: book.revisions.get(mapId), jobs: jobs.map((job) => ({ id: job.id, purpose: jobPurpose(job) })) });
-          return target.enqueue(jobs);
+          return target.enqueue(jobs, options);
         };
       }
       const value = Reflect.get(target, key, receiver) as unknown;

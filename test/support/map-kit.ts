@@ -37,11 +37,11 @@ export function probeQueue(inner: InProcessQueue, timeline?: TimelineEntry[]): P
   const ran: string[] = [];
   let current: string | undefined;
   const overrides: Partial<Queue> = {
-    enqueue: (jobs) => {
+    enqueue: (jobs, options) => {
       const call = { during: current, jobs: [...jobs] };
       calls.push(call);
       timeline?.push({ type: 'enqueue', ...call });
-      return inner.enqueue(jobs);
+      return inner.enqueue(jobs, options);
     },
     consume: (handler: JobHandler, options) =>
       inner.consume(async (job, signal) => {
