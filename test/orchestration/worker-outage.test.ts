@@ -106,6 +106,7 @@ describe('a worker process whose Redis goes down', () => {
     try {
       for (const [args, says] of [
         [['--lease-ttl-ms', 'soon'], /--lease-ttl-ms must be a positive integer, got "soon"/],
+        [['--bundle-size', '0'], /--bundle-size must be a positive integer, got "0"/],
         [['--health-port', String(port)], /EADDRINUSE/],
       ] as const) {
         const worker = startWorkerProcess({ redisUrl: server.url, modules: MODULES, args: [...args], env: { XREACTOR_TEST_REDIS_URL: server.url } });
