@@ -95,6 +95,7 @@ export type {
   LeaseRequest,
   CommitOptions,
   CreateOptions,
+  AcquireAndLoadOptions,
   LeasedLoad,
   SettledWait,
   ActivePage,

@@ -4,7 +4,7 @@ import { InboxPendingError, StaleRevisionError } from '../errors/index.js';
 import type { Clock } from '../internal/clock.js';
 import { jobId } from '../queue/job-ids.js';
 import type { JobSpec, Queue } from '../queue/queue.js';
-import type { Commit, CommitOptions, DeliveredSignal, Inbox, InboxEntry, LoadedActor, LoadedExecution, OutboxEffect, PersistedSnapshot, SignalEvent, Store } from '../store/store.js';
+import type { Commit, CommitOptions, DeliveredSignal, Inbox, InboxEntry, LoadedActor, LoadedExecution, OutboxEffect, PersistedSnapshot, SignalEvent, Store, AcquireAndLoadOptions } from '../store/store.js';
 import type { Call } from './call.js';
 import { enterActor, leaveActor } from './call.js';
 import type { HeldLease } from './lease.js';
@@ -204,8 +204,8 @@ export interface KernelDeps {
   readonly logger: Logger;
   /** A lease on an actor for this process, not taken yet. */
   readonly lease: (id: string) => HeldLease;
-  /** Take an actor's lease and load it with the host of its kind, in one store call. */
-  readonly loadLeased: (lease: HeldLease) => Promise<LeasedActor | 'busy' | 'missing'>;
+  /** Take an actor's lease and load it with the host of its kind, in one store call (see Engine.loadLeased). */
+  readonly loadLeased: (lease: HeldLease, options?: AcquireAndLoadOptions) => Promise<LeasedActor | 'busy' | 'missing'>;
 }
 
 /**

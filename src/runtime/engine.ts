@@ -14,7 +14,7 @@ import { createActorInspector } from '../observability/inspector.js';
 import type { InspectionObserver } from '../observability/inspector.js';
 import { createHooks } from '../observability/middleware.js';
 import type { Queue } from '../queue/queue.js';
-import type { LoadedActor, LoadedExecution, PersistedSnapshot, Store } from '../store/store.js';
+import type { AcquireAndLoadOptions, LoadedActor, LoadedExecution, PersistedSnapshot, Store } from '../store/store.js';
 import type { Clock } from '../internal/clock.js';
 import { systemClock } from '../internal/clock.js';
 import { ExecutionHost } from './host.js';
@@ -126,11 +126,12 @@ export interface Engine {
    * snapshot's kind: an execution's is its reactor's host, at the version and plan it started
    * with). `busy`: another live owner holds the lease; `missing`: no such actor (yet: a hand-off
    * job can reach a worker before the commit that asked for it lands). Nothing is taken in
-   * either case. The held actor carries the lease.
+   * either case. The held actor carries the lease. With `undoTop`, an execution also carries its
+   * undo stack's top entry (`HeldExecution.undoTop`), read in the same call.
    * @throws DeserializationError (the lease is not kept), UnknownReactorError, PlanMismatchError,
    * XreactorError `actor_kind_unknown` (retryable) for a kind this engine has no host for
    */
-  loadLeased(lease: HeldLease): Promise<LeasedActor | 'busy' | 'missing'>;
+  loadLeased(lease: HeldLease, options?: AcquireAndLoadOptions): Promise<LeasedActor | 'busy' | 'missing'>;
   /**
    * Register the host of a kind of actor other than executions (map operations, element
    * rollbacks): its jobs, wakes and sweeps go to it. `create` builds it on the engine's services.
@@ -179,7 +180,7 @@ export function createEngine(options: EngineOptions): Engine {
     return host;
   };
   // The kernel's services, the same for every kind's host.
-  const kernel = (): KernelDeps => ({ store, queue, clock, logger, lease: (id) => engine.lease(id), loadLeased: (lease) => engine.loadLeased(lease) });
+  const kernel = (): KernelDeps => ({ store, queue, clock, logger, lease: (id) => engine.lease(id), loadLeased: (lease, options) => engine.loadLeased(lease, options) });
 
   /**
    * The hosts of map operations and element rollbacks, registered with the first reactor that has
@@ -243,7 +244,7 @@ export function createEngine(options: EngineOptions): Engine {
           inspector,
           hostFor: (child) => engine.register(child),
           lease: (id) => engine.lease(id),
-          loadLeased: (lease) => engine.loadLeased(lease),
+          loadLeased: (lease, options) => engine.loadLeased(lease, options),
           mapHost: () => mapKinds().map,
           unitHost: unitKind,
           asyncWaitTimeoutMs: options.asyncWaitTimeoutMs ?? 30_000,
@@ -301,8 +302,8 @@ export function createEngine(options: EngineOptions): Engine {
     lease(id) {
       return new HeldLease({ store, clock, logger }, id, { owner: `${owner}:${(leases += 1)}`, ttlMs: leaseTtlMs });
     },
-    async loadLeased(lease) {
-      const found = await store.acquireAndLoad(lease.id, lease.request);
+    async loadLeased(lease, options) {
+      const found = await store.acquireAndLoad(lease.id, lease.request, options);
       if (found.status !== 'leased') return found.status;
       lease.taken();
       try {
@@ -311,6 +312,7 @@ export function createEngine(options: EngineOptions): Engine {
         const held = await host.load(lease.id, found.execution, { value: found.input });
         if (held === undefined) throw new ExecutionNotFoundError(lease.id);
         held.lease = lease;
+        if (found.undoTop !== undefined && kind === 'execution') (held as HeldExecution).undoTop = found.undoTop;
         return { kind, loop: host.loop, held };
       } catch (error) {
         await lease.end();

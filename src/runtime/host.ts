@@ -10,7 +10,7 @@ import { jobId } from '../queue/job-ids.js';
 import { describeIssues, validateWith } from '../internal/standard-schema.js';
 import type { Hooks } from '../observability/middleware.js';
 import { decode, deserializeError, encode, serializeError } from '../serialization/index.js';
-import type { Commit, CommitOptions, LoadedExecution, OutboxEffect, PersistedSnapshot, SignalEvent, SpawnActor, Store } from '../store/store.js';
+import type { Commit, CommitOptions, LoadedExecution, OutboxEffect, PersistedSnapshot, SignalEvent, SpawnActor, Store, UndoEntry } from '../store/store.js';
 import { encodeSnapshot } from '../store/snapshot-codec.js';
 import type { Clock } from '../internal/clock.js';
 import type { Attempt, StepScope } from './step-performer.js';
@@ -85,6 +85,13 @@ export interface HeldExecution extends HeldActor {
   readonly results: Map<string, Uint8Array>;
   /** The hand-off job, sent alongside the commit that asked for it (awaited when the effect is performed). */
   handOffSent?: Promise<void> | undefined;
+  /**
+   * The undo stack's top entry, read with the lease (`Engine.loadLeased` with `undoTop`: a map's
+   * element taken for its rollback). The first undo this process performs of the actor uses it
+   * instead of reading the entry, when the positions match; then it is dropped. The lease keeps
+   * it current: only this process's commits write the stack meanwhile, and a rollback pushes none.
+   */
+  undoTop?: { readonly position: number; readonly entry: UndoEntry } | undefined;
 }
 
 /** An actor held by this process, as loaded or created. */
@@ -694,7 +701,9 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
       }
       case 'xreactor.effect.undo': {
         const { position, epoch } = effect.params;
-        const entry = await store.readUndoEntry(executionId, position);
+        const prefetched = held.undoTop;
+        held.undoTop = undefined;
+        const entry = prefetched?.position === position ? prefetched.entry : await store.readUndoEntry(executionId, position);
         if (entry === undefined) throw new DeserializationError(`execution ${executionId}: undo-stack entry ${position} is missing from the store`);
         const step = this.#byName.get(entry.step);
         if (step?.kind === 'map') {

@@ -776,7 +776,8 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
         // handed to it and applied without loading it again (`Call.leased`).
         // (A load that throws has given the lease back already.)
         const lease = this.#deps.lease(element);
-        const found = await this.#deps.loadLeased(lease);
+        // With its undo stack's top entry: the undo it is signalled next reads nothing either.
+        const found = await this.#deps.loadLeased(lease, { undoTop: true });
         if (found === 'missing') return { type: 'xreactor.rollback.unavailable', at: clock.now(), attempt };
         if (found === 'busy') {
           // Held by a live process: one that ended failed, halted or cancelled needs nothing (read

@@ -386,12 +386,14 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       if (options?.announce === true) publishSettled(id);
       return r.revision;
     },
-    async acquireAndLoad(id, lease): Promise<LeasedLoad> {
+    async acquireAndLoad(id, lease, options): Promise<LeasedLoad> {
       const r = rows.get(id);
       if (r === undefined) return { status: 'missing' };
       if (!takeLease(id, lease.owner, lease.ttlMs)) return { status: 'busy' };
       try {
-        return { status: 'leased', execution: decodeRow(id, r), input: decode(r.input) };
+        const found = { status: 'leased', execution: decodeRow(id, r), input: decode(r.input) } as const;
+        const top = options?.undoTop === true ? r.undo.at(-1) : undefined;
+        return top === undefined ? found : { ...found, undoTop: { position: r.undo.length - 1, entry: decode(top) as UndoEntry } };
       } catch (error) {
         releaseLease(id, lease.owner);
         throw error;

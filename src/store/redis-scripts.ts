@@ -49,7 +49,7 @@ export const SCRIPTS = {
   readInbox: { file: 'readInbox-2.lua', numberOfKeys: 2 },
   signalActor: { file: 'signalActor-1.lua', numberOfKeys: 1 },
   acquireLease: { file: 'acquireLease-1.lua', numberOfKeys: 1 },
-  acquireAndLoad: { file: 'acquireAndLoad-3.lua', numberOfKeys: 3 },
+  acquireAndLoad: { file: 'acquireAndLoad-4.lua', numberOfKeys: 4 },
   releaseLease: { file: 'releaseLease-1.lua', numberOfKeys: 1 },
   markActive: { file: 'markActive-1.lua', numberOfKeys: 1 },
   markUnreadable: { file: 'markUnreadable-1.lua', numberOfKeys: 1 },
@@ -361,9 +361,9 @@ export function readBatchReplies(reply: unknown, n: number): unknown[] {
   return reply.map((one: unknown) => (Array.isArray(one) && Number(one[0]) === -1 ? new RedisReplyError(`${String(one[1])} (in ${SCRIPTS.commitBatch.file})`) : one));
 }
 
-/** Arguments of `acquireAndLoad-3.lua`. */
-export function acquireAndLoadArgs(keys: ExecutionKeys, lease: LeaseRequest): ScriptCall {
-  return { keys: [keys.execution, keys.lease, keys.inbox], argv: [lease.owner, ttlArg(lease.ttlMs)] };
+/** Arguments of `acquireAndLoad-4.lua`; with `undoTop`, it also reads the undo stack's top entry. */
+export function acquireAndLoadArgs(keys: ExecutionKeys, lease: LeaseRequest, undoTop = false): ScriptCall {
+  return { keys: [keys.execution, keys.lease, keys.inbox, keys.undo], argv: [lease.owner, ttlArg(lease.ttlMs), undoTop ? '1' : '0'] };
 }
 
 /** Arguments of `loadExecution-4.lua`: with `results`, the steps whose results it also reads when the execution is completed (`'all'`: every step's). */
@@ -487,7 +487,7 @@ export function readCreateReply(id: string, reply: unknown): number {
 /** Stored inbox entries as a script replies them: seq and entry bytes, in the order HGETALL listed them. */
 export type InboxReplyEntries = readonly (readonly [seq: number, bytes: Buffer])[];
 
-/** An execution's stored fields as `loadExecution-4.lua` and `acquireAndLoad-3.lua` reply them, still bytes (the store decodes and checks them). */
+/** An execution's stored fields as `loadExecution-4.lua` and `acquireAndLoad-4.lua` reply them, still bytes (the store decodes and checks them). */
 export interface LoadReply {
   readonly revision: Buffer | null;
   readonly snapshot: Buffer | null;
@@ -497,9 +497,13 @@ export interface LoadReply {
   readonly entries: InboxReplyEntries;
 }
 
-/** The reply of `acquireAndLoad-3.lua`, read: the stored fields are still bytes (the store decodes and checks them). */
+/**
+ * The reply of `acquireAndLoad-4.lua`, read: the stored fields are still bytes (the store decodes
+ * and checks them). `undoTop`, when it was asked for and the stack is not empty: the position and
+ * bytes of the stack's last entry.
+ */
 export type AcquireAndLoadReply =
-  | ({ readonly status: 'leased'; readonly input: Buffer | null } & LoadReply)
+  | ({ readonly status: 'leased'; readonly input: Buffer | null; readonly undoTop?: { readonly position: number; readonly bytes: Buffer } } & LoadReply)
   | { readonly status: 'busy' }
   | { readonly status: 'missing' };
 
@@ -588,7 +592,7 @@ export function readSignalReply(reply: unknown): { readonly landed: string[]; re
 }
 
 /**
- * Reads the reply of `acquireAndLoad-3.lua` (run with binary replies): the lease was taken with
+ * Reads the reply of `acquireAndLoad-4.lua` (run with binary replies): the lease was taken with
  * the stored fields, or another owner holds it, or the execution does not exist.
  * @throws XreactorError `script_reply_invalid` for a reply that is not one of those.
  */
@@ -598,7 +602,12 @@ export function readAcquireAndLoadReply(reply: unknown): AcquireAndLoadReply {
   const code = Number(reply[0]);
   if (code === REPLY.ok) {
     const field = (index: number) => bytesOrNull(reply[index], file);
-    return { status: 'leased', revision: field(1), snapshot: field(2), outbox: field(3), input: field(4), inboxSeq: seqOf(reply[5], file), entries: entriesOf(reply[6], file) };
+    const read = { status: 'leased', revision: field(1), snapshot: field(2), outbox: field(3), input: field(4), inboxSeq: seqOf(reply[5], file), entries: entriesOf(reply[6], file) } as const;
+    if (reply.length <= 7) return read;
+    const length = Number(reply[7]);
+    const top = field(8);
+    if (!Number.isSafeInteger(length) || length < 0 || (length > 0) !== (top !== null)) throw invalidReply(file, reply);
+    return top === null ? read : { ...read, undoTop: { position: length - 1, bytes: top } };
   }
   if (code === REPLY.conflict) return { status: 'busy' };
   if (code === REPLY.missing) return { status: 'missing' };

@@ -343,14 +343,16 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       for (const spawned of spawnedIds(commit)) stamps.note(spawned, at);
       return revision;
     },
-    async acquireAndLoad(id, lease): Promise<LeasedLoad> {
+    async acquireAndLoad(id, lease, options): Promise<LeasedLoad> {
       const k = keys.executionKeys(id);
-      const found = readAcquireAndLoadReply(await read(id, run('acquireAndLoad', acquireAndLoadArgs(k, lease), true)));
+      const found = readAcquireAndLoadReply(await read(id, run('acquireAndLoad', acquireAndLoadArgs(k, lease, options?.undoTop === true), true)));
       if (found.status !== 'leased') return found;
       try {
         const execution = loaded(id, found);
         if (found.input == null) throw new DeserializationError(`execution ${id} is incomplete or foreign (input missing): discard it`);
-        return { status: 'leased', execution, input: decode(found.input) };
+        const input = decode(found.input);
+        if (found.undoTop === undefined) return { status: 'leased', execution, input };
+        return { status: 'leased', execution, input, undoTop: { position: found.undoTop.position, entry: decode(found.undoTop.bytes) as UndoEntry } };
       } catch (error) {
         // Hand the lease back before reporting the unreadable data. Should the release fail, the
         // lease expires after its TTL; the DeserializationError is what the caller needs to see.

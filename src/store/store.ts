@@ -499,9 +499,24 @@ export interface SettledNotice {
   readonly results: ReadonlyMap<string, unknown>;
 }
 
+/** Options of `acquireAndLoad`. */
+export interface AcquireAndLoadOptions {
+  /**
+   * Read the undo stack's top entry in the same step (`LeasedLoad.undoTop`): what a rollback of
+   * the execution undoes first, for a caller about to roll it back (a map's element rollback).
+   */
+  readonly undoTop?: boolean;
+}
+
 /** What `acquireAndLoad` found. */
 export type LeasedLoad =
-  | { readonly status: 'leased'; readonly execution: LoadedExecution; readonly input: unknown }
+  | {
+      readonly status: 'leased';
+      readonly execution: LoadedExecution;
+      readonly input: unknown;
+      /** With `undoTop`, a stack that is not empty: its last entry and that entry's position (the stack's length − 1). */
+      readonly undoTop?: { readonly position: number; readonly entry: UndoEntry };
+    }
   | { readonly status: 'busy' } // another owner holds the lease; nothing taken
   | { readonly status: 'missing' }; // no such execution; no lease taken
 
@@ -622,10 +637,11 @@ export interface Store {
   acquireLease(id: string, owner: string, ttlMs: number): Promise<boolean>;
   /**
    * Take (or renew, for the same owner) the lease and read the snapshot, outbox and input, in one
-   * atomic step (one round trip on Redis). Unreadable stored data: the lease just taken is
-   * released, then DeserializationError is thrown (same checks/messages as load).
+   * atomic step (one round trip on Redis); with `undoTop`, the undo stack's top entry too.
+   * Unreadable stored data: the lease just taken is released, then DeserializationError is thrown
+   * (same checks/messages as load).
    */
-  acquireAndLoad(id: string, lease: LeaseRequest): Promise<LeasedLoad>;
+  acquireAndLoad(id: string, lease: LeaseRequest, options?: AcquireAndLoadOptions): Promise<LeasedLoad>;
   /** Release the lease if `owner` holds it. */
   releaseLease(id: string, owner: string): Promise<void>;
   /** Whether any owner holds the execution's lease. */

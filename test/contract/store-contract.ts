@@ -586,6 +586,21 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         expect(await store.acquireAndLoad('e1', lease('host-b'))).toMatchObject({ status: 'leased' });
       });
 
+      it('with undoTop, reads the undo stack\'s last entry and its position; without it, or on an empty stack, none', async () => {
+        const store = await created();
+        expect(await store.acquireAndLoad('e1', lease('host-a'), { undoTop: true })).not.toHaveProperty('undoTop');
+        await store.commit('e1', 1, commit('running', { pushUndo: [undoEntry('a', 0), undoEntry('b', 1), undoEntry('c', 2)] }));
+        const found = await store.acquireAndLoad('e1', lease('host-a'), { undoTop: true });
+        expect(found).toMatchObject({ status: 'leased', undoTop: { position: 2, entry: await store.readUndoEntry('e1', 2) } });
+        expect(found.status === 'leased' && found.undoTop?.entry).toEqual(stored('c'));
+        expect(await store.acquireAndLoad('e1', lease('host-a'))).not.toHaveProperty('undoTop');
+        // An undo stack cut by a rollback: the entry below the cut.
+        await store.commit('e1', 2, commit('rolling', { truncateUndoTo: 1 }));
+        expect(await store.acquireAndLoad('e1', lease('host-a'), { undoTop: true })).toMatchObject({ undoTop: { position: 0, entry: stored('a') } });
+        // Busy: nothing is read, nothing taken.
+        expect(await store.acquireAndLoad('e1', lease('host-b'), { undoTop: true })).toEqual({ status: 'busy' });
+      });
+
       it('reports an unknown id as missing, taking no lease', async () => {
         const store = await fresh();
         expect(await store.acquireAndLoad('nope', lease('host-a'))).toEqual({ status: 'missing' });

@@ -179,6 +179,25 @@ describe('fan-out map rollback: start jobs carry the rollback actors', () => {
     }
   });
 
+  it('a rollback actor takes its element with the undo stack\'s top entry: the element\'s first undo reads nothing, the ones below it read their entry', async () => {
+    const undoReads: string[] = [];
+    const takes: string[] = [];
+    const world = fanOutWorld({
+      intercepts: {
+        readUndoEntry: (next: () => Promise<unknown>, id: string, position: number) => (undoReads.push(`${id} ${position}`), next()),
+        acquireAndLoad: (next: () => Promise<unknown>, id: string, _lease: unknown, options?: { undoTop?: boolean }) => (options?.undoTop === true && takes.push(id), next()),
+      } as never,
+    });
+    const log: string[] = [];
+    const { id, mapId } = await dispatch(world, mapReactor(log, 'rb-undo-top', { batchSize: 2 }), range(3));
+    await world.queue.drainRounds({ delayed: 'as-due' });
+    expect((await world.runtime.awaitResult(id, { timeoutMs: 1_000 })).status).toBe('failed');
+    // Each element: e2 (position 1) undone from the entry read with the take, e1 (position 0) read as before.
+    expect(log.filter((l) => l.startsWith('undo:e'))).toEqual(range(3).flatMap((i) => undone(2 - i)));
+    expect(takes.sort()).toEqual(range(3).map((p) => `${mapId}.${p}`));
+    expect(undoReads.filter((r) => r.startsWith(`${mapId}.`)).sort()).toEqual(range(3).map((p) => `${mapId}.${p} 0`));
+  });
+
   it('a carried rollback actor that settles in its first commit (its element failed: not needed) takes and gives back its lease in that one commit', async () => {
     // Element 1 fails; the map fails, and its started elements are rolled back, newest first.
     const { world, id, mapId, calls, reads } = await carriedWorld('rb-settle-first', range(3), { batchSize: 3, after: 'ok', e2: (i) => (i === 1 ? 'fail' : 'ok') });

@@ -296,9 +296,10 @@ describe('createArgs', () => {
 });
 
 describe('acquireAndLoadArgs', () => {
-  it('names the execution hash, the lease and the inbox, the owner and the TTL in whole milliseconds', () => {
-    expect(acquireAndLoadArgs(keys, { owner: 'host-1', ttlMs: 30_000 })).toEqual({ keys: [keys.execution, keys.lease, keys.inbox], argv: ['host-1', '30000'] });
+  it('names the execution hash, the lease, the inbox and the undo list, the owner, the TTL in whole milliseconds and whether to read the undo top', () => {
+    expect(acquireAndLoadArgs(keys, { owner: 'host-1', ttlMs: 30_000 })).toEqual({ keys: [keys.execution, keys.lease, keys.inbox, keys.undo], argv: ['host-1', '30000', '0'] });
     expect(acquireAndLoadArgs(keys, { owner: 'host-1', ttlMs: 0.2 }).argv[1]).toBe('1');
+    expect(acquireAndLoadArgs(keys, { owner: 'host-1', ttlMs: 30_000 }, true).argv[2]).toBe('1');
   });
 });
 
@@ -405,12 +406,19 @@ describe('script replies', () => {
     expect(readAcquireAndLoadReply([0, rev, snapshot, outbox, input, Buffer.from('4'), [Buffer.from('4'), entry, '2', entry]])).toMatchObject({ inboxSeq: 4, entries: [[4, entry], [2, entry]] });
     expect(readAcquireAndLoadReply([1])).toEqual({ status: 'busy' });
     expect(readAcquireAndLoadReply([2])).toEqual({ status: 'missing' });
-    expect(() => readAcquireAndLoadReply('OK')).toThrow(/acquireAndLoad-3\.lua replied "OK", not a reply code/);
+    expect(() => readAcquireAndLoadReply('OK')).toThrow(/acquireAndLoad-4\.lua replied "OK", not a reply code/);
     expect(() => readAcquireAndLoadReply([])).toThrow(/not a reply code/);
     expect(() => readAcquireAndLoadReply([7])).toThrow(/unknown code 7/);
     expect(() => readAcquireAndLoadReply([0, rev, { not: 'bytes' }, outbox, input])).toThrow(/not bytes/);
     expect(() => readAcquireAndLoadReply([0, rev, snapshot, outbox, input, 'x', []])).toThrow(/inbox seq x, not a whole number/);
     expect(() => readAcquireAndLoadReply([0, rev, snapshot, outbox, input, '1', [entry]])).toThrow(/not field\/value pairs/);
+    // Asked for the undo stack's top: its length and last entry (0 and nil for an empty stack).
+    const top = Buffer.from([7]);
+    expect(readAcquireAndLoadReply([0, rev, snapshot, outbox, input, null, [], 3, top])).toMatchObject({ status: 'leased', undoTop: { position: 2, bytes: top } });
+    expect(readAcquireAndLoadReply([0, rev, snapshot, outbox, input, null, [], 0, null])).not.toHaveProperty('undoTop');
+    expect(() => readAcquireAndLoadReply([0, rev, snapshot, outbox, input, null, [], 2, null])).toThrow(/acquireAndLoad-4\.lua replied/);
+    expect(() => readAcquireAndLoadReply([0, rev, snapshot, outbox, input, null, [], 0, top])).toThrow(/acquireAndLoad-4\.lua replied/);
+    expect(() => readAcquireAndLoadReply([0, rev, snapshot, outbox, input, null, [], -1, top])).toThrow(/acquireAndLoad-4\.lua replied/);
   });
 
   it('reads a load reply: the stored fields, the inbox seq, the entries as listed, whether the lease is held, whether it is marked unreadable, and the results read', () => {

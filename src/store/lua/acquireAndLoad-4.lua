@@ -1,0 +1,40 @@
+--[[
+  acquireAndLoad-4.lua: takes an execution's liveness lease (or renews it for the same owner)
+  and reads its revision, snapshot, outbox, input and inbox, in one atomic step; asked to, also
+  the top entry of its undo stack (what its rollback undoes first). Reads before it writes: an
+  unknown id takes no lease, and a key of another type fails (WRONGTYPE) before the lease is
+  touched.
+
+  KEYS[1]  execution hash   {rev, status, reactor, snapshot, outbox, input, iseq, parent}
+  KEYS[2]  lease string     the owner, with the lease TTL
+  KEYS[3]  inbox hash       seq -> encoded { event, dedupeKey }
+  KEYS[4]  undo list        encoded undo entries, oldest first
+
+  ARGV[1]  owner
+  ARGV[2]  lease TTL, ms
+  ARGV[3]  '1': read the undo stack's top entry too; '0' (or absent): do not
+
+  Returns
+    {0, rev, snapshot, outbox, input, iseq, {seq, entry, ...}, undoLength, topEntry}
+                                        the owner holds the lease for ARGV[2] ms from now; the
+                                        fields as stored (nil when absent: the caller checks them),
+                                        the inbox entries as HGETALL lists them ({} without iseq),
+                                        and with ARGV[3] = '1' the undo stack's length and its
+                                        last entry (0 and nil for an empty stack; both absent
+                                        without ARGV[3])
+    {1}                                 another owner holds the lease; nothing written
+    {2}                                 no such execution (no rev, snapshot nor outbox); nothing written
+]]
+local fields = redis.call('HMGET', KEYS[1], 'rev', 'snapshot', 'outbox', 'input', 'iseq')
+if not fields[1] and not fields[2] and not fields[3] then return {2} end
+local entries = fields[5] and redis.call('HGETALL', KEYS[3]) or {}
+local holder = redis.call('GET', KEYS[2])
+if holder and holder ~= ARGV[1] then return {1} end
+local undoLength, top
+if ARGV[3] == '1' then
+  undoLength = redis.call('LLEN', KEYS[4])
+  if undoLength > 0 then top = redis.call('LINDEX', KEYS[4], -1) end
+end
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+if undoLength == nil then return {0, fields[1], fields[2], fields[3], fields[4], fields[5], entries} end
+return {0, fields[1], fields[2], fields[3], fields[4], fields[5], entries, undoLength, top or false}
