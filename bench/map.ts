@@ -202,8 +202,8 @@ const BUSY = 'execution_busy';
 
 /** What an xreactor job id addresses (ids are `<actor>.<purpose>[.<n>]`, bench/fixtures/map-reactors.ts's map step is `m`). */
 function jobKind(id: string): string {
-  // A bundle of sibling jobs (`%b<parts>.<first part's id>`, bullmq-bundles.ts): its first part's kind.
-  const bundle = /^%b(\d+)\.(.*)$/.exec(id);
+  // A bundle of sibling jobs (`%b<parts>-<digest>.<first part's id>`, bullmq-bundles.ts): its first part's kind.
+  const bundle = /^%b(\d+)-[0-9a-f]+\.(.*)$/.exec(id);
   if (bundle !== null) return `bundles of ${bundle[1]}: ${jobKind(bundle[2]!)}`;
   const match = /^(.*)\.(start|wake|timer)(\..*)?$/.exec(id);
   if (match === null) return 'other';

@@ -5,14 +5,23 @@
  * element) is then paid once per bundle; every part is still handled as its own job.
  *
  * - A throw of n jobs becomes ceil(n / bundleSize) bundles of sizes that differ by at most one,
- *   in the jobs' order, so the same call made again (an effect performed again after a crash)
- *   makes the same bundles under the same ids, and BullMQ adds none of them twice.
- * - A bundle's BullMQ id is `%b<parts>.<first part's encoded id>`: `%b` starts no encoded job id
- *   (`encodeJobId` writes `%` only as `%25`, `%3A` or a leading `%i`).
+ *   in the jobs' order, so the same call made again with the same bundle size (an effect
+ *   performed again after a crash) makes the same bundles under the same ids, and BullMQ adds none
+ *   of them twice. Made with another bundle size (a worker started with another `--bundle-size`),
+ *   the bundles differ and are added again: their parts find their actors moved on.
+ * - A bundle's BullMQ id is `%b<parts>-<digest>.<first part's encoded id>`, the digest taken over
+ *   every part's id: a list that differs in any part (a sweeper's re-dispatch computed from the
+ *   store's state, performed again after the state moved) gets another id, and is not dropped as
+ *   a duplicate. `%b` starts no encoded job id (`encodeJobId` writes `%` only as `%25`, `%3A` or a
+ *   leading `%i`).
  * - The consumer runs a bundle's parts at once, each under a permit of the worker-wide
  *   {@link Permits} (as many as the consumer's concurrency), so `concurrency` still bounds the
  *   handlers running.
  */
+import { createHash } from 'node:crypto';
+
+/** Parts per bundle when `bundleSize` is not given. */
+export const DEFAULT_BUNDLE_SIZE = 5;
 
 /** The sizes of the bundles `count` jobs are cut into, at most `bundleSize` each, in order. */
 export function bundleSizes(count: number, bundleSize: number): number[] {
@@ -23,14 +32,10 @@ export function bundleSizes(count: number, bundleSize: number): number[] {
   return Array.from({ length: bundles }, (_, i) => base + (i < larger ? 1 : 0));
 }
 
-/** The BullMQ id of a bundle of `parts` jobs whose first part has the encoded id `firstEncoded`. */
-export function bundleJobId(parts: number, firstEncoded: string): string {
-  return `%b${parts}.${firstEncoded}`;
-}
-
-/** Whether a BullMQ job id is a bundle's. */
-export function isBundleJobId(id: string): boolean {
-  return id.startsWith('%b');
+/** The BullMQ id of a bundle of jobs with these encoded ids, in order. */
+export function bundleJobId(encodedIds: readonly string[]): string {
+  const digest = createHash('sha1').update(encodedIds.join('\n')).digest('hex').slice(0, 12);
+  return `%b${encodedIds.length}-${digest}.${encodedIds[0] ?? ''}`;
 }
 
 /** A counting semaphore: at most `size` holders at once, waiters served first come, first served. */

@@ -18,7 +18,7 @@ import { JobRejectedError, XreactorError } from '../errors/index.js';
 import { decode, encode } from '../serialization/index.js';
 import { DEFAULT_REDIS_TIMEOUT_MS, targetOf, withDeadline } from '../store/redis-deadline.js';
 import type { DeadlineTarget } from '../store/redis-deadline.js';
-import { bundleJobId, bundleSizes, Permits } from './bullmq-bundles.js';
+import { bundleJobId, bundleSizes, DEFAULT_BUNDLE_SIZE, Permits } from './bullmq-bundles.js';
 import type { ConsumeOptions, Consumer, EnqueueOptions, JobHandler, JobSpec, Queue } from './queue.js';
 
 /** Worker tuning: how fast a job held by a dead worker is delivered again. */
@@ -87,6 +87,9 @@ export interface BullmqQueueOptions {
    * Parts per BullMQ job for the sibling jobs of one fan-out throw (a map's element starts, its
    * rollback actors' starts): a throw of 50 is 10 BullMQ jobs of 5. Each part is still handled as
    * its own job under the consumer's concurrency, and retried alone; 1 sends one BullMQ job per part.
+   * A worker holds a bundle's parts until it has handled them all: with workers of concurrency
+   * below the bundle size, a throw's last bundle runs part after part in one worker while others
+   * may be idle; keep it no larger than the workers' concurrency.
    * @defaultValue 5
    */
   readonly bundleSize?: number;
@@ -121,7 +124,6 @@ const DEFAULT_BACKOFF_MS = 100;
 const DEFAULT_MAX_BACKOFF_MS = 30_000;
 const DEFAULT_MAX_STALLED_COUNT = 25;
 const BACKOFF_TYPE = 'xreactor';
-const DEFAULT_BUNDLE_SIZE = 5;
 /** The BullMQ job name of a bundle. */
 const BUNDLE_JOB_NAME = 'bundle';
 
@@ -260,7 +262,7 @@ function bundlesOf(jobs: readonly JobSpec[], bundleSize: number): { name: string
     return {
       name: BUNDLE_JOB_NAME,
       data: { actor: `${actorLabel(first)} +${parts - 1}`, spec: Buffer.from(encode(specs)).toString('base64'), parts },
-      opts: { jobId: bundleJobId(parts, jobIdOf(first)) },
+      opts: { jobId: bundleJobId(specs.map(jobIdOf)) },
     };
   });
 }
@@ -270,11 +272,23 @@ function createConsumer(handler: JobHandler, options: ConsumeOptions, context: C
   let forced: Error | undefined;
   // Handlers running at once, the parts of bundles included: the consumer's concurrency.
   const permits = new Permits(options.concurrency ?? 1);
+  // Errors a bundle fails with that its parts reported already (the 'failed' event skips them).
+  const reportedParts = new WeakSet<Error>();
+  // A throwing onError must not cut the handling of a bundle's other parts short.
+  const report = (error: Error, spec?: JobSpec) => {
+    try {
+      context.onError(error, spec);
+    } catch {
+      // The callback's own failure has nowhere better to go.
+    }
+  };
   const handle = (spec: JobSpec, bullSignal: AbortSignal | undefined) =>
     permits.with(async () => {
       const controller = new AbortController();
       const forward = () => controller.abort(bullSignal?.reason);
       bullSignal?.addEventListener('abort', forward, { once: true });
+      // A part that waited for its permit may find BullMQ's cancellation fired meanwhile.
+      if (bullSignal?.aborted === true) forward();
       controllers.add(controller);
       if (forced) controller.abort(forced);
       try {
@@ -322,17 +336,20 @@ function createConsumer(handler: JobHandler, options: ConsumeOptions, context: C
   const handleBundle = async (specs: readonly JobSpec[], job: Job<BullmqJobData>, bullSignal: AbortSignal | undefined): Promise<void> => {
     const outcomes = await Promise.allSettled(specs.map((spec) => handle(spec, bullSignal)));
     const again: JobSpec[] = [];
-    let firstError: unknown;
+    let firstError: Error | undefined;
     outcomes.forEach((outcome, i) => {
       if (outcome.status === 'fulfilled') return;
       const error = outcome.reason instanceof Error ? outcome.reason : new Error(String(outcome.reason));
-      context.onError(error, specs[i]);
+      report(error, specs[i]);
       if (error instanceof JobRejectedError) return;
       firstError ??= error;
       again.push(specs[i]!);
     });
     if (again.length === 0) return;
-    if (forced !== undefined || bullSignal?.aborted === true) throw firstError;
+    if (firstError !== undefined && (forced !== undefined || bullSignal?.aborted === true)) {
+      reportedParts.add(firstError);
+      throw firstError;
+    }
     try {
       await context.requeue(again);
     } catch (error) {
@@ -342,17 +359,18 @@ function createConsumer(handler: JobHandler, options: ConsumeOptions, context: C
       });
     }
   };
-  worker.on('error', (error) => context.onError(error));
+  worker.on('error', (error) => report(error));
   worker.on('failed', (job, error) => {
-    // A bundle's parts were reported one by one as they failed.
-    if (job?.data.parts !== undefined) return;
+    // A bundle failed with a part's error: its parts were reported one by one as they failed.
+    // Otherwise (not decodable, its parts not added again) the bundle's own error is reported.
+    if (reportedParts.has(error)) return;
     let spec: JobSpec | undefined;
     try {
       spec = job ? fromJobData(job)[0] : undefined;
     } catch {
       spec = undefined;
     }
-    context.onError(error, spec);
+    report(error, spec);
   });
 
   return {

@@ -12,6 +12,7 @@ import { decodeInboxEntry, encodeInboxEntry, inboxOf } from './inbox-codec.js';
 import { decodeUnreadable, encodeUnreadable } from './unreadable-codec.js';
 import { executionBusyError, executionExistsError, MAX_CASCADE_DEPTH, undoGapError } from './store.js';
 import type { Commit, CommitWrites, CreateExecution, CreateOptions, DeliveredSignal, LeasedLoad, LoadedExecution, OutboxEffect, Signal, SpawnActor, Store, UndoEntry } from './store.js';
+import { decodeUndoTop } from './undo-top.js';
 import { createMemoryMaps, prepareMapWrites } from './memory-maps.js';
 import type { MapFlags, PreparedMapWrites } from './memory-maps.js';
 
@@ -393,7 +394,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       try {
         const found = { status: 'leased', execution: decodeRow(id, r), input: decode(r.input) } as const;
         const top = options?.undoTop === true ? r.undo.at(-1) : undefined;
-        return top === undefined ? found : { ...found, undoTop: { position: r.undo.length - 1, entry: decode(top) as UndoEntry } };
+        const entry = top === undefined ? undefined : decodeUndoTop(top);
+        return entry === undefined ? found : { ...found, undoTop: { position: r.undo.length - 1, entry } };
       } catch (error) {
         releaseLease(id, lease.owner);
         throw error;

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Queue as BullQueue, Worker } from 'bullmq';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { JobRejectedError } from '../../src/errors/index.js';
-import { bundleSizes } from '../../src/queue/bullmq-bundles.js';
+import { bundleJobId, bundleSizes } from '../../src/queue/bullmq-bundles.js';
 import { createBullmqQueue, decodeJobId, encodeJobId } from '../../src/queue/bullmq-queue.js';
 import type { BullmqQueue, BullmqQueueOptions } from '../../src/queue/bullmq-queue.js';
 import type { Consumer, JobHandler, JobSpec } from '../../src/queue/queue.js';
@@ -220,6 +220,8 @@ describe('bullmq queue', () => {
 describe('bundles: the sibling jobs of one throw', () => {
   const throwOf = (n: number, prefix = 'r.m') => Array.from({ length: n }, (_, i) => job(`${prefix}.${i}.start`, { executionId: `${prefix}.${i}` }));
   /** The BullMQ jobs the queue holds, by id, with their part counts. */
+  /** The id of the bundle of `r.m.<from>.start` … `r.m.<from + parts - 1>.start`. */
+  const bundleOf = (from: number, parts: number, prefix = 'r.m') => bundleJobId(Array.from({ length: parts }, (_, i) => `${prefix}.${from + i}.start`));
   const stored = async (queue: BullmqQueue) =>
     (await queue.bullQueue.getJobs(['waiting', 'active', 'completed', 'delayed', 'failed'], 0, -1)).map((j) => [j.id, j.data.parts ?? 1] as const).sort();
 
@@ -238,11 +240,12 @@ describe('bundles: the sibling jobs of one throw', () => {
     await queue.enqueue(jobs, { bundle: true });
     await queue.enqueue(jobs, { bundle: true });
     expect(await stored(queue)).toEqual([
-      [`%b4.r.m.0.start`, 4],
-      [`%b4.r.m.4.start`, 4],
-      [`%b4.r.m.8.start`, 4],
-    ]);
-    expect((await queue.bullQueue.getJob('%b4.r.m.0.start'))?.data.actor).toBe('execution:r.m.0 +3');
+      [bundleOf(0, 4), 4],
+      [bundleOf(4, 4), 4],
+      [bundleOf(8, 4), 4],
+    ].sort());
+    expect(bundleOf(0, 4)).toMatch(/^%b4-[0-9a-f]{12}\.r\.m\.0\.start$/);
+    expect((await queue.bullQueue.getJob(bundleOf(0, 4)))?.data.actor).toBe('execution:r.m.0 +3');
     const { handled, handler, until } = recording();
     consume(queue, handler, 4);
     await until(12);
@@ -250,6 +253,51 @@ describe('bundles: the sibling jobs of one throw', () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(handled.map((j) => j.id).sort()).toEqual(jobs.map((j) => j.id).sort());
     expect(handled.find((j) => j.id === jobs[3]!.id)).toEqual(jobs[3]);
+  });
+
+  it('gives a list that differs in any part another id: a re-dispatch computed again from moved state is not dropped as a duplicate', async () => {
+    const queue = newQueue({ bundleSize: 5 });
+    const [a, b, c, d] = throwOf(4);
+    await queue.enqueue([a!, b!, c!], { bundle: true });
+    await queue.enqueue([a!, c!, d!], { bundle: true });
+    expect((await stored(queue)).map(([, parts]) => parts)).toEqual([3, 3]);
+    const { handled, handler, until } = recording();
+    consume(queue, handler, 6);
+    await until(6);
+    expect(handled.map((j) => j.id).sort()).toEqual([a, a, b, c, c, d].map((j) => j!.id).sort());
+  });
+
+  it('reports a bundle that cannot be decoded once, as its own error, and fails it at once', async () => {
+    const errors: string[] = [];
+    const queue = newQueue({ bundleSize: 5, onError: (error, j) => errors.push(`${j?.id ?? '-'}: ${error.message}`) });
+    await queue.bullQueue.add('bundle', { actor: 'execution:x +1', spec: Buffer.from('not msgpack at all').toString('base64'), parts: 2 }, { jobId: '%b2-000000000000.x' });
+    const { handler } = recording();
+    consume(queue, handler, 2);
+    for (let i = 0; i < 100 && (await queue.bullQueue.getJobState('%b2-000000000000.x')) !== 'failed'; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await queue.bullQueue.getJobState('%b2-000000000000.x')).toBe('failed');
+    expect(errors).toEqual([expect.stringMatching(/^-: BullMQ job "%b2-000000000000.x" .* does not hold an xreactor job spec/)]);
+  });
+
+  it('adds every failed part again alone even when the onError callback throws', async () => {
+    let failures = 0;
+    const queue = newQueue({
+      bundleSize: 5,
+      backoffMs: 10,
+      onError: () => {
+        throw new Error('a broken error callback');
+      },
+    });
+    const { handled, handler, until } = recording(async (j) => {
+      if ((j.id === 'r.m.1.start' || j.id === 'r.m.3.start') && failures < 2) {
+        failures += 1;
+        throw new Error('transient');
+      }
+    });
+    await queue.enqueue(throwOf(5), { bundle: true });
+    consume(queue, handler, 5);
+    await until(5);
+    expect(handled.map((j) => j.id).sort()).toEqual(throwOf(5).map((j) => j.id).sort());
+    expect(await queue.bullQueue.getJobState(bundleOf(0, 5))).toBe('completed');
   });
 
   it('sends one BullMQ job per spec without the option, with bundleSize 1, and when a job of the call is delayed', async () => {
@@ -295,7 +343,7 @@ describe('bundles: the sibling jobs of one throw', () => {
     expect(handled.map((j) => j.id).sort()).toEqual(throwOf(5).map((j) => j.id).sort());
     expect(errors).toEqual(['r.m.2.start: transient 1', 'r.m.2.start: transient 2']);
     // The bundle completed; the part went on as a job of its own (its second failure retried by BullMQ).
-    expect(await queue.bullQueue.getJobState('%b5.r.m.0.start')).toBe('completed');
+    expect(await queue.bullQueue.getJobState(bundleOf(0, 5))).toBe('completed');
     expect(await queue.bullQueue.getJobState('r.m.2.start')).toBe('completed');
   });
 
@@ -311,7 +359,7 @@ describe('bundles: the sibling jobs of one throw', () => {
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(handled.map((j) => j.id)).toEqual(['r.m.0.start', 'r.m.2.start']);
     expect(errors).toEqual(['r.m.1.start: JobRejectedError']);
-    expect(await queue.bullQueue.getJobState('%b3.r.m.0.start')).toBe('completed');
+    expect(await queue.bullQueue.getJobState(bundleOf(0, 3))).toBe('completed');
     expect(await queue.bullQueue.getJob('r.m.1.start')).toBeUndefined();
   });
 
