@@ -335,23 +335,18 @@ function createConsumer(handler: JobHandler, options: ConsumeOptions, context: C
    */
   const handleBundle = async (specs: readonly JobSpec[], job: Job<BullmqJobData>, bullSignal: AbortSignal | undefined): Promise<void> => {
     const outcomes = await Promise.allSettled(specs.map((spec) => handle(spec, bullSignal)));
-    const again: JobSpec[] = [];
-    let firstError: Error | undefined;
-    outcomes.forEach((outcome, i) => {
-      if (outcome.status === 'fulfilled') return;
-      const error = outcome.reason instanceof Error ? outcome.reason : new Error(String(outcome.reason));
-      report(error, specs[i]);
-      if (error instanceof JobRejectedError) return;
-      firstError ??= error;
-      again.push(specs[i]!);
-    });
+    const failed = outcomes.flatMap((outcome, i) =>
+      outcome.status === 'fulfilled' ? [] : [{ spec: specs[i]!, error: outcome.reason instanceof Error ? outcome.reason : new Error(String(outcome.reason)) }],
+    );
+    for (const { spec, error } of failed) report(error, spec);
+    const again = failed.filter(({ error }) => !(error instanceof JobRejectedError));
     if (again.length === 0) return;
-    if (firstError !== undefined && (forced !== undefined || bullSignal?.aborted === true)) {
-      reportedParts.add(firstError);
-      throw firstError;
+    if (forced !== undefined || bullSignal?.aborted === true) {
+      reportedParts.add(again[0]!.error);
+      throw again[0]!.error;
     }
     try {
-      await context.requeue(again);
+      await context.requeue(again.map(({ spec }) => spec));
     } catch (error) {
       throw new XreactorError('queue_requeue_failed', `bundle ${String(job.id)}: ${again.length} of its ${specs.length} jobs failed and could not be added again alone (${(error as Error).message}); the bundle is delivered again`, {
         retryable: true,

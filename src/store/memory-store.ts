@@ -12,7 +12,7 @@ import { decodeInboxEntry, encodeInboxEntry, inboxOf } from './inbox-codec.js';
 import { decodeUnreadable, encodeUnreadable } from './unreadable-codec.js';
 import { executionBusyError, executionExistsError, MAX_CASCADE_DEPTH, undoGapError } from './store.js';
 import type { Commit, CommitWrites, CreateExecution, CreateOptions, DeliveredSignal, LeasedLoad, LoadedExecution, OutboxEffect, Signal, SpawnActor, Store, UndoEntry } from './store.js';
-import { decodeUndoTop } from './undo-top.js';
+import { undoTopOf } from './undo-top.js';
 import { createMemoryMaps, prepareMapWrites } from './memory-maps.js';
 import type { MapFlags, PreparedMapWrites } from './memory-maps.js';
 
@@ -392,10 +392,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       if (r === undefined) return { status: 'missing' };
       if (!takeLease(id, lease.owner, lease.ttlMs)) return { status: 'busy' };
       try {
-        const found = { status: 'leased', execution: decodeRow(id, r), input: decode(r.input) } as const;
-        const top = options?.undoTop === true ? r.undo.at(-1) : undefined;
-        const entry = top === undefined ? undefined : decodeUndoTop(top);
-        return entry === undefined ? found : { ...found, undoTop: { position: r.undo.length - 1, entry } };
+        const undoTop = options?.undoTop === true ? undoTopOf(r.undo.length - 1, r.undo.at(-1)) : undefined;
+        return { status: 'leased', execution: decodeRow(id, r), input: decode(r.input), ...(undoTop && { undoTop }) };
       } catch (error) {
         releaseLease(id, lease.owner);
         throw error;

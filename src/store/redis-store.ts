@@ -40,7 +40,7 @@ import { decodeSnapshot, DEFAULT_MACHINES } from './snapshot-codec.js';
 import { readSettledNotice } from './settled-notice.js';
 import type { MachineVersions } from './snapshot-codec.js';
 import type { Commit, LeasedLoad, LoadedExecution, MapPageEntry, OutboxEffect, Store, UndoEntry } from './store.js';
-import { decodeUndoTop } from './undo-top.js';
+import { undoTopOf } from './undo-top.js';
 import type { RollbackFailure } from '../../machines/execution-types.js';
 import { ELEMENT_OUTCOME_OF, readStats, startedWindow } from './map-writes.js';
 import { readMapPageArgs, readMapPageReply } from './redis-map-args.js';
@@ -351,9 +351,8 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       try {
         const execution = loaded(id, found);
         if (found.input == null) throw new DeserializationError(`execution ${id} is incomplete or foreign (input missing): discard it`);
-        const input = decode(found.input);
-        const top = found.undoTop === undefined ? undefined : decodeUndoTop(found.undoTop.bytes);
-        return top === undefined ? { status: 'leased', execution, input } : { status: 'leased', execution, input, undoTop: { position: found.undoTop!.position, entry: top } };
+        const undoTop = found.undoTop && undoTopOf(found.undoTop.position, found.undoTop.bytes);
+        return { status: 'leased', execution, input: decode(found.input), ...(undoTop && { undoTop }) };
       } catch (error) {
         // Hand the lease back before reporting the unreadable data. Should the release fail, the
         // lease expires after its TTL; the DeserializationError is what the caller needs to see.
