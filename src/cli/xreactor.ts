@@ -14,7 +14,6 @@ import { parseArgs } from 'node:util';
 import pino from 'pino';
 import type { AnyReactorDefinition } from '../definition/compiled.js';
 import { connectRedis, DEFAULT_REDIS_URL, REDIS_URL_ENV } from '../backend/redis-backend.js';
-import { DEFAULT_BUNDLE_SIZE } from '../queue/bullmq-bundles.js';
 import { startHealthServer } from './health.js';
 import type { Health } from './health.js';
 import { loadUserModule, middlewareOf, reactorsOf } from './load-module.js';
@@ -120,8 +119,7 @@ async function worker(argv: readonly string[]): Promise<void> {
   const mapOptions = Object.fromEntries(
     Object.entries(mapFlags).flatMap(([option, flag]) => (values[flag] === undefined ? [] : [[option, number(flag, values[flag])]])),
   ) as { mapStallMs?: number; lockSnoozeMaxAttempts?: number; lockSnoozeDelayMs?: number };
-  // A worker holds a bundle's parts until it has handled them all: by default no more than it runs at once.
-  const bundleSize = values['bundle-size'] === undefined ? Math.min(DEFAULT_BUNDLE_SIZE, concurrency) : number('bundle-size', values['bundle-size']);
+  const bundleSize = values['bundle-size'] === undefined ? undefined : number('bundle-size', values['bundle-size']);
   const sweepIntervalMs = Number(values['sweep-interval-ms']);
   if (!Number.isInteger(sweepIntervalMs) || sweepIntervalMs < 0) throw new Error(`--sweep-interval-ms must be an integer >= 0, got ${JSON.stringify(values['sweep-interval-ms'])}`);
   const healthPort = values['health-port'] === undefined ? undefined : Number(values['health-port']);
@@ -149,7 +147,7 @@ async function worker(argv: readonly string[]): Promise<void> {
     queueName: values.queue,
     ...(contextTtlMs === undefined ? {} : { contextTtlMs }),
     worker: { lockDurationMs, stalledIntervalMs },
-    queueOptions: { bundleSize },
+    ...(bundleSize === undefined ? {} : { queueOptions: { bundleSize } }),
     onError: (error, job) => logger.warn({ event: 'xreactor.queue.error', err: error, jobId: job?.id }, error.message),
   });
   const middleware: Middleware[] = [stepLog(logger, redact === undefined ? {} : { redact }), ...userMiddleware];

@@ -90,7 +90,8 @@ export interface BullmqQueueOptions {
    * A worker holds a bundle's parts until it has handled them all: with workers of concurrency
    * below the bundle size, a throw's last bundle runs part after part in one worker while others
    * may be idle; keep it no larger than the workers' concurrency.
-   * @defaultValue 5
+   * @defaultValue 5, or, once this queue consumes, the highest concurrency of its consumers when lower
+   * (the throws are sent by the workers that advance the maps)
    */
   readonly bundleSize?: number;
 }
@@ -182,7 +183,10 @@ export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
   const timeoutMs = options.timeoutMs ?? DEFAULT_REDIS_TIMEOUT_MS;
   const target = deadlineTargetOf(options.connection);
   const consumers = new Set<Consumer>();
-  const bundleSize = Math.max(1, Math.floor(options.bundleSize ?? DEFAULT_BUNDLE_SIZE));
+  // Without a bundleSize, a process that consumes bundles no more parts than it handles at once
+  // (a worker holds a bundle's parts until it has handled them all); one that only sends, 5.
+  let consumerConcurrency: number | undefined;
+  const bundleSizeNow = () => Math.max(1, Math.floor(options.bundleSize ?? Math.min(DEFAULT_BUNDLE_SIZE, consumerConcurrency ?? DEFAULT_BUNDLE_SIZE)));
   let closed = false;
   const add = (bulk: { name: string; data: BullmqJobData; opts: { jobId: string; delay?: number } }[], first: JobSpec): Promise<unknown> =>
     withDeadline(
@@ -201,6 +205,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
     async enqueue(jobs, enqueueOptions?: EnqueueOptions) {
       if (closed) throw new XreactorError('queue_closed', `cannot enqueue: queue "${name}" is closed`);
       if (jobs.length === 0) return;
+      const bundleSize = bundleSizeNow();
       const bundled = enqueueOptions?.bundle === true && bundleSize > 1 && jobs.length > 1 && jobs.every((spec) => !spec.delayMs);
       await add(bundled ? bundlesOf(jobs, bundleSize) : jobs.map((spec) => single(spec)), jobs[0]!);
     },
@@ -224,6 +229,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
         requeue: (specs) => add(specs.map((spec) => single(spec, backoffMs)), specs[0]!).then(() => undefined),
       });
       consumers.add(consumer);
+      consumerConcurrency = Math.max(consumerConcurrency ?? 1, consumeOptions.concurrency ?? 1);
       return {
         close: async (closeOptions) => {
           await consumer.close(closeOptions);

@@ -255,6 +255,16 @@ describe('bundles: the sibling jobs of one throw', () => {
     expect(handled.find((j) => j.id === jobs[3]!.id)).toEqual(jobs[3]);
   });
 
+  it('without a bundleSize, bundles by 5, and once the queue consumes, by no more than its highest consumer concurrency', async () => {
+    const sender = newQueue();
+    await sender.enqueue(throwOf(10, 'a.m'), { bundle: true });
+    expect((await stored(sender)).map(([, parts]) => parts)).toEqual([5, 5]);
+    const worker = newQueue();
+    consume(worker, recording().handler, 2);
+    await worker.enqueue(throwOf(4, 'b.m'), { bundle: true });
+    expect((await stored(worker)).filter(([id]) => String(id).includes('b.m.')).map(([, parts]) => parts)).toEqual([2, 2]);
+  });
+
   it('gives a list that differs in any part another id: a re-dispatch computed again from moved state is not dropped as a duplicate', async () => {
     const queue = newQueue({ bundleSize: 5 });
     const [a, b, c, d] = throwOf(4);
