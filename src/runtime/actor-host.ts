@@ -480,6 +480,7 @@ export class ActorHost<H extends HeldActor> {
         const found = await this.#deps.loadLeased(lease);
         if (found === 'missing') continue;
         if (found === 'busy') {
+          call.leftToOthers.add(id);
           await this.#deps.queue?.enqueue([{ id: jobId(id, 'wake', this.#deps.clock.now()), kind: 'advance', actor: { kind, id } }]);
           continue;
         }

@@ -29,11 +29,16 @@ export interface Call {
    * the call's outermost frame is done have their leases released.
    */
   readonly leased: Map<string, { readonly held: HeldActor; readonly resume: (call: Call) => Promise<void> }>;
+  /**
+   * Actors this call signalled and left to the process holding their lease (a wake job was
+   * queued for each): what follows from those signals happens there, not in this call.
+   */
+  readonly leftToOthers: Set<string>;
 }
 
 /** A new call. */
 export function newCall(signal: AbortSignal, place: Place): Call {
-  return { signal, place, active: new Map(), depth: new Map(), spawned: new Map(), woken: new Map(), leased: new Map() };
+  return { signal, place, active: new Map(), depth: new Map(), spawned: new Map(), woken: new Map(), leased: new Map(), leftToOthers: new Set() };
 }
 
 /** A frame of `call` starts advancing `held`. */

@@ -15,6 +15,7 @@ import { mapIdOf } from './map.js';
 import { isMapResultsRef, mapResultsOf } from './map-results.js';
 import type { Backend } from './backend.js';
 import { markStale } from './actor-host.js';
+import { newCall } from './call.js';
 import { statusOf } from './host.js';
 import type { CancelledResult, DispatchedResult, ExecutionView, FailedResult, MapProgress, RunResult } from './results.js';
 import { buildResult, returnsOf } from './results.js';
@@ -452,13 +453,14 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         if (receipt.landed.length === 0) throw new InvalidStateError(`cannot resume interrupt "${prepared.path.join('.')}": it was already resumed`);
       };
       const signal = signalFor(continueOptions.signal);
+      const call = newCall(signal, 'caller');
       // The lease before the signal: a sweep that finds the signal in the inbox finds the
       // execution leased too, and leaves the resume to this call rather than to a worker.
       const applied = await engine.withLease(prepared.owner, async (lease) => {
         await deliver();
         const { host, held } = await engine.load(prepared.owner);
         held.lease = lease;
-        await host.resume(held, [], signal, 'caller').catch(async (error: unknown) => {
+        await host.resume(held, [], signal, 'caller', call).catch(async (error: unknown) => {
           throw await cancelledMeanwhile(id, error);
         });
       });
@@ -468,7 +470,11 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
         await queue.enqueue([{ id: jobId(prepared.owner, 'resume', ...prepared.path), kind: 'advance', actor: { kind: 'execution', id: prepared.owner } }]);
       }
       const { definition, held } = await engine.load(id);
-      if (applied === undefined || held.inbox.entries.length > 0) {
+      // Left to another process: the resume (its lease was held), or a signal on the way up to the
+      // root (a parent's lease was held: a worker took it up, and may be advancing it right now).
+      const leftUpward = [...call.leftToOthers].some((actor) => prepared.owner.startsWith(`${actor}.`));
+      const elsewhere = applied === undefined || held.inbox.entries.length > 0 || leftUpward;
+      if (elsewhere) {
         engine.logger.info({ event: 'xreactor.resume.deferred', executionId: id, step: prepared.path, reason: 'run_busy' }, 'resume left to the process advancing the run');
         return { status: 'dispatched', executionId: id as ExecutionId, reason: 'run_busy' };
       }

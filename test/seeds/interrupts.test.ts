@@ -190,6 +190,46 @@ describe('seed interrupts', () => {
     await runtime.close();
   });
 
+  it("a resume applied in the composed child whose signal to the root is left to the root's lease holder answers dispatched (run_busy), even once that process has finished the root", async () => {
+    const clock = createTestClock();
+    const store = createMemoryStore({ clock });
+    const queue = createInProcessQueue({ mode: 'manual', clock });
+    const h = seedHarness();
+    const child = defineReactor({ name: 'signoff-busy' })
+      .step('prepare', rec(h, 'approval.prepare'))
+      .interrupt('managerSignOff', { waitFor: ['prepare'] })
+      .step('file', { waitFor: ['managerSignOff'], ...rec(h, 'approval.file') })
+      .build();
+    const reactor = defineReactor({ name: 'nested-approval-busy' })
+      .step('a', rec(h, 'a'))
+      .compose('approval', child, { waitFor: ['a'] })
+      .step('b', { waitFor: ['approval'], ...rec(h, 'b') })
+      .build();
+    // Another process holds the root's lease when the child's signal reaches it (a duplicate job
+    // that finds nothing to do): the wake job goes to the queue. That process lets go and a worker
+    // finishes the root, all before this continue reads the root again (the race forced here).
+    let root = '';
+    const enqueue = queue.enqueue.bind(queue);
+    queue.enqueue = async (jobs, options) => {
+      await enqueue(jobs, options);
+      if (root !== '' && jobs.some((job) => job.actor?.id === root)) {
+        await store.releaseLease(root, 'another-process');
+        await queue.drain();
+      }
+    };
+    const runtime = createRuntime({ store, queue, clock, logger: pino({ level: 'silent' }), worker: true });
+    const paused = await runtime.run(reactor, {});
+    expect(paused).toMatchObject({ status: 'paused' });
+    root = paused.executionId;
+    expect(await store.acquireLease(root, 'another-process', 60_000)).toBe(true);
+    const answer = await runtime.continue(root, { step: ['approval', 'managerSignOff'], payload: { ok: true } });
+    // The child's part ran here; the root's (b) ran in the worker: the answer says so.
+    expect(answer).toEqual({ status: 'dispatched', executionId: root, reason: 'run_busy' });
+    expect(h.events).toEqual(['run:a', 'run:approval.prepare', 'run:approval.file', 'run:b']);
+    expect(await runtime.awaitResult(root, { timeoutMs: 10 })).toMatchObject({ status: 'completed', value: { b: 'B' } });
+    await runtime.close();
+  });
+
   it('a sweep that looks at the run the moment the resume lands in its inbox finds it leased: the caller applies the resume, no worker does', async () => {
     const clock = createTestClock();
     const memory = createMemoryStore({ clock });
