@@ -29,6 +29,12 @@ export interface JobSpec {
    * timeout): whichever signal with the key lands first is the only one that ever lands.
    */
   readonly dedupeKey?: string;
+  /**
+   * Deliver `event` only to the actor at this revision: the event was computed from that state
+   * (a sweep's verdict, read from the actor and then from what it waits for). An actor that moved
+   * on since gets the job without the event (as a job with none); the next sweep looks again.
+   */
+  readonly ifRevision?: number;
   /** Deliver no sooner than this many milliseconds from now. */
   readonly delayMs?: number;
   /**

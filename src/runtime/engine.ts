@@ -403,10 +403,12 @@ export function createEngine(options: EngineOptions): Engine {
         await store.markActive(id, false);
         continue;
       }
+      // A delivered event is the verdict on this revision (the actor read, then what it waits for,
+      // in two reads): it applies only while the actor is still there.
       const event = decision.action === 'deliver' ? decision.event : undefined;
       // One id per revision and lease period: sweeps within a lease TTL add nothing, and a sweep
       // job that failed for good (its worker died on every delivery) never blocks a later sweep.
-      await queue.enqueue([{ id: jobId(id, 'sweep', loaded.revision, Math.floor(clock.now() / leaseTtlMs)), kind: 'advance', actor: { kind: loaded.snapshot.kind, id }, ...(event === undefined ? {} : { event }) }]);
+      await queue.enqueue([{ id: jobId(id, 'sweep', loaded.revision, Math.floor(clock.now() / leaseTtlMs)), kind: 'advance', actor: { kind: loaded.snapshot.kind, id }, ...(event === undefined ? {} : { event, ifRevision: loaded.revision }) }]);
       logger.info({ event: 'xreactor.sweeper.requeued', executionId: id, kind: loaded.snapshot.kind, status: statusOf(loaded.snapshot.kind, loaded.snapshot.value), revision: loaded.revision }, 'requeued an actor with no live lease');
       requeued += 1;
     }

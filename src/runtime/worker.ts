@@ -195,8 +195,11 @@ function actorJobHandler(engine: Engine, jobs: KindJobs): ActorJobHandler {
       // Signals that landed before this job's event come first (a unit's settle before the timeout
       // of the wait for it, a cancel before a timer): the event is delivered after them, and is
       // ignored if they moved the actor on. (The kernel applies a handed-pending inbox before the next event.)
-      if (job.event !== undefined && held.inbox.entries.length > 0) held.handedPending = true;
-      if (job.event !== undefined && (await loop.drive(held as never, job.event, newCall(signal, 'worker')))) return;
+      // An event computed from an earlier revision (a sweep's verdict) is not applied to a later state.
+      const event = job.ifRevision === undefined || job.ifRevision === held.revision ? job.event : undefined;
+      if (event === undefined && job.event !== undefined) log.debug({ event: 'xreactor.job.event_stale', executionId: id, type: job.event.type, ifRevision: job.ifRevision, revision: held.revision }, 'job event computed from an earlier state; not delivered');
+      if (event !== undefined && held.inbox.entries.length > 0) held.handedPending = true;
+      if (event !== undefined && (await loop.drive(held as never, event, newCall(signal, 'worker')))) return;
       await loop.resume(held as never, outbox, newCall(signal, 'worker'));
     } finally {
       await lease.end();

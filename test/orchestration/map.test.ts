@@ -157,6 +157,21 @@ function expectRolledBack(ledger: Ledger, plan: { n: number; failAt: number; pat
   return completed;
 }
 
+/**
+ * `check`, and when it throws, the same error with the map's diagnosis appended, naming the
+ * elements that ran and were not undone (their state, trace and rollback actors).
+ */
+async function withDiagnosis<T>(mapId: string, ledger: Ledger, n: number, check: () => T): Promise<T> {
+  try {
+    return check();
+  } catch (error) {
+    const path = mapId.split('.').slice(1).join('.');
+    const leftInPlace = Array.from({ length: n }, (_, i) => i).filter((i) => ledger.runs.has(`run:${path}.${i}/e`) && !ledger.runs.has(`undo:${path}.${i}/e`) && !ledger.runs.has(`compensate:${path}.${i}/e`));
+    if (error instanceof Error) error.message += `\n${await diagnoseMap(env, mapId, leftInPlace)}`;
+    throw error;
+  }
+}
+
 /** The bodies of the owners (not of elements), sorted: the same set as the reference's. */
 const ownerBodies = (ledger: Ledger) => [...ledger.runs.keys()].filter((b) => !/(^|:|\.)m\.[0-9]+\//.test(b)).sort();
 
@@ -471,7 +486,7 @@ describe('chaos: worker processes SIGKILLed while a fan-out map runs forward and
       expectRolledBack(refLedger, { n, failAt: variant === 'last' ? n - 1 : -1, path: 'm' }, new Set(), `${why} (reference)`);
 
       const ledger = ledgerOf(await env.effects(id));
-      const completed = expectRolledBack(ledger, { n, failAt: variant === 'last' ? n - 1 : -1, path: 'm' }, killed, why);
+      const completed = await withDiagnosis(mapId, ledger, n, () => expectRolledBack(ledger, { n, failAt: variant === 'last' ? n - 1 : -1, path: 'm' }, killed, why));
       expect(ownerBodies(ledger), why).toEqual(ownerBodies(refLedger));
       for (const body of ['run:/a', 'undo:/a']) expect(ledger.runs.get(body), `${why}: ${body}`).toHaveLength(1);
       expect(ledger.last.get('undo:/a'), `${why}: undo:/a is the last effect`).toBe(Math.max(...ledger.last.values()));

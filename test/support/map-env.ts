@@ -191,7 +191,7 @@ const BUCKET = 1_024;
  * its stats, and the first positions that have not reported (forward, and in its rollback) with
  * each one's actor, lease and start job; the queue's counts; the workers' last warnings.
  */
-export async function diagnoseMap(env: MapEnv, mapId: string): Promise<string> {
+export async function diagnoseMap(env: MapEnv, mapId: string, elements: readonly number[] = []): Promise<string> {
   const lines: string[] = [];
   const safe = async (what: string, f: () => Promise<unknown>) => {
     try {
@@ -242,6 +242,21 @@ export async function diagnoseMap(env: MapEnv, mapId: string): Promise<string> {
     for (const index of await unreported(forward, mapKeys.outcomes)) await safe(`element ${index} not reported`, () => actor(`${mapId}.${index}`));
     if (stats.rollback.target !== null) {
       for (const position of await unreported(stats.rollback.target, mapKeys.rollbackOutcomes)) await safe(`rollback position ${position} not reported`, () => actor(`${mapId}.rb-${position}`));
+    }
+  }
+  if (elements.length > 0) {
+    // Elements named by the caller (e.g. one left in place): their state and trace, their place
+    // in the started list and the rollback actor at that position.
+    const started = await env.redis.lrange(keys.mapKeys(mapId).started, 0, -1);
+    for (const index of elements.slice(0, 4)) {
+      await safe(`element ${index}`, async () => {
+        const id = `${mapId}.${index}`;
+        const view = await env.runtime.find(id);
+        const entries = started.flatMap((entry, k) => (entry === String(index) ? [k] : []));
+        const positions = entries.map((k) => started.length - 1 - k);
+        const rollbackActors = await Promise.all(positions.map(async (position) => ({ position, ...(await actor(`${mapId}.rb-${position}`)), context: (await env.store.load(`${mapId}.rb-${position}`))?.snapshot.context })));
+        return { ...(await actor(id)), status: view.status, undoStack: view.undoStack.length, trace: view.trace.slice(-12), startedEntries: entries, startedLength: started.length, rollbackActors };
+      });
     }
   }
   await safe('queue', () => queue.getJobCounts('wait', 'active', 'delayed', 'failed', 'completed', 'prioritized'));

@@ -209,4 +209,62 @@ describe('fan-out map recovery', () => {
     expect(log.filter((l) => l.startsWith('undo:'))).toEqual(['undo:0']);
     expect(await w.runtime.awaitResult(started.executionId, { timeoutMs: 10 })).toMatchObject({ status: 'failed', step: 'm', message: 'element 1 failed' });
   });
+
+  it("a sweep's verdict read before the owner moved on is not applied to the state it moved to: the map's forward end, seen by a sweep, does not end the owner's later wait for the map's rollback", async () => {
+    const log: string[] = [];
+    const time = createTestClock();
+    const memory = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const element = defineReactor({ name: 'late-verdict-element' })
+      .step('e', { run: (i: unknown) => (log.push(`run:${String(i)}`), i), undo: (_r: unknown, i: unknown) => void log.push(`undo:${String(i)}`) })
+      .build();
+    const reactor = defineReactor({ name: 'late-verdict', input })
+      .step('a', { run: () => 'A', undo: () => void log.push('undo:a') })
+      .map('m', element, { waitFor: ['a'], source: ({ input }) => input('items'), fanOut: true, batchSize: 3 })
+      .step('b', { waitFor: ['m'], run: () => fail(new Error('b failed')) })
+      .build();
+    const runtime = createRuntime({ store: memory, queue, clock: time, logger, worker: true, leaseTtlMs: LEASE_TTL_MS });
+    const { executionId: owner } = await runtime.run(reactor, { items: items(3) });
+    const mapId = `${owner}.m`;
+    await queue.drainRounds({ only: ['map-settle'] });
+    expect((await memory.load(owner))?.snapshot.value).toEqual({ running: 'awaiting' });
+    // A sweeper reads the owner (awaiting the map, its lease free, nothing in its inbox) and then
+    // the map: the map's forward end lands between the two reads (forced here).
+    let reachedLook!: () => void;
+    const lookReached = new Promise<void>((resolve) => (reachedLook = resolve));
+    let releaseLook!: () => void;
+    const lookReleased = new Promise<void>((resolve) => (releaseLook = resolve));
+    let last = '';
+    const sweeperStore: Store = {
+      ...memory,
+      load: async (id, options) => {
+        if (id === mapId && last === owner) {
+          reachedLook();
+          await lookReleased;
+        }
+        last = id;
+        return memory.load(id, options);
+      },
+    };
+    const sweeper = createRuntime({ store: sweeperStore, queue, clock: time, logger, worker: false, leaseTtlMs: LEASE_TTL_MS });
+    const sweeping = sweeper.sweepOnce();
+    await lookReached;
+    // Meanwhile the elements complete and the map ends; the owner is held by another process
+    // then (a job that finds nothing to do), so it is woken by a job, not in the map's call.
+    expect(await memory.acquireLease(owner, 'another-process', 60_000)).toBe(true);
+    await queue.drainRounds({ only: ['map-element', 'map-settle'] });
+    expect((await memory.load(mapId))?.snapshot.value).toBe('completed');
+    releaseLook();
+    await sweeping;
+    await memory.releaseLease(owner, 'another-process');
+    // The owner's wake comes first: b fails, the owner undoes the map and waits for its rollback;
+    // then the sweep's job, with the map's forward end, finds the owner in that wait.
+    expect(queue.pending({ purpose: 'execution-advance' }).map((j) => j.event?.type ?? 'wake')).toEqual(['wake', 'xreactor.child.settled']);
+    await queue.drainRounds();
+    expect(log.slice(0, 3).sort()).toEqual(['run:0', 'run:1', 'run:2']);
+    expect(log.slice(3)).toEqual(['undo:2', 'undo:1', 'undo:0', 'undo:a']);
+    expect(await runtime.awaitResult(owner, { timeoutMs: 10 })).toMatchObject({ status: 'failed', step: 'b', message: 'b failed', rollbackFailures: [] });
+    expect(queue.failed()).toEqual([]);
+    await Promise.all([runtime.close(), sweeper.close()]);
+  });
 });
