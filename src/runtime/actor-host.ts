@@ -421,7 +421,11 @@ export class ActorHost<H extends HeldActor> {
     // accept (an undo after its end) is applied under the lease taken again, or by its holder.
     // (One settled for good accepts none: its entries are discarded, fenced by its revision.)
     if (held.lease !== undefined && !held.lease.held && !this.#settledForGood(held) && held.inbox.entries.some((e) => !held.declined.has(e.seq))) {
-      if (!(await held.lease.retake())) return false;
+      if (!(await held.lease.retake())) {
+        // Its new holder applies them.
+        call.leftToOthers.add(held.id);
+        return false;
+      }
     }
     for (const entry of held.inbox.entries) {
       if (held.declined.has(entry.seq)) continue;

@@ -472,7 +472,9 @@ export function createRuntime(options: RuntimeOptions = {}): Runtime {
       const { definition, held } = await engine.load(id);
       // Left to another process: the resume (its lease was held), or a signal on the way up to the
       // root (a parent's lease was held: a worker took it up, and may be advancing it right now).
-      const leftUpward = [...call.leftToOthers].some((actor) => prepared.owner.startsWith(`${actor}.`));
+      // (Between the interrupt's owner and the execution continued: an async reactor's child
+      // continued by its own id signals its owner, which is not part of this answer.)
+      const leftUpward = [...call.leftToOthers].some((actor) => (actor === id || actor.startsWith(`${id}.`)) && prepared.owner.startsWith(`${actor}.`));
       const elsewhere = applied === undefined || held.inbox.entries.length > 0 || leftUpward;
       if (elsewhere) {
         engine.logger.info({ event: 'xreactor.resume.deferred', executionId: id, step: prepared.path, reason: 'run_busy' }, 'resume left to the process advancing the run');

@@ -137,6 +137,10 @@ function actorJobHandler(engine: Engine, jobs: KindJobs): ActorJobHandler {
   return async (delivered, signal) => {
     let job = delivered;
     const id = job.actor.id;
+    if (job.ifRevision !== undefined && (job.dedupeKey !== undefined || job.handoff !== undefined)) {
+      // Those deliver before the revision could be checked: the fence would not hold.
+      throw new JobRejectedError(`job ${job.id} for ${noun} ${id} names ifRevision with ${job.dedupeKey !== undefined ? 'dedupeKey' : 'handoff'}: an event fenced by revision is delivered directly, not through the inbox or a carried state; drop one of them`);
+    }
     if (job.dedupeKey !== undefined && job.event !== undefined) {
       // A signal crossing processes (an interrupt timeout, a continue left to a worker): it lands
       // in the actor's inbox at most once per key; then the job applies the inbox like any wake.

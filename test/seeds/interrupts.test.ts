@@ -230,6 +230,35 @@ describe('seed interrupts', () => {
     await runtime.close();
   });
 
+  it("an async reactor's child continued by its own id answers its own outcome, though its signal to the owner is left to the owner's lease holder", async () => {
+    const clock = createTestClock();
+    const store = createMemoryStore({ clock });
+    const queue = createInProcessQueue({ mode: 'manual', clock });
+    const h = seedHarness();
+    const kid = defineReactor({ name: 'kid-with-approval' })
+      .step('prepare', rec(h, 'kid.prepare'))
+      .interrupt('approval', { waitFor: ['prepare'] })
+      .step('file', { waitFor: ['approval'], ...rec(h, 'kid.file') })
+      .build();
+    const reactor = defineReactor({ name: 'async-owner' })
+      .step('a', rec(h, 'a'))
+      .asyncReactor('kid', kid, { waitFor: ['a'] })
+      .build();
+    const runtime = createRuntime({ store, queue, clock, logger: pino({ level: 'silent' }), worker: true });
+    const { executionId: owner } = await runtime.run(reactor, {});
+    await queue.drain();
+    const child = `${owner}.kid`;
+    expect((await runtime.find(child)).status).toBe('paused');
+    // Another process holds the owner's lease as the child settles: the owner's part is left to it.
+    expect(await store.acquireLease(owner, 'another-process', 60_000)).toBe(true);
+    const answer = await runtime.continue(child, { step: 'approval', payload: { ok: true } });
+    expect(answer).toMatchObject({ status: 'completed', executionId: child, value: { file: 'KID.FILE' } });
+    expect(h.events).toEqual(['run:a', 'run:kid.prepare', 'run:kid.file']);
+    await store.releaseLease(owner, 'another-process');
+    await queue.drain();
+    await runtime.close();
+  });
+
   it('a sweep that looks at the run the moment the resume lands in its inbox finds it leased: the caller applies the resume, no worker does', async () => {
     const clock = createTestClock();
     const memory = createMemoryStore({ clock });

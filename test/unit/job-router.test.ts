@@ -27,6 +27,21 @@ describe('jobs address actors: the router', () => {
     await worker.close();
   });
 
+  it('a job that fences its event by revision and also delivers it through the inbox (dedupeKey) fails at once, naming both, and lands nothing', async () => {
+    const { store, queue, caller, reactor, worker } = world();
+    expect(await caller.run(reactor, {})).toMatchObject({ status: 'dispatched' });
+    const before = await store.load('run1');
+    await queue.enqueue([{ id: 'fenced-1', kind: 'advance', actor: { kind: 'execution', id: 'run1' }, event: { type: 'xreactor.timer.fired', at: 0 }, dedupeKey: 'k', ifRevision: 1 }]);
+    queue.reorder(['fenced-1']);
+    await queue.runNext();
+    const failed = queue.failed().find((f) => f.job.id === 'fenced-1');
+    expect(failed?.attempts).toBe(1);
+    expect(failed?.error).toBeInstanceOf(JobRejectedError);
+    expect(String((failed!.error as Error).message)).toMatch(/job fenced-1 .* names ifRevision with dedupeKey/);
+    expect((await store.load('run1'))?.inbox.entries).toEqual(before?.inbox.entries);
+    await worker.close();
+  });
+
   it('a job for an actor kind this build does not know is retried, and the actor is left untouched and listed', async () => {
     const { store, queue, caller, reactor, worker } = world();
     expect(await caller.run(reactor, {})).toMatchObject({ status: 'dispatched' });
