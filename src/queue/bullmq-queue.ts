@@ -90,7 +90,7 @@ export interface BullmqQueueOptions {
    * A worker holds a bundle's parts until it has handled them all: with workers of concurrency
    * below the bundle size, a throw's last bundle runs part after part in one worker while others
    * may be idle; keep it no larger than the workers' concurrency.
-   * @defaultValue 5, or, once this queue consumes, the highest concurrency of its consumers when lower
+   * @defaultValue 5, or, while this queue consumes, the highest concurrency of its open consumers when lower
    * (the throws are sent by the workers that advance the maps)
    */
   readonly bundleSize?: number;
@@ -182,11 +182,11 @@ export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
   bullQueue.on('error', (error) => onError(error));
   const timeoutMs = options.timeoutMs ?? DEFAULT_REDIS_TIMEOUT_MS;
   const target = deadlineTargetOf(options.connection);
-  const consumers = new Set<Consumer>();
+  // Each consumer of this queue, with its concurrency.
+  const consumers = new Map<Consumer, number>();
   // Without a bundleSize, a process that consumes bundles no more parts than it handles at once
   // (a worker holds a bundle's parts until it has handled them all); one that only sends, 5.
-  let consumerConcurrency: number | undefined;
-  const bundleSizeNow = () => Math.max(1, Math.floor(options.bundleSize ?? Math.min(DEFAULT_BUNDLE_SIZE, consumerConcurrency ?? DEFAULT_BUNDLE_SIZE)));
+  const bundleSizeNow = () => Math.max(1, Math.floor(options.bundleSize ?? (consumers.size === 0 ? DEFAULT_BUNDLE_SIZE : Math.min(DEFAULT_BUNDLE_SIZE, Math.max(...consumers.values())))));
   let closed = false;
   const add = (bulk: { name: string; data: BullmqJobData; opts: { jobId: string; delay?: number } }[], first: JobSpec): Promise<unknown> =>
     withDeadline(
@@ -228,8 +228,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
         // A part of a bundle that failed to be handled is added again alone, after the first backoff.
         requeue: (specs) => add(specs.map((spec) => single(spec, backoffMs)), specs[0]!).then(() => undefined),
       });
-      consumers.add(consumer);
-      consumerConcurrency = Math.max(consumerConcurrency ?? 1, consumeOptions.concurrency ?? 1);
+      consumers.set(consumer, Math.max(1, consumeOptions.concurrency ?? 1));
       return {
         close: async (closeOptions) => {
           await consumer.close(closeOptions);
@@ -241,7 +240,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
     async close() {
       if (closed) return;
       closed = true;
-      await Promise.all([...consumers].map((consumer) => consumer.close()));
+      await Promise.all([...consumers.keys()].map((consumer) => consumer.close()));
       consumers.clear();
       await bullQueue.close();
     },

@@ -263,6 +263,13 @@ describe('bundles: the sibling jobs of one throw', () => {
     consume(worker, recording().handler, 2);
     await worker.enqueue(throwOf(4, 'b.m'), { bundle: true });
     expect((await stored(worker)).filter(([id]) => String(id).includes('b.m.')).map(([, parts]) => parts)).toEqual([2, 2]);
+    // A second consumer at 3: the highest counts; once it is closed, the first one's again.
+    const second = consume(worker, recording().handler, 3);
+    await worker.enqueue(throwOf(6, 'c.m'), { bundle: true });
+    expect((await stored(worker)).filter(([id]) => String(id).includes('c.m.')).map(([, parts]) => parts)).toEqual([3, 3]);
+    await second.close();
+    await worker.enqueue(throwOf(6, 'd.m'), { bundle: true });
+    expect((await stored(worker)).filter(([id]) => String(id).includes('d.m.')).map(([, parts]) => parts)).toEqual([2, 2, 2]);
   });
 
   it('gives a list that differs in any part another id: a re-dispatch computed again from moved state is not dropped as a duplicate', async () => {
