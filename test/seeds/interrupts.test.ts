@@ -27,6 +27,23 @@ function approvalFlow(h: H, c: 'ok' | 'fail' = 'ok', maxAttempts = 1) {
     .build();
 }
 
+/** A manual in-process queue, a memory store and a test clock, for tests that drive the jobs by hand. */
+function manualWorld() {
+  const clock = createTestClock();
+  const store = createMemoryStore({ clock });
+  const queue = createInProcessQueue({ mode: 'manual', clock });
+  return { clock, store, queue };
+}
+
+/** A child reactor that pauses at interrupt `signOff` between two steps (their effects recorded as `<prefix>.prepare`, `<prefix>.file`). */
+function pausingChild(h: H, name: string, prefix: string) {
+  return defineReactor({ name })
+    .step('prepare', rec(h, `${prefix}.prepare`))
+    .interrupt('signOff', { waitFor: ['prepare'] })
+    .step('file', { waitFor: ['signOff'], ...rec(h, `${prefix}.file`) })
+    .build();
+}
+
 describe('seed interrupts', () => {
   it('S-intr-01: a run pauses at the interrupt; after continue, c fails and a (before the pause) is undone', async () => {
     const h = seedHarness();
@@ -172,9 +189,7 @@ describe('seed interrupts', () => {
   });
 
   it('a resume that finds the run busy in another process is handed to a worker (dispatched, run_busy)', async () => {
-    const clock = createTestClock();
-    const store = createMemoryStore({ clock });
-    const queue = createInProcessQueue({ mode: 'manual', clock });
+    const { clock, store, queue } = manualWorld();
     const runtime = createRuntime({ store, queue, clock, logger: pino({ level: 'silent' }), worker: true });
     const h = seedHarness();
     const reactor = approvalFlow(h);
@@ -191,15 +206,9 @@ describe('seed interrupts', () => {
   });
 
   it("a resume applied in the composed child whose signal to the root is left to the root's lease holder answers dispatched (run_busy), even once that process has finished the root", async () => {
-    const clock = createTestClock();
-    const store = createMemoryStore({ clock });
-    const queue = createInProcessQueue({ mode: 'manual', clock });
+    const { clock, store, queue } = manualWorld();
     const h = seedHarness();
-    const child = defineReactor({ name: 'signoff-busy' })
-      .step('prepare', rec(h, 'approval.prepare'))
-      .interrupt('managerSignOff', { waitFor: ['prepare'] })
-      .step('file', { waitFor: ['managerSignOff'], ...rec(h, 'approval.file') })
-      .build();
+    const child = pausingChild(h, 'signoff-busy', 'approval');
     const reactor = defineReactor({ name: 'nested-approval-busy' })
       .step('a', rec(h, 'a'))
       .compose('approval', child, { waitFor: ['a'] })
@@ -222,7 +231,7 @@ describe('seed interrupts', () => {
     expect(paused).toMatchObject({ status: 'paused' });
     root = paused.executionId;
     expect(await store.acquireLease(root, 'another-process', 60_000)).toBe(true);
-    const answer = await runtime.continue(root, { step: ['approval', 'managerSignOff'], payload: { ok: true } });
+    const answer = await runtime.continue(root, { step: ['approval', 'signOff'], payload: { ok: true } });
     // The child's part ran here; the root's (b) ran in the worker: the answer says so.
     expect(answer).toEqual({ status: 'dispatched', executionId: root, reason: 'run_busy' });
     expect(h.events).toEqual(['run:a', 'run:approval.prepare', 'run:approval.file', 'run:b']);
@@ -231,15 +240,9 @@ describe('seed interrupts', () => {
   });
 
   it("an async reactor's child continued by its own id answers its own outcome, though its signal to the owner is left to the owner's lease holder", async () => {
-    const clock = createTestClock();
-    const store = createMemoryStore({ clock });
-    const queue = createInProcessQueue({ mode: 'manual', clock });
+    const { clock, store, queue } = manualWorld();
     const h = seedHarness();
-    const kid = defineReactor({ name: 'kid-with-approval' })
-      .step('prepare', rec(h, 'kid.prepare'))
-      .interrupt('approval', { waitFor: ['prepare'] })
-      .step('file', { waitFor: ['approval'], ...rec(h, 'kid.file') })
-      .build();
+    const kid = pausingChild(h, 'kid-with-approval', 'kid');
     const reactor = defineReactor({ name: 'async-owner' })
       .step('a', rec(h, 'a'))
       .asyncReactor('kid', kid, { waitFor: ['a'] })
@@ -251,7 +254,7 @@ describe('seed interrupts', () => {
     expect((await runtime.find(child)).status).toBe('paused');
     // Another process holds the owner's lease as the child settles: the owner's part is left to it.
     expect(await store.acquireLease(owner, 'another-process', 60_000)).toBe(true);
-    const answer = await runtime.continue(child, { step: 'approval', payload: { ok: true } });
+    const answer = await runtime.continue(child, { step: 'signOff', payload: { ok: true } });
     expect(answer).toMatchObject({ status: 'completed', executionId: child, value: { file: 'KID.FILE' } });
     expect(h.events).toEqual(['run:a', 'run:kid.prepare', 'run:kid.file']);
     await store.releaseLease(owner, 'another-process');
@@ -260,9 +263,7 @@ describe('seed interrupts', () => {
   });
 
   it('a sweep that looks at the run the moment the resume lands in its inbox finds it leased: the caller applies the resume, no worker does', async () => {
-    const clock = createTestClock();
-    const memory = createMemoryStore({ clock });
-    const queue = createInProcessQueue({ mode: 'manual', clock });
+    const { clock, store: memory, queue } = manualWorld();
     const h = seedHarness();
     const reactor = approvalFlow(h);
     // A worker's sweep runs right after the signal lands, before the resume goes on (the race a
@@ -288,9 +289,7 @@ describe('seed interrupts', () => {
   });
 
   it('active timeout: a delayed job fails the run when the pause lasts too long', async () => {
-    const clock = createTestClock();
-    const store = createMemoryStore({ clock });
-    const queue = createInProcessQueue({ mode: 'manual', clock });
+    const { clock, store, queue } = manualWorld();
     const events: string[] = [];
     const runtime = createRuntime({ store, queue, clock, logger: pino({ level: 'silent' }), worker: true });
     const reactor = defineReactor({ name: 'active-timeout' })
