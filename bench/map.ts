@@ -9,7 +9,7 @@
  *     BENCH_ELEMENTS=1000   BENCH_WORKERS=1,4   BENCH_CONCURRENCY=10   BENCH_WARMUP=200
  *     BENCH_LARGE=10000 (0: skip)   BENCH_LARGE_ROUNDS=1
  *     BENCH_INLINE_ELEMENTS=1000 (sizes of the inline reference, default BENCH_ELEMENTS; 0: skip it)   BENCH_MAP_BATCH_SIZE=50
- *     BENCH_ACCOUNTING=0 (skip the store-call accounting pass)   BENCH_LOG_LEVEL=info (the workers')
+ *     BENCH_ACCOUNTING=0 (skip the store-call accounting pass)   BENCH_PROFILE_DIR=<dir> (keep its profiles there)   BENCH_LOG_LEVEL=info (the workers')
  *     BENCH_JSON=<file>
  *
  * One private redis-server (no persistence). Per worker count W (1, then 4):
@@ -46,7 +46,7 @@
  * the same phase. Targets (issue): forward ≤ 1.5× the bare flow, rollback ≤ 2× the bare flow.
  * A benchmark reports, it never gates: the exit code is always 0.
  */
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -559,8 +559,12 @@ async function main(): Promise<void> {
     // ---- accounting: store calls per element and the worker's CPU profile, one worker whose store counts its calls
     const profiles: { kind: string; summary: ProfileSummary; cpuS: number; ms: number }[] = [];
     if (ACCOUNTING) {
-      const profileDir = mkdtempSync(join(tmpdir(), 'xreactor-map-prof-'));
-      closers.push(async () => rmSync(profileDir, { recursive: true, force: true }));
+      const keepProfile = process.env['BENCH_PROFILE_DIR'];
+      // The directory to keep profiles in is made when missing.
+      if (keepProfile !== undefined) mkdirSync(keepProfile, { recursive: true });
+      const profileDir = mkdtempSync(keepProfile !== undefined ? join(keepProfile, 'map-') : join(tmpdir(), 'xreactor-map-prof-'));
+      if (keepProfile === undefined) closers.push(async () => rmSync(profileDir, { recursive: true, force: true }));
+      else console.log(`profiles kept in ${profileDir}`);
       for (const kind of ['forward', 'rollback'] as const) {
         const prefix = `mapacc-${kind}`;
         const queueName = `bench-map-acc-${kind}`;

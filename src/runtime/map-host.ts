@@ -517,16 +517,21 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
       if (call.place === 'worker') throw new WorkInterruptedError(held.id, text);
       return { type: 'xreactor.execution.abort', at: clock.now(), reason: text };
     }
-    const gate = await store.readMapGate(held.id);
-    if (gate.stop !== undefined) return { type: 'xreactor.map.stop', at: clock.now(), throw: p.throw, stop: parseStop(gate.stop) };
     const step = this.#stepOf(context);
     const map = step.map!;
+    // A stored source's window is read alongside the gate (one round trip instead of two); it goes
+    // unused when the gate is closed. A paging function is called only once the gate is open.
+    const stored = map.source.kind === 'source' && p.size > 0 ? store.readMapSource(held.id, p.from, p.size) : undefined;
+    // Its failure, if any, is met where the window is used (below); unused, it is dropped.
+    stored?.catch(() => undefined);
+    const gate = await store.readMapGate(held.id);
+    if (gate.stop !== undefined) return { type: 'xreactor.map.stop', at: clock.now(), throw: p.throw, stop: parseStop(gate.stop) };
     let items: readonly unknown[];
     let exhausted: boolean;
     let total: number | null = context.total;
     try {
       if (map.source.kind === 'source') {
-        items = p.size === 0 ? [] : await store.readMapSource(held.id, p.from, p.size);
+        items = stored === undefined ? [] : await stored;
         exhausted = total === null ? items.length < p.size : p.from + items.length >= total;
       } else {
         const source = map.source;

@@ -11,6 +11,8 @@ import {
   RecordedError,
   serializeError,
 } from '../../src/serialization/index.js';
+import { FastPacker } from '../../src/serialization/fast-pack.js';
+import { packrEncode } from '../../src/serialization/packr.js';
 
 const RUNS = { numRuns: 250 };
 
@@ -126,6 +128,71 @@ describe('encode/decode', () => {
       }),
       RUNS,
     );
+  });
+});
+
+describe('encode: the fast writer writes the Packr\'s bytes', () => {
+  const same = (value: unknown) => {
+    let expected: Buffer | Error;
+    try {
+      expected = Buffer.from(packrEncode(value));
+    } catch (error) {
+      expected = error as Error;
+    }
+    if (expected instanceof Error) {
+      expect(() => encode(value)).toThrow(expected.constructor);
+      return;
+    }
+    const got = encode(value);
+    expect(Buffer.isBuffer(got)).toBe(true);
+    expect(Buffer.from(got).toString('hex')).toBe(expected.toString('hex'));
+  };
+
+  it('for nested data with dates, undefined members, bigints, floats, unicode and errors', () => {
+    const errorLeaf = fc.oneof(xreactorError, userError.map((u) => u.error));
+    fc.assert(fc.property(dataOf(fc.oneof(leaf, errorLeaf)), same), RUNS);
+  });
+
+  it('for anything fast-check makes (maps, sets, typed arrays, sparse arrays, null prototypes)', () => {
+    const anything = fc.anything({ withBigInt: true, withBoxedValues: true, withDate: true, withMap: true, withSet: true, withTypedArray: true, withNullPrototype: true, withSparseArray: true, withObjectString: true, withUnicodeString: true });
+    fc.assert(fc.property(anything, same), RUNS);
+  });
+
+  it('at every header and number boundary', () => {
+    const ascii = (n: number) => 'a'.repeat(n);
+    for (const n of [0, 1, 7, 8, 9, 31, 32, 33, 63, 64, 255, 256, 65_535, 65_536]) {
+      same(ascii(n));
+      same(`${ascii(Math.max(0, n - 1))}é`);
+      same(`${ascii(Math.max(0, n - 1))}\ud800`);
+      same(`${ascii(Math.max(0, n - 2))}😀`);
+      same({ [ascii(n)]: n, [`${ascii(n)}é`]: n });
+    }
+    const numbers = [0, -0, 1, 0x7f, 0x80, 0xff, 0x100, 0xffff, 0x10000, 2 ** 32 - 1, 2 ** 32, -1, -0x20, -0x21, -0x80, -0x81, -0x8000, -0x8001, -(2 ** 31), -(2 ** 31) - 1];
+    for (const n of [...numbers, 0.5, -1.5, 1e300, Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, Number.NaN, Infinity, -Infinity]) same(n);
+    for (const n of [0, 1, 15, 16, 17, 65_535, 65_536]) {
+      same(Array.from({ length: n }, (_, i) => i));
+      same(Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, i])));
+    }
+    same([true, false, null, undefined, new Date(5), 10n, new Set([1]), new Map([['a', 1]]), new Uint8Array([1, 2]), Buffer.from('hi'), { constructor: 'x' }, Object.create(null)]);
+  });
+
+  it('keeps the bytes it returned when later values are written (also past a full pool), and caches the right bytes of keys', () => {
+    // A writer of its own: its key cache starts empty, whatever the other tests wrote.
+    const packer = new FastPacker(packrEncode);
+    const check = (value: unknown) => expect(Buffer.from(packer.pack(value)).toString('hex')).toBe(Buffer.from(packrEncode(value)).toString('hex'));
+    const first = packer.pack({ executionId: 'run-1', cursor: 1 });
+    const copy = Buffer.from(first);
+    // Thousands of new keys of 8 to 70 characters fill the pool again and again, so some key is
+    // written when the pool is replaced; its cached bytes are used the second time.
+    const big = Array.from({ length: 2_000 }, (_, i) => ({ [`name-${i}-${'k'.repeat(i % 63)}`]: 'x'.repeat(i % 70), index: i }));
+    check(big);
+    check(big);
+    expect(Buffer.from(first).equals(copy)).toBe(true);
+    check({ executionId: 'run-1', cursor: 1 });
+    // Past its key cache's size, new keys are written and not kept.
+    const many = Object.fromEntries(Array.from({ length: 5_000 }, (_, i) => [`many-${i}`, i]));
+    check(many);
+    check(many);
   });
 });
 
