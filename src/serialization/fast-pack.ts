@@ -33,6 +33,8 @@ export class FastPacker {
   /** Where the value being written starts, and the next byte to write. */
   #start = 0;
   #at = 0;
+  /** A value is being written (see {@link pack}). */
+  #writing = false;
 
   constructor(fallback: FallbackPack) {
     this.#fallback = fallback;
@@ -43,15 +45,24 @@ export class FastPacker {
    * `packr.pack` returns a view of its own buffer).
    */
   pack(value: unknown): Buffer {
+    if (this.#writing) {
+      // Called again while writing a value (a toJSON the generic encoder calls may encode):
+      // the generic encoder writes this one, and the value in progress stays where it is.
+      const bytes = this.#fallback(value);
+      return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    }
     // Word-aligned starts, as msgpackr does; a pool too full for a small value is replaced.
     this.#start = (this.#at + 7) & ~7;
     if (this.#pool.length - this.#start < 1024) this.#replace(POOL_BYTES, 0);
     this.#at = this.#start;
+    this.#writing = true;
     try {
       this.#value(value);
     } catch (error) {
       this.#at = this.#start;
       throw error;
+    } finally {
+      this.#writing = false;
     }
     return this.#pool.subarray(this.#start, this.#at);
   }

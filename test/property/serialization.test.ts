@@ -176,6 +176,17 @@ describe('encode: the fast writer writes the Packr\'s bytes', () => {
     same([true, false, null, undefined, new Date(5), 10n, new Set([1]), new Map([['a', 1]]), new Uint8Array([1, 2]), Buffer.from('hi'), { constructor: 'x' }, Object.create(null)]);
   });
 
+  it('writes a value whose toJSON encodes another value (a call made while writing)', () => {
+    class Wrapped {
+      constructor(readonly inner: unknown) {}
+      toJSON(): unknown {
+        return { inner: Buffer.from(encode(this.inner)).toString('hex') };
+      }
+    }
+    same({ before: 'a', wrapped: new Wrapped({ deep: [1, 'two'] }), after: 'b' });
+    expect(decode(encode({ wrapped: new Wrapped('x') }))).toEqual({ wrapped: { inner: Buffer.from(packrEncode('x')).toString('hex') } });
+  });
+
   it('keeps the bytes it returned when later values are written (also past a full pool), and caches the right bytes of keys', () => {
     // A writer of its own: its key cache starts empty, whatever the other tests wrote.
     const packer = new FastPacker(packrEncode);
