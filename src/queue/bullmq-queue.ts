@@ -287,22 +287,26 @@ function createConsumer(handler: JobHandler, options: ConsumeOptions, context: C
       // The callback's own failure has nowhere better to go.
     }
   };
-  const handle = (spec: JobSpec, bullSignal: AbortSignal | undefined) =>
-    permits.with(async () => {
-      const controller = new AbortController();
-      const forward = () => controller.abort(bullSignal?.reason);
-      bullSignal?.addEventListener('abort', forward, { once: true });
-      // A part that waited for its permit may find BullMQ's cancellation fired meanwhile.
-      if (bullSignal?.aborted === true) forward();
-      controllers.add(controller);
-      if (forced) controller.abort(forced);
-      try {
-        await handler(spec, controller.signal);
-      } finally {
-        controllers.delete(controller);
-        bullSignal?.removeEventListener('abort', forward);
-      }
-    });
+  /**
+   * `work` with the signal the handlers of one BullMQ job get (a bundle's parts share it): it
+   * aborts on BullMQ's cancellation of the job and on a forced close. A part still waiting for its
+   * permit then finds it aborted when its turn comes.
+   */
+  const controlled = async <T>(bullSignal: AbortSignal | undefined, work: (signal: AbortSignal) => Promise<T>): Promise<T> => {
+    const controller = new AbortController();
+    const forward = () => controller.abort(bullSignal?.reason);
+    bullSignal?.addEventListener('abort', forward, { once: true });
+    if (bullSignal?.aborted === true) forward();
+    controllers.add(controller);
+    if (forced) controller.abort(forced);
+    try {
+      return await work(controller.signal);
+    } finally {
+      controllers.delete(controller);
+      bullSignal?.removeEventListener('abort', forward);
+    }
+  };
+  const handle = (spec: JobSpec, signal: AbortSignal) => permits.with(() => handler(spec, signal));
   const worker = new Worker<BullmqJobData>(
     context.name,
     // Three parameters: BullMQ passes its cancellation signal only to processors that declare it.
@@ -310,7 +314,7 @@ function createConsumer(handler: JobHandler, options: ConsumeOptions, context: C
       const specs = fromJobData(job);
       if (job.data.parts === undefined) {
         try {
-          await handle(specs[0]!, bullSignal);
+          await controlled(bullSignal, (signal) => handle(specs[0]!, signal));
         } catch (error) {
           // A rejected job (malformed, its actor gone or unreadable) fails at once: no delivery can help.
           if (error instanceof JobRejectedError) throw new UnrecoverableError(error.message);
@@ -318,7 +322,7 @@ function createConsumer(handler: JobHandler, options: ConsumeOptions, context: C
         }
         return;
       }
-      await handleBundle(specs, job, bullSignal);
+      await controlled(bullSignal, (signal) => handleBundle(specs, job, bullSignal, signal));
     },
     {
       connection: context.connection,
@@ -338,8 +342,8 @@ function createConsumer(handler: JobHandler, options: ConsumeOptions, context: C
    * the bundle fails instead and is delivered again whole: its parts that were handled find their
    * actors moved on, and do nothing.
    */
-  const handleBundle = async (specs: readonly JobSpec[], job: Job<BullmqJobData>, bullSignal: AbortSignal | undefined): Promise<void> => {
-    const outcomes = await Promise.allSettled(specs.map((spec) => handle(spec, bullSignal)));
+  const handleBundle = async (specs: readonly JobSpec[], job: Job<BullmqJobData>, bullSignal: AbortSignal | undefined, signal: AbortSignal): Promise<void> => {
+    const outcomes = await Promise.allSettled(specs.map((spec) => handle(spec, signal)));
     const failed = outcomes.flatMap((outcome, i) =>
       outcome.status === 'fulfilled' ? [] : [{ spec: specs[i]!, error: outcome.reason instanceof Error ? outcome.reason : new Error(String(outcome.reason)) }],
     );
