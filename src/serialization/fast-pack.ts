@@ -13,17 +13,33 @@
  * megamorphic; an execution snapshot took 9–10 µs. This writer caches the bytes of object keys
  * (the same few dozen names in every snapshot) and writes ASCII strings byte by byte.
  */
+import { constants as bufferConstants } from 'node:buffer';
 
 /** The generic encoder for what this writer does not write itself. */
 export type FallbackPack = (value: unknown) => Uint8Array;
 
-/** Object keys whose bytes are kept: names of up to this many characters, this many names at most (then no more are added). */
+/** Object keys whose bytes are kept: names of up to this many characters, this many names at most (then the cache starts again). */
 const KEY_CACHE_MAX_LENGTH = 64;
 const KEY_CACHE_MAX_ENTRIES = 4096;
 /** Strings this long or longer are written by Buffer's native code; shorter ones by a loop, which writes a one-byte header (so this is at most 32). */
 const NATIVE_STRING_MIN = 8;
 /** The first pool, and the least a new one holds. */
 const POOL_BYTES = 16_384;
+/** A pool larger than this (grown for one large value) is not written into again: the next value starts a new one. */
+const POOL_REUSE_MAX = 1_048_576;
+/** Past this size a pool grows by a quarter instead of doubling (as msgpackr's does). */
+const POOL_DOUBLING_MAX = 64 * 1_048_576;
+/**
+ * Objects and arrays nested deeper than this are handed to the generic encoder whole: its own
+ * stack limit then decides what is too deep to write, as it did before this writer (a value this
+ * writer took and `decode` could not read back would be stored unreadable).
+ */
+const DEPTH_MAX = 64;
+
+/** Where a value written after byte `at` starts: the next multiple of 8 (exact for any safe integer, unlike `& ~7`). */
+export function alignedStart(at: number): number {
+  return at + ((8 - (at % 8)) % 8);
+}
 
 export class FastPacker {
   readonly #fallback: FallbackPack;
@@ -51,13 +67,14 @@ export class FastPacker {
       const bytes = this.#fallback(value);
       return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     }
-    // Word-aligned starts, as msgpackr does; a pool too full for a small value is replaced.
-    this.#start = (this.#at + 7) & ~7;
-    if (this.#pool.length - this.#start < 1024) this.#replace(POOL_BYTES, 0);
+    // Word-aligned starts, as msgpackr does; a pool too full for a small value, or one grown
+    // large for an earlier value, is replaced (the views returned from it keep it alive).
+    this.#start = alignedStart(this.#at);
+    if (this.#pool.length - this.#start < 1024 || this.#pool.length > POOL_REUSE_MAX) this.#replace(POOL_BYTES, 0);
     this.#at = this.#start;
     this.#writing = true;
     try {
-      this.#value(value);
+      this.#value(value, 0);
     } catch (error) {
       this.#at = this.#start;
       throw error;
@@ -70,19 +87,22 @@ export class FastPacker {
   /** Room for `bytes` more bytes at `#at` (the value written so far moves to a new pool). */
   #room(bytes: number): void {
     if (this.#at + bytes <= this.#pool.length) return;
-    this.#replace(Math.max(POOL_BYTES, (this.#at - this.#start + bytes) * 2), this.#at - this.#start);
+    const needed = this.#at - this.#start + bytes;
+    const grown = needed <= POOL_DOUBLING_MAX ? needed * 2 : Math.ceil(needed * 1.25);
+    this.#replace(Math.max(POOL_BYTES, needed, Math.min(grown, bufferConstants.MAX_LENGTH)), this.#at - this.#start);
   }
 
   #replace(size: number, keep: number): void {
     const next = Buffer.allocUnsafe(size);
+    const view = new DataView(next.buffer, next.byteOffset, next.byteLength);
     if (keep > 0) this.#pool.copy(next, 0, this.#start, this.#start + keep);
     this.#pool = next;
-    this.#view = new DataView(next.buffer, next.byteOffset, next.byteLength);
+    this.#view = view;
     this.#start = 0;
     this.#at = keep;
   }
 
-  #value(value: unknown): void {
+  #value(value: unknown, depth: number): void {
     switch (typeof value) {
       case 'string':
         this.#string(value);
@@ -100,13 +120,17 @@ export class FastPacker {
           this.#pool[this.#at++] = 0xc0;
           return;
         }
-        if (value.constructor === Object) {
-          this.#object(value as Record<string, unknown>);
-          return;
-        }
-        if (value.constructor === Array) {
-          this.#array(value as unknown[]);
-          return;
+        if (depth < DEPTH_MAX) {
+          // Read once, as the generic encoder reads it once (a getter may answer differently).
+          const constructor: unknown = value.constructor;
+          if (constructor === Object) {
+            this.#object(value as Record<string, unknown>, depth + 1);
+            return;
+          }
+          if (constructor === Array) {
+            this.#array(value as unknown[], depth + 1);
+            return;
+          }
         }
         this.#other(value);
         return;
@@ -224,10 +248,13 @@ export class FastPacker {
     // Relative to the value's start: writing the key may move the value to a new pool.
     const from = this.#at - this.#start;
     this.#string(key);
-    if (key.length <= KEY_CACHE_MAX_LENGTH && this.#keys.size < KEY_CACHE_MAX_ENTRIES) this.#keys.set(key, Uint8Array.from(this.#pool.subarray(this.#start + from, this.#at)));
+    if (key.length > KEY_CACHE_MAX_LENGTH) return;
+    // Full (ids used as keys in user data, say): started again, so the names in use come back.
+    if (this.#keys.size >= KEY_CACHE_MAX_ENTRIES) this.#keys.clear();
+    this.#keys.set(key, Uint8Array.from(this.#pool.subarray(this.#start + from, this.#at)));
   }
 
-  #object(object: Record<string, unknown>): void {
+  #object(object: Record<string, unknown>, depth: number): void {
     const keys = Object.keys(object);
     const length = keys.length;
     this.#room(5);
@@ -235,15 +262,15 @@ export class FastPacker {
     for (let i = 0; i < length; i++) {
       const key = keys[i]!;
       this.#key(key);
-      this.#value(object[key]);
+      this.#value(object[key], depth);
     }
   }
 
-  #array(array: readonly unknown[]): void {
+  #array(array: readonly unknown[], depth: number): void {
     const length = array.length;
     this.#room(5);
     this.#mapOrArrayHeader(length, 0x90, 0xdc);
-    for (let i = 0; i < length; i++) this.#value(array[i]);
+    for (let i = 0; i < length; i++) this.#value(array[i], depth);
   }
 
   /** The smallest header: fix (under 16), 16-bit or 32-bit length (`wide` is the 16-bit marker; the 32-bit one follows it). */

@@ -11,7 +11,7 @@ import {
   RecordedError,
   serializeError,
 } from '../../src/serialization/index.js';
-import { FastPacker } from '../../src/serialization/fast-pack.js';
+import { alignedStart, FastPacker } from '../../src/serialization/fast-pack.js';
 import { packrEncode } from '../../src/serialization/packr.js';
 
 const RUNS = { numRuns: 250 };
@@ -176,6 +176,82 @@ describe('encode: the fast writer writes the Packr\'s bytes', () => {
     same([true, false, null, undefined, new Date(5), 10n, new Set([1]), new Map([['a', 1]]), new Uint8Array([1, 2]), Buffer.from('hi'), { constructor: 'x' }, Object.create(null)]);
   });
 
+  it('leaves values nested too deep to the Packr, which refuses them as before (and writes what it can)', () => {
+    const nested = (depth: number, wrap: (inner: unknown) => unknown) => {
+      let value: unknown = 1;
+      for (let i = 0; i < depth; i++) value = wrap(value);
+      return value;
+    };
+    for (const depth of [63, 64, 65, 200, 1_000, 3_000, 6_000]) {
+      for (const value of [nested(depth, (inner) => [inner]), nested(depth, (inner) => ({ a: inner }))]) {
+        same(value);
+        // Whatever it writes, decode reads back (compared as JSON: deep equality recurses too).
+        let bytes: Uint8Array | undefined;
+        try {
+          bytes = encode(value);
+        } catch {
+          bytes = undefined;
+        }
+        if (bytes !== undefined) expect(JSON.stringify(decode(bytes))).toBe(JSON.stringify(value));
+      }
+    }
+  });
+
+  it('writes strings and new keys at every offset up to the end of a pool', () => {
+    // A writer of its own per value, so its pool (16 KiB) and key cache start empty. Short strings
+    // (8 bytes each, no pool replacement) and a tuning string put what follows at every byte
+    // offset just short of the pool's end.
+    const check = (packer: FastPacker, value: unknown) => expect(Buffer.from(packer.pack(value)).toString('hex')).toBe(Buffer.from(packrEncode(value)).toString('hex'));
+    for (let count = 2_033; count <= 2_045; count += 1) {
+      for (let tune = 0; tune < 8; tune += 1) {
+        const filler = [...Array.from({ length: count }, () => 'f'.repeat(7)), 't'.repeat(tune)];
+        // A string whose UTF-8 cut short at a 4-byte character is exactly as many bytes as it has
+        // characters; a key with a non-ASCII character (written by the Packr) and a long ASCII one.
+        for (let k = 29; k <= 34; k += 1) {
+          const packer = new FastPacker(packrEncode);
+          const keys = [`k-é-${count}-${tune}-${k}`, `ascii-${'y'.repeat(40 + k)}`];
+          check(packer, [...filler, `${'a'.repeat(k)}\u0800😀`, { [keys[0]!]: 1, [keys[1]!]: 2 }]);
+          // The keys' cached bytes, used the second time.
+          check(packer, { [keys[0]!]: 3, [keys[1]!]: 4 });
+        }
+        // A new key written just short of the pool's end, the pool replaced while it is written;
+        // its cached bytes, used the second time.
+        // (After a first small value, so this one does not start at the pool's first byte.)
+        const packer = new FastPacker(packrEncode);
+        check(packer, 'first');
+        const key = `key-${count}-${tune}-${'z'.repeat(50)}`;
+        check(packer, [...filler, { [key]: 1 }]);
+        check(packer, { [key]: 2 });
+      }
+    }
+  });
+
+  it('goes on writing correctly after a value it could not write, and keeps what it returned before', () => {
+    const packer = new FastPacker(packrEncode);
+    const kept = Array.from({ length: 200 }, (_, i) => ({ value: { i, text: `t${i}`.repeat(i % 9) }, bytes: packer.pack({ i, text: `t${i}`.repeat(i % 9) }) }));
+    const copies = kept.map((k) => Buffer.from(k.bytes));
+    for (const bad of [{ a: 1, b: Symbol('no') }, [1, 2, () => 3, Symbol('x')], { deep: { deeper: [Symbol('s')] } }]) {
+      expect(() => packer.pack(bad)).toThrow();
+      expect(() => packrEncode(bad)).toThrow();
+      const after = { after: 'the failure', n: 5 };
+      expect(Buffer.from(packer.pack(after)).equals(Buffer.from(packrEncode(after)))).toBe(true);
+    }
+    for (let i = 0; i < 3_000; i++) packer.pack({ filler: 'z'.repeat(i % 200) });
+    kept.forEach((k, i) => {
+      expect(Buffer.from(k.bytes).equals(copies[i]!)).toBe(true);
+      expect(decode(k.bytes)).toEqual(k.value);
+    });
+  });
+
+  it('aligns the start of each value exactly for any position (past 2^31 too)', () => {
+    for (const at of [0, 1, 7, 8, 9, 2 ** 31 - 1, 2 ** 31, 2 ** 31 + 100, 2 ** 32 + 3, 2 ** 40 + 5]) {
+      const start = alignedStart(at);
+      expect(start % 8).toBe(0);
+      expect(start - at).toBeGreaterThanOrEqual(0);
+      expect(start - at).toBeLessThan(8);
+    }
+  });
+
   it('writes a value whose toJSON encodes another value (a call made while writing)', () => {
     class Wrapped {
       constructor(readonly inner: unknown) {}
@@ -184,6 +260,19 @@ describe('encode: the fast writer writes the Packr\'s bytes', () => {
       }
     }
     same({ before: 'a', wrapped: new Wrapped({ deep: [1, 'two'] }), after: 'b' });
+    // A getter of a plain object that encodes: the inner bytes it got stay as they were.
+    let inner: Uint8Array | undefined;
+    const withGetter = {
+      get computed() {
+        inner = encode({ inner: 'value', n: [1, 2] });
+        return 'done';
+      },
+    };
+    same(withGetter);
+    const innerCopy = Buffer.from(inner!);
+    for (let i = 0; i < 3_000; i++) encode({ filler: i });
+    expect(Buffer.from(inner!).equals(innerCopy)).toBe(true);
+    expect(decode(inner!)).toEqual({ inner: 'value', n: [1, 2] });
     expect(decode(encode({ wrapped: new Wrapped('x') }))).toEqual({ wrapped: { inner: Buffer.from(packrEncode('x')).toString('hex') } });
   });
 
