@@ -10,6 +10,7 @@
  *     BENCH_LARGE=10000 (0: skip)   BENCH_LARGE_ROUNDS=1
  *     BENCH_INLINE_ELEMENTS=1000 (sizes of the inline reference, default BENCH_ELEMENTS; 0: skip it)   BENCH_MAP_BATCH_SIZE=50
  *     BENCH_ACCOUNTING=0 (skip the store-call accounting pass)   BENCH_PROFILE_DIR=<dir> (keep its profiles there)   BENCH_LOG_LEVEL=info (the workers')
+ *     BENCH_FLOOR=0 (skip the runtime-alone pass)   BENCH_FLOOR_ROUNDS=5
  *     BENCH_JSON=<file>
  *
  * One private redis-server (no persistence). Per worker count W (1, then 4):
@@ -37,6 +38,9 @@
  * Then, with the largest W, BENCH_LARGE_ROUNDS pairs of bare / rollback with BENCH_LARGE
  * elements. Then (BENCH_ACCOUNTING) one forward and one rollback batch of N against one worker
  * whose store counts its calls (bench/fixtures/map-counting-worker.ts): store calls per element.
+ * Then (BENCH_FLOOR) the runtime alone: the same maps in this process on the memory store and
+ * the in-process queue (worker concurrency as the workers'), with no Redis and no BullMQ; its CPU
+ * per element is printed beside the single worker's budget the targets leave.
  *
  * Every batch also records Redis' commands (`CONFIG RESETSTAT` before, `INFO commandstats`
  * after, every client: idle workers' polling included), CPU time from /proc (this process, the
@@ -98,6 +102,8 @@ const INLINE_SIZES = (process.env['BENCH_INLINE_ELEMENTS'] ?? String(ELEMENTS))
   .map(Number)
   .filter((n) => n > 0);
 const ACCOUNTING = process.env['BENCH_ACCOUNTING'] !== '0';
+const FLOOR = process.env['BENCH_FLOOR'] !== '0';
+const FLOOR_ROUNDS = Number(process.env['BENCH_FLOOR_ROUNDS'] ?? 5);
 /** The workers' `--log-level`: the CLI's default, info, writes a line per step (the bare workers write nothing). */
 const LOG_LEVEL = process.env['BENCH_LOG_LEVEL'] ?? 'info';
 const JSON_OUT = process.env['BENCH_JSON'];
@@ -612,6 +618,40 @@ async function main(): Promise<void> {
       }
     }
 
+    // ---- the runtime alone: the same maps on the memory store and the in-process queue, in this
+    // process (its workers at the workers' concurrency), no Redis and no BullMQ. What a worker
+    // spends per element with free I/O (the memory store's own bookkeeping included): a single
+    // worker cannot go below it.
+    const floor: { forward: number[]; total: number[]; forwardWall: number[] } = { forward: [], total: [], forwardWall: [] };
+    if (FLOOR) {
+      const runtime = xr.createRuntime({ reactors, logger, worker: { concurrency: CONCURRENCY } });
+      try {
+        const batch = async (kind: 'forward' | 'rollback', n: number) => {
+          const cpu = process.cpuUsage();
+          const from = monotonicMs();
+          const dispatched = await (kind === 'forward' ? runtime.run(fixtures.benchMapForward, { items: itemsOf(n) }) : runtime.run(fixtures.benchMapRollback, { items: itemsOf(n) }));
+          const result = await runtime.awaitResult(dispatched.executionId, { timeoutMs: TIMEOUT_MS });
+          const used = process.cpuUsage(cpu);
+          const expected = kind === 'forward' ? 'completed' : 'failed';
+          if (result.status !== expected) throw new Error(`runtime-alone batch: ${result.status}, not ${expected}`);
+          return { cpuUs: (used.user + used.system) / n, wallUs: ((monotonicMs() - from) * 1000) / n };
+        };
+        // Warm-up at full size: this process has not run the memory store's paths before.
+        for (let i = 0; i < 2; i++) {
+          await batch('forward', ELEMENTS);
+          await batch('rollback', ELEMENTS);
+        }
+        for (let round = 0; round < FLOOR_ROUNDS; round++) {
+          const forward = await batch('forward', ELEMENTS);
+          floor.forward.push(forward.cpuUs);
+          floor.forwardWall.push(forward.wallUs);
+          floor.total.push((await batch('rollback', ELEMENTS)).cpuUs);
+        }
+      } finally {
+        await runtime.close().catch(() => undefined);
+      }
+    }
+
     // ---- report
     for (const workers of WORKER_COUNTS) printPhase(samples, workers, ELEMENTS);
     if (LARGE > 0) printPhase(samples, largest, LARGE);
@@ -630,6 +670,26 @@ async function main(): Promise<void> {
             `CPU per element: caller ${fmt((med(inline, (s) => s.cpu.caller) * 1e6) / size, 0)} µs, redis ${fmt((med(inline, (s) => s.cpu.redis) * 1e6) / size, 0)} µs)`,
         );
         console.log(`  rollback speed-up of ${workers} worker process${workers === 1 ? '' : 'es'} over inline: ${fmt(inlineRb / fannedRb, 2)}× (${fmt(inlineRb, 0)} ÷ ${fmt(fannedRb, 0)} ms)`);
+      }
+    }
+
+    if (floor.forward.length > 0) {
+      const forwardUs = median(floor.forward);
+      const rollbackUs = median(floor.total) - forwardUs;
+      console.log('');
+      console.log(
+        `the runtime alone (this process, memory store and in-process queue, concurrency ${CONCURRENCY}, no Redis, no BullMQ; ${FLOOR_ROUNDS} rounds of ${fmt(ELEMENTS, 0)}): ` +
+          `forward ${fmt(forwardUs, 0)} µs of CPU per element (rounds ${floor.forward.map((v) => fmt(v, 0)).join(' / ')}; wall ${fmt(median(floor.forwardWall), 0)} µs), ` +
+          `rollback ${fmt(rollbackUs, 0)} µs more (forward + rollback ${fmt(median(floor.total), 0)})`,
+      );
+      const one = WORKER_COUNTS.includes(1) ? of(samples, 'bare', 1, ELEMENTS) : [];
+      if (one.length > 0) {
+        const bareUs = (med(one, (s) => s.totalMs) * 1000) / ELEMENTS;
+        const budget = (target: number, runtimeUs: number, what: string) =>
+          `  ${what}, 1 worker: the target leaves ${fmt(target * bareUs, 0)} µs per element (${target} × the bare flow's ${fmt(bareUs, 0)}); the runtime alone spends ${fmt(runtimeUs, 0)}, ${fmt(runtimeUs / (target * bareUs), 2)} of it` +
+          (runtimeUs > target * bareUs ? ': the target is below this floor' : '');
+        console.log(budget(FORWARD_TARGET, forwardUs, 'forward'));
+        console.log(budget(ROLLBACK_TARGET, rollbackUs, 'rollback'));
       }
     }
 
