@@ -199,7 +199,7 @@ export class FastPacker {
         this.#other(value);
         return;
       }
-      this.#stringHeader(length);
+      this.#header(length, 0x20, 0xa0, 0xd9, 0xda);
       this.#at += length;
       return;
     }
@@ -217,23 +217,6 @@ export class FastPacker {
     }
     pool[header] = 0xa0 | length;
     this.#at = at;
-  }
-
-  #stringHeader(length: number): void {
-    const pool = this.#pool;
-    if (length < 0x20) pool[this.#at++] = 0xa0 | length;
-    else if (length < 0x100) {
-      pool[this.#at++] = 0xd9;
-      pool[this.#at++] = length;
-    } else if (length < 0x10000) {
-      pool[this.#at++] = 0xda;
-      pool[this.#at++] = length >> 8;
-      pool[this.#at++] = length & 0xff;
-    } else {
-      pool[this.#at++] = 0xdb;
-      this.#view.setUint32(this.#at, length);
-      this.#at += 4;
-    }
   }
 
   /** An object key: its bytes from the cache, or written (and kept when it is short). */
@@ -258,7 +241,7 @@ export class FastPacker {
     const keys = Object.keys(object);
     const length = keys.length;
     this.#room(5);
-    this.#mapOrArrayHeader(length, 0x80, 0xde);
+    this.#header(length, 0x10, 0x80, undefined, 0xde);
     for (let i = 0; i < length; i++) {
       const key = keys[i]!;
       this.#key(key);
@@ -269,20 +252,27 @@ export class FastPacker {
   #array(array: readonly unknown[], depth: number): void {
     const length = array.length;
     this.#room(5);
-    this.#mapOrArrayHeader(length, 0x90, 0xdc);
+    this.#header(length, 0x10, 0x90, undefined, 0xdc);
     for (let i = 0; i < length; i++) this.#value(array[i], depth);
   }
 
-  /** The smallest header: fix (under 16), 16-bit or 32-bit length (`wide` is the 16-bit marker; the 32-bit one follows it). */
-  #mapOrArrayHeader(length: number, fix: number, wide: number): void {
+  /**
+   * The smallest header for a string, map or array of `length`: `fix | length` under `fixLimit`,
+   * then an 8-bit length after `marker8` (strings only), a 16-bit one after `marker16`, a 32-bit
+   * one after the marker that follows it (msgpack numbers them in that order).
+   */
+  #header(length: number, fixLimit: number, fix: number, marker8: number | undefined, marker16: number): void {
     const pool = this.#pool;
-    if (length < 0x10) pool[this.#at++] = fix | length;
-    else if (length < 0x10000) {
-      pool[this.#at++] = wide;
+    if (length < fixLimit) pool[this.#at++] = fix | length;
+    else if (marker8 !== undefined && length < 0x100) {
+      pool[this.#at++] = marker8;
+      pool[this.#at++] = length;
+    } else if (length < 0x10000) {
+      pool[this.#at++] = marker16;
       pool[this.#at++] = length >> 8;
       pool[this.#at++] = length & 0xff;
     } else {
-      pool[this.#at++] = wide + 1;
+      pool[this.#at++] = marker16 + 1;
       this.#view.setUint32(this.#at, length);
       this.#at += 4;
     }
