@@ -322,7 +322,7 @@ function createConsumer(handler: JobHandler, options: ConsumeOptions, context: C
         }
         return;
       }
-      await controlled(bullSignal, (signal) => handleBundle(specs, job, bullSignal, signal));
+      await controlled(bullSignal, (signal) => handleBundle(specs, job, signal));
     },
     {
       connection: context.connection,
@@ -342,7 +342,7 @@ function createConsumer(handler: JobHandler, options: ConsumeOptions, context: C
    * the bundle fails instead and is delivered again whole: its parts that were handled find their
    * actors moved on, and do nothing.
    */
-  const handleBundle = async (specs: readonly JobSpec[], job: Job<BullmqJobData>, bullSignal: AbortSignal | undefined, signal: AbortSignal): Promise<void> => {
+  const handleBundle = async (specs: readonly JobSpec[], job: Job<BullmqJobData>, signal: AbortSignal): Promise<void> => {
     const outcomes = await Promise.allSettled(specs.map((spec) => handle(spec, signal)));
     const failed = outcomes.flatMap((outcome, i) =>
       outcome.status === 'fulfilled' ? [] : [{ spec: specs[i]!, error: outcome.reason instanceof Error ? outcome.reason : new Error(String(outcome.reason)) }],
@@ -350,7 +350,8 @@ function createConsumer(handler: JobHandler, options: ConsumeOptions, context: C
     for (const { spec, error } of failed) report(error, spec);
     const again = failed.filter(({ error }) => !(error instanceof JobRejectedError));
     if (again.length === 0) return;
-    if (forced !== undefined || bullSignal?.aborted === true) {
+    // The job's signal: aborted by a forced close or by BullMQ's cancellation.
+    if (signal.aborted) {
       reportedParts.add(again[0]!.error);
       throw again[0]!.error;
     }
