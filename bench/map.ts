@@ -619,9 +619,9 @@ async function main(): Promise<void> {
     }
 
     // ---- the runtime alone: the same maps on the memory store and the in-process queue, in this
-    // process (its workers at the workers' concurrency), no Redis and no BullMQ. What a worker
-    // spends per element with free I/O (the memory store's own bookkeeping included): a single
-    // worker cannot go below it.
+    // process (its workers at the workers' concurrency), no Redis and no BullMQ: about what a
+    // worker spends per element with free I/O (the memory store's own bookkeeping, which Redis
+    // does in its scripts, included; so an estimate of that floor, not a strict bound).
     const floor: { forward: number[]; total: number[]; forwardWall: number[] } = { forward: [], total: [], forwardWall: [] };
     if (FLOOR) {
       const runtime = xr.createRuntime({ reactors, logger, worker: { concurrency: CONCURRENCY } });
