@@ -6,7 +6,7 @@ import { XreactorError } from '../errors/index.js';
 import { rootOf } from './keys.js';
 import { checkMapRules } from './map-writes.js';
 import { signalCrossRootError } from './store.js';
-import type { Commit } from './store.js';
+import type { Commit, CommitOptions } from './store.js';
 
 const isSeq = (n: number, min: number) => Number.isSafeInteger(n) && n >= min;
 
@@ -45,6 +45,17 @@ export function checkCommitRules(id: string, commit: Commit): void {
   for (const seq of commit.consumed ?? []) {
     if (!isSeq(seq, 1)) throw new XreactorError('inbox_seq_invalid', `commit of actor ${id} consumes inbox entry ${seq}, not a seq (a whole number >= 1)`);
   }
+}
+
+/**
+ * Checks a creating commit (`CommitOptions.create`): it expects revision 0 and is not fenced by
+ * a stored snapshot (there is none).
+ * @throws XreactorError `commit_create_invalid`
+ */
+export function checkCreateOption(id: string, expectedRevision: number, options: CommitOptions | undefined): void {
+  if (options?.create === undefined) return;
+  if (expectedRevision !== 0) throw new XreactorError('commit_create_invalid', `commit of actor ${id} names \`create\` but expects revision ${expectedRevision}; a creating commit expects 0, so nothing was written`);
+  if (options.ifSnapshot !== undefined) throw new XreactorError('commit_create_invalid', `commit of actor ${id} names both \`create\` and \`ifSnapshot\`; a creating commit is fenced by the actor's absence, so nothing was written`);
 }
 
 /** `ids` without repeats, each at its first place. */

@@ -70,6 +70,7 @@ export const MAP_KEY_KINDS = {
   aborted: 'mapaborted',
   rollbackOutcomes: 'rbout',
   rollbackFailures: 'rbfail',
+  starts: 'mapstarts',
 } as const;
 
 /** The keys of one map operation beside its actor keys (see `docs/redis-keys.md`, map keys). */
@@ -92,6 +93,8 @@ export interface MapKeys {
   outcomes(bucket: number): string;
   /** HASH of bucket `bucket`: started-list position → one-letter rollback outcome. */
   rollbackOutcomes(bucket: number): string;
+  /** HASH of bucket `bucket`: fan-out position → its start payload (until the forward phase ends). */
+  starts(bucket: number): string;
 }
 
 /** Every key (and the pub/sub channel) of one execution (one actor). */
@@ -190,6 +193,7 @@ export function createKeyBuilder(prefix: string = DEFAULT_KEY_PREFIX): KeyBuilde
         rollbackFailures: `${base}${K.rollbackFailures}:${map}`,
         outcomes: (bucket) => `${base}${K.outcomes}:${map}:${bucket}`,
         rollbackOutcomes: (bucket) => `${base}${K.rollbackOutcomes}:${map}:${bucket}`,
+        starts: (bucket) => `${base}${K.starts}:${map}:${bucket}`,
       };
     },
     executionKeys(id, root = rootOf(id)) {

@@ -81,6 +81,10 @@ function checkMapWrites(id: string, map: MapWrites): void {
     if (report.stops && !STOPPING.has(report.outcome)) throw invalid(id, `a report with outcome ${report.outcome} cannot stop the map (only failed, halted, aborted)`);
     if (!Number.isFinite(report.at)) throw invalid(id, `report at ${String(report.at)} is not a time`);
   }
+  if (map.starts !== undefined) {
+    if (!isCount(map.starts.from)) throw invalid(id, `starts from ${String(map.starts.from)} is not a whole number`);
+    if (!map.starts.starts.every((bytes) => bytes instanceof Uint8Array && bytes.byteLength > 0)) throw invalid(id, 'a start payload is not bytes (a non-empty Uint8Array)');
+  }
   if (target !== undefined && !isCount(target.target)) throw invalid(id, `target ${String(target.target)} is not a whole number`);
   if (rollbackTarget !== undefined && !isCount(rollbackTarget.target)) throw invalid(id, `rollback target ${String(rollbackTarget.target)} is not a whole number`);
   if (rollbackReport !== undefined) {

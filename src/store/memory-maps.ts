@@ -21,6 +21,8 @@ interface MapRow {
   /** Started-list position → rollback outcome letter (every bucket). */
   readonly rollbackOutcomes: Map<number, string>;
   readonly rollbackFailures: Uint8Array[];
+  /** Position → the start payload of a fan-out position (every bucket). */
+  readonly starts: Map<number, Uint8Array>;
 }
 
 /** A commit's map writes with every value encoded up front (so an unencodable one refuses the commit before anything is written). */
@@ -60,6 +62,7 @@ export interface MemoryMaps {
   gate(map: string): MapGate;
   stats(map: string): MapStats | undefined;
   source(map: string, from: number, count: number): unknown[];
+  starts(map: string, from: number, count: number): (Uint8Array | undefined)[];
   started(map: string, total: number, fromPosition: number, count: number, list: 'started' | 'aborted'): number[];
   page(map: string, from: number, count: number, returns: string | null): MapPageEntry[];
   rollbackFailures(map: string): RollbackFailure[];
@@ -84,10 +87,14 @@ export function createMemoryMaps(actors: MemoryActors, machines: MachineVersions
         // A new map under the id: any leftover is replaced.
         const stats = new Map<string, string>([['batch', String(init.batchSize)], ['atomic', init.atomic ? '1' : '0'], ['mode', init.mode]]);
         if (init.total !== null) stats.set('total', String(init.total));
-        maps.set(id, { stats, source: [], outcomes: new Map(), started: [], aborted: [], rollbackOutcomes: new Map(), rollbackFailures: [] });
+        maps.set(id, { stats, source: [], outcomes: new Map(), started: [], aborted: [], rollbackOutcomes: new Map(), rollbackFailures: [], starts: new Map() });
       }
       const mine = maps.get(id);
       if (source.length > 0) mine?.source.push(...source);
+      if (writes.starts !== undefined && mine !== undefined) {
+        writes.starts.starts.forEach((bytes, i) => mine.starts.set(writes.starts!.from + i, Uint8Array.from(bytes)));
+        bumpBuckets(mine.stats, bucketOf(writes.starts.from + writes.starts.starts.length - 1));
+      }
       if (started !== undefined) {
         const map = maps.get(started.map);
         if (map !== undefined) {
@@ -118,7 +125,10 @@ export function createMemoryMaps(actors: MemoryActors, machines: MachineVersions
         bumpBuckets(rollbackTo.stats, bucketOf(rollbackReport.position));
         rollbackTo.rollbackFailures.push(...failures);
       }
-      if (writes.dropSource === true && mine !== undefined) mine.source = [];
+      if (writes.dropSource === true && mine !== undefined) {
+        mine.source = [];
+        mine.starts.clear();
+      }
       return flags;
     },
     holds(signal, flags) {
@@ -149,6 +159,10 @@ export function createMemoryMaps(actors: MemoryActors, machines: MachineVersions
     source(map, from, count) {
       if (!(count > 0)) return [];
       return (maps.get(map)?.source ?? []).slice(Math.max(0, from), Math.max(0, from) + count).map((bytes) => decode(bytes));
+    },
+    starts(map, from, count) {
+      const row = maps.get(map);
+      return Array.from({ length: Math.max(0, Math.floor(count)) }, (_, i) => row?.starts.get(Math.max(0, Math.floor(from)) + i));
     },
     started(map, total, fromPosition, count, list) {
       const window = startedWindow(total, fromPosition, count);

@@ -7,7 +7,7 @@ import type { Clock } from '../internal/clock.js';
 import { systemClock, timeoutOrAbort } from '../internal/clock.js';
 import { decodeSnapshot, DEFAULT_MACHINES, encodeSnapshot } from './snapshot-codec.js';
 import type { MachineVersions } from './snapshot-codec.js';
-import { checkCommitRules, uniqueIds } from './commit-rules.js';
+import { checkCommitRules, checkCreateOption, uniqueIds } from './commit-rules.js';
 import { decodeInboxEntry, encodeInboxEntry, inboxOf } from './inbox-codec.js';
 import { decodeUnreadable, encodeUnreadable } from './unreadable-codec.js';
 import { executionBusyError, executionExistsError, MAX_CASCADE_DEPTH, undoGapError } from './store.js';
@@ -362,7 +362,11 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     },
     async commit(id, expectedRevision, commit, options) {
       checkCommitRules(id, commit);
-      const r = row(id);
+      checkCreateOption(id, expectedRevision, options);
+      const create = options?.create;
+      const existing = rows.get(id);
+      // A creating commit (a fan-out element's start): fenced by the actor's absence; its row is kept only once every check passed.
+      const r = create === undefined ? row(id) : existing === undefined ? newRow(own(create.input), create.parent) : existing;
       if (r.revision !== expectedRevision) throw new StaleRevisionError(id, expectedRevision, r.revision);
       if (options?.ifSnapshot !== undefined && !sameBytes(r.snapshot, options.ifSnapshot)) throw new StaleRevisionError(id, expectedRevision, r.revision);
       if (r.inboxSeq > (commit.inboxSeen ?? 0)) throw new InboxPendingError(id, r.revision, r.inboxSeq);
@@ -377,6 +381,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       }
       const prepared = prepare(commit);
       apply(r, prepared);
+      if (create !== undefined) rows.set(id, r);
       if (commit.consumed !== undefined) for (const seq of commit.consumed) r.inbox.delete(seq);
       spawnAll(id, prepared);
       deliverAll(prepared, applyMaps(id, prepared), options?.landedSignals, options?.delivered);
@@ -435,6 +440,9 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     },
     async markActiveMany(ids, isActive) {
       for (const id of ids) markActive(id, isActive);
+    },
+    async readMapStarts(map, from, count) {
+      return maps.starts(map, from, count);
     },
     async readMapGate(map) {
       return maps.gate(map);

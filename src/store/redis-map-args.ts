@@ -17,6 +17,9 @@ const bytesOf = (value: unknown): Buffer => {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 };
 
+/** A Buffer over bytes (no copy). */
+const asBuffer = (bytes: Uint8Array): Buffer => (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+
 /** The ops of one actor's map writes, in the order mapWrites.lua applies them. */
 export function mapOps(writes: MapWrites): (string | Buffer)[] {
   const ops: (string | Buffer)[] = [];
@@ -28,6 +31,7 @@ export function mapOps(writes: MapWrites): (string | Buffer)[] {
   const { init, source, started, report, target, rollbackTarget, rollbackReport } = writes;
   if (init !== undefined) op('init', init.total === null ? '' : String(init.total), String(init.batchSize), init.atomic ? '1' : '0', init.mode);
   if (source !== undefined) op('source', String(source.length), ...source.map(bytesOf));
+  if (writes.starts !== undefined) op('starts', String(writes.starts.from), String(writes.starts.starts.length), ...writes.starts.starts.map(asBuffer));
   if (started !== undefined) op('started', started.map, String(started.index), started.gate === true ? '1' : '0');
   if (report !== undefined) op('report', report.map, String(report.index), report.outcome, report.stops ? '1' : '0', String(report.at));
   if (target !== undefined) op('target', String(target.target));

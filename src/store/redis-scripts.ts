@@ -281,6 +281,8 @@ export interface CommitScriptOptions {
    * to remove the committing actor.
    */
   readonly index?: { readonly activeKey: string; readonly list: readonly string[]; readonly unlist: boolean };
+  /** The commit creates the actor (expected revision 0; `CommitOptions.create`): its reactor, encoded input and parent. */
+  readonly create?: { readonly reactor: string; readonly input: Uint8Array; readonly parent: string | undefined };
 }
 
 /**
@@ -289,12 +291,13 @@ export interface CommitScriptOptions {
  * before the commit is '' and nothing follows the commit; else the id and the kernel tail follow it.
  */
 export function commitArgs(keys: ExecutionKeys, expectedRevision: number, commit: Commit, contextTtlMs: number, options: CommitScriptOptions = {}): CommitCall {
-  const { takeLease, ifSnapshot, index } = options;
+  const { takeLease, ifSnapshot, index, create } = options;
   const restamp = options.restamp !== false;
   const indexed = index !== undefined && (index.list.length > 0 || index.unlist);
-  const kernel = restamp || indexed || hasKernelWork(commit);
+  const kernel = restamp || indexed || create !== undefined || hasKernelWork(commit);
   const list = indexed ? uniqueIds(index.list) : [];
-  const indexSection = [indexed ? index.activeKey : '', String(list.length), ...list, indexed && index.unlist ? '1' : '0'];
+  const creation = create === undefined ? ['0'] : ['1', create.reactor, toBuffer(create.input), create.parent ?? ''];
+  const indexSection = [indexed ? index.activeKey : '', String(list.length), ...list, indexed && index.unlist ? '1' : '0', ...creation];
   return {
     keys: executionKeys(keys),
     actor: { base: keys.base, id: keys.id },

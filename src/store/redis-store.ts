@@ -3,11 +3,11 @@ import type { TraceEntry } from '../../machines/execution-types.js';
 import { DefinitionError, DeserializationError, ExecutionNotFoundError } from '../errors/index.js';
 import type { Clock } from '../internal/clock.js';
 import { systemClock } from '../internal/clock.js';
-import { decode } from '../serialization/index.js';
+import { decode, encode } from '../serialization/index.js';
 import { createKeyBuilder, EXECUTION_FIELDS } from './keys.js';
 import { batchedCommits, unbatchedCommits } from './commit-batcher.js';
 import { DEFAULT_REDIS_TIMEOUT_MS, withStoreDeadlines } from './redis-deadline.js';
-import { checkCommitRules } from './commit-rules.js';
+import { checkCommitRules, checkCreateOption } from './commit-rules.js';
 import { deliveredEntry, inboxOf } from './inbox-codec.js';
 import {
   acquireAndLoadArgs,
@@ -42,7 +42,7 @@ import type { MachineVersions } from './snapshot-codec.js';
 import type { Commit, LeasedLoad, LoadedExecution, MapPageEntry, OutboxEffect, Store, UndoEntry } from './store.js';
 import { undoTopOf } from './undo-top.js';
 import type { RollbackFailure } from '../../machines/execution-types.js';
-import { ELEMENT_OUTCOME_OF, readStats, startedWindow } from './map-writes.js';
+import { bucketOf, ELEMENT_OUTCOME_OF, MAP_BUCKET_SIZE, readStats, startedWindow } from './map-writes.js';
 import { readMapPageArgs, readMapPageReply } from './redis-map-args.js';
 
 /** Retention of an execution's keys after its last write: 24 hours, as `context_ttl` in ruby_reactor. */
@@ -306,12 +306,15 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     },
     async commit(id, expectedRevision, commit, options) {
       checkCommitRules(id, commit);
+      checkCreateOption(id, expectedRevision, options);
       const k = keys.executionKeys(id);
       const announce = options?.announce === true;
       if (announce) await settled.subscribed(k.settled);
       const at = config.clock.now();
+      const create = options?.create;
       if (options?.stampedAt !== undefined) stamps.noteEarlier(id, options.stampedAt);
-      const restamp = stamps.due(id, at);
+      // A creating commit gives every key it creates its retention (all of them).
+      const restamp = create === undefined && stamps.due(id, at);
       const list = options?.list ?? [];
       const unlist = options?.unlist === true;
       // On a standalone server the script records the index changes with the commit; a Cluster
@@ -327,6 +330,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
         takeLease: options?.takeLease,
         ifSnapshot: options?.ifSnapshot,
         ...(inScript ? { index: { activeKey: keys.active, list: [...list, ...spawnsListed], unlist } } : {}),
+        ...(create === undefined ? {} : { create: { reactor: create.reactor, input: encode(create.input), parent: create.parent } }),
       });
       const send = async () => {
         const reply = await sendCommit(call);
@@ -340,7 +344,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       };
       const revision = inScript ? await send() : await withListedSpawns(commit, send, list);
       if (!inScript && unlist) await markActiveMany([id], false);
-      if (restamp) stamps.note(id, at);
+      if (restamp || create !== undefined) stamps.note(id, at);
       for (const spawned of spawnedIds(commit)) stamps.note(spawned, at);
       return revision;
     },
@@ -423,6 +427,21 @@ export function createRedisStore(options: RedisStoreOptions): Store {
       if (!(count >= 1)) return [];
       const items = await read(map, redis.lrangeBuffer(keys.mapKeys(map).source, first, first + Math.floor(count) - 1));
       return items.map((bytes) => decode(bytes));
+    },
+    async readMapStarts(map, from, count) {
+      const first = Math.max(0, Math.floor(from));
+      const n = Math.max(0, Math.floor(count));
+      if (n === 0) return [];
+      const mk = keys.mapKeys(map);
+      // One HMGET per bucket the window covers (a throw's window covers one or two).
+      const reads: Promise<(Buffer | null)[]>[] = [];
+      for (let at = first; at < first + n; ) {
+        const bucket = bucketOf(at);
+        const end = Math.min(first + n, (bucket + 1) * MAP_BUCKET_SIZE);
+        reads.push(read(map, redis.hmgetBuffer(mk.starts(bucket), ...Array.from({ length: end - at }, (_, i) => String(at + i)))));
+        at = end;
+      }
+      return (await Promise.all(reads)).flat().map((bytes) => (bytes === null ? undefined : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)));
     },
     async readMapStarted(map, total, fromPosition, count, list = 'started') {
       const window = startedWindow(total, fromPosition, count);

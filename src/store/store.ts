@@ -185,7 +185,14 @@ export interface MapWrites {
    * same commit lands on.
    */
   readonly rollbackReport?: { readonly map: string; readonly position: number; readonly outcome: RollbackOutcome; readonly failures: readonly RollbackFailure[] };
-  /** Delete the array source (the map concluded). */
+  /**
+   * The start payloads of the fan-out positions `[from, from + starts.length)` of a throw: opaque
+   * bytes (what each position's start job carries, docs/design/map.md §19), kept in the map's
+   * bucketed start hashes until its forward phase ends (`dropSource`), for a start job enqueued
+   * again after a crash or a stall to carry them too. Read back with `readMapStarts`.
+   */
+  readonly starts?: { readonly from: number; readonly starts: readonly Uint8Array[] };
+  /** Delete the array source and the start payloads (the map's forward phase ended). */
   readonly dropSource?: true;
 }
 
@@ -443,6 +450,16 @@ export interface CommitOptions {
    * Checked together with the revision fence, before the undo positions and the lease.
    */
   readonly ifSnapshot?: Uint8Array;
+  /**
+   * The commit creates the actor (`expectedRevision` 0): it must not exist (StaleRevisionError
+   * naming its revision otherwise: a duplicate start); it is created at revision 1 with this
+   * reactor name, input and parent (recorded, not retaining it: its retention is its own), the
+   * commit its first, every key given its retention and leftovers of an expired actor under the
+   * id cleared, as {@link Store.create} does. Unlike a create it is
+   * fenced and batched as a commit is: a gated map start, the lease to take, listing. A fan-out
+   * element's start creates its element this way (docs/design/map.md §19). Not with `ifSnapshot`.
+   */
+  readonly create?: { readonly reactor: string; readonly input: unknown; readonly parent?: string };
 }
 
 /** Options of `create`. */
@@ -661,6 +678,8 @@ export interface Store {
   readMapStats(map: string): Promise<MapStats | undefined>;
   /** Items `[from, from + count)` of a map's array source (fewer at its end; none once dropped). */
   readMapSource(map: string, from: number, count: number): Promise<unknown[]>;
+  /** The start payloads of positions `[from, from + count)` of a map (`MapWrites.starts`), one per position, undefined where none is kept. */
+  readMapStarts(map: string, from: number, count: number): Promise<(Uint8Array | undefined)[]>;
   /**
    * Element indexes of a map's started list by position from the tail, anchored at `total` (the
    * list's length when the rollback started: position p is entry `total - 1 - p`, whatever was

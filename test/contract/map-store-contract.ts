@@ -5,7 +5,7 @@
  * (`store-contract.ts`), so every adapter runs it.
  */
 import { describe, expect, it } from 'vitest';
-import { EXECUTION_MACHINE_VERSION, MapGateClosedError, XreactorError } from '../../src/index.js';
+import { ExecutionNotFoundError, EXECUTION_MACHINE_VERSION, MapGateClosedError, StaleRevisionError, XreactorError } from '../../src/index.js';
 import type { Commit, Store } from '../../src/index.js';
 import type { CommitOptions, ElementOutcome, MapWrites, RollbackOutcome, Signal, SignalCondition } from '../../src/store/store.js';
 import type { RollbackFailure } from '../../machines/execution-types.js';
@@ -198,6 +198,86 @@ export function describeMapStoreContract(fresh: () => Promise<Store>): void {
       expect(await store.readMapPage('r.m', 0, 1, null)).toEqual([{ index: 0, outcome: undefined }]);
       await report(store, 0, 'completed');
       expect(await store.readMapStats('r.m')).toMatchObject({ settled: 1, completed: 1 });
+    });
+  });
+
+  describe('start payloads and creating commits', () => {
+    const bytesOf = (n: number) => Uint8Array.from([n, n + 1, 0, 255]);
+    const startOf = (index: number, extra: Partial<Commit> = {}): Commit => step('running', extra, { started: { map: 'r.m', index, gate: true } });
+    const creating = (input: unknown = { n: 1 }, extra: CommitOptions = {}): CommitOptions => ({ create: { reactor: 'element', input, parent: 'r.m' }, ...extra });
+
+    it('keeps a throw\'s start payloads by position, across buckets, until the forward phase ends (dropSource)', async () => {
+      const store = await withMap({ total: 2000, batchSize: 50, atomic: true, mode: 'fanOut' });
+      await mapWrites(store, { starts: { from: 2, starts: [bytesOf(2), bytesOf(3)] } });
+      await mapWrites(store, { starts: { from: 1023, starts: [bytesOf(7), bytesOf(8)] } });
+      expect(await store.readMapStarts('r.m', 0, 5)).toEqual([undefined, undefined, bytesOf(2), bytesOf(3), undefined]);
+      expect((await store.readMapStarts('r.m', 1022, 3)).map((b) => b && [...b])).toEqual([undefined, [...bytesOf(7)], [...bytesOf(8)]]);
+      expect(await store.readMapStarts('r.m', 0, 0)).toEqual([]);
+      expect(await store.readMapStarts('r.nomap', 0, 2)).toEqual([undefined, undefined]);
+      await mapWrites(store, { dropSource: true });
+      expect(await store.readMapStarts('r.m', 0, 5)).toEqual([undefined, undefined, undefined, undefined, undefined]);
+      expect(await store.readMapStarts('r.m', 1023, 2)).toEqual([undefined, undefined]);
+    });
+
+    it('a creating commit creates the actor at revision 1 with its reactor, input and first commit, its gated start and its lease in the same step', async () => {
+      const store = await withMap();
+      const revision = await store.commit('r.m.0', 0, startOf(0, { signals: [{ to: 'r', event: { type: 'test.hello' }, dedupeKey: 'hello' }] }), creating({ n: 1, at: new Date(3) }, { takeLease: { owner: 'w1', ttlMs: 5000 } }));
+      expect(revision).toBe(1);
+      const loaded = await store.load('r.m.0');
+      expect(loaded).toMatchObject({ revision: 1, snapshot: { value: 'running' }, leased: true });
+      expect(await store.readInput('r.m.0')).toEqual({ n: 1, at: new Date(3) });
+      expect(await store.readMapStats('r.m')).toMatchObject({ started: 1 });
+      expect(await store.readMapStarted('r.m', 1, 0, 5)).toEqual([0]);
+      expect(await keysIn(store, 'r')).toEqual(['hello']);
+      expect(await store.acquireLease('r.m.0', 'w2', 5000)).toBe(false);
+      // Its next commits are plain ones.
+      expect(await commitOf(store, 'r.m.0', step('completed', { status: 'completed' }))).toBe(2);
+    });
+
+    it('refuses a creating commit of an actor that exists (a duplicate start) as stale, naming its revision, and writes nothing', async () => {
+      const store = await withMap();
+      await store.commit('r.m.1', 0, startOf(1), creating());
+      const refused = await refusal(store.commit('r.m.1', 0, startOf(1, { status: 'failed' }), creating({ n: 2 })));
+      expect(refused).toBeInstanceOf(StaleRevisionError);
+      expect(refused).toMatchObject({ code: 'stale_revision', executionId: 'r.m.1' });
+      expect(refused.message).toMatch(/at revision 1, not 0/);
+      expect(await store.readInput('r.m.1')).toEqual({ n: 1 });
+      expect(await store.readMapStats('r.m')).toMatchObject({ started: 1 });
+    });
+
+    it('refuses a creating commit whose map no longer dispatches, or whose lease another owner holds, creating nothing', async () => {
+      const store = await withMap();
+      await report(store, 3, 'failed', [], true);
+      const closed = await refusal(store.commit('r.m.0', 0, startOf(0), creating()));
+      expect(closed).toBeInstanceOf(MapGateClosedError);
+      expect(closed).toMatchObject({ map: 'r.m', why: 'stopped by failed:3' });
+      expect(await store.load('r.m.0')).toBeUndefined();
+      // The skip that follows creates it settled, reporting to its slot.
+      await store.commit('r.m.0', 0, step('cancelled', { status: 'cancelled' }, { report: { map: 'r.m', index: 0, outcome: 'skipped', stops: false, at: 5 } }), creating());
+      expect(await store.readMapStats('r.m')).toMatchObject({ skipped: 1, settled: 2 });
+
+      const other = await withMap();
+      expect(await other.acquireLease('r.m.1', 'w2', 5000)).toBe(true);
+      expect(await refusal(other.commit('r.m.1', 0, startOf(1), creating({ n: 1 }, { takeLease: { owner: 'w1', ttlMs: 5000 } })))).toMatchObject({ code: 'execution_busy' });
+      expect(await other.load('r.m.1')).toBeUndefined();
+      expect(await other.readMapStats('r.m')).toMatchObject({ started: 0 });
+    });
+
+    it('refuses a creation that expects another revision or names ifSnapshot; a commit at revision 0 without one finds no actor', async () => {
+      const store = await withMap();
+      expect(await refusal(store.commit('r.m.0', 1, startOf(0), creating()))).toMatchObject({ code: 'commit_create_invalid' });
+      expect(await refusal(store.commit('r.m.0', 0, startOf(0), creating({}, { ifSnapshot: Uint8Array.from([1]) })))).toMatchObject({ code: 'commit_create_invalid' });
+      expect(await refusal(store.commit('r.m.0', 0, startOf(0)))).toBeInstanceOf(ExecutionNotFoundError);
+      expect(await store.load('r.m.0')).toBeUndefined();
+    });
+
+    it('creating commits sent together land each on its own: the duplicates refused, the others created', async () => {
+      const store = await withMap({ total: 40, batchSize: 40, atomic: true, mode: 'fanOut' });
+      await store.commit('r.m.5', 0, startOf(5), creating({ n: 5 }));
+      const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => store.commit(`r.m.${i}`, 0, startOf(i), creating({ n: i }))));
+      expect(results.map((r) => r.status)).toEqual(Array.from({ length: 20 }, (_, i) => (i === 5 ? 'rejected' : 'fulfilled')));
+      expect(await store.readMapStats('r.m')).toMatchObject({ started: 20 });
+      expect(await Promise.all(Array.from({ length: 20 }, (_, i) => store.readInput(`r.m.${i}`)))).toEqual(Array.from({ length: 20 }, (_, i) => ({ n: i })));
     });
   });
 

@@ -40,7 +40,7 @@ import {
 import { encodeSnapshot } from '../../src/store/snapshot-codec.js';
 import { MAX_CASCADE_DEPTH } from '../../src/store/store.js';
 import { retentionRefreshMs } from '../../src/store/redis-store.js';
-import { decode, decodeEnvelope } from '../../src/serialization/index.js';
+import { decode, decodeEnvelope, encode } from '../../src/serialization/index.js';
 
 const keys = createKeyBuilder('app').executionKeys('e1');
 
@@ -125,7 +125,7 @@ describe('commitArgs', () => {
       payload: { value: { running: 'b' }, context: { cursor: 1 } },
     });
     expect(decode(bytes(outbox))).toEqual(commit.outbox);
-    expect(rest).toHaveLength(2 * 2 + 2 * 1 + 1 + 5 + 3);
+    expect(rest).toHaveLength(2 * 2 + 2 * 1 + 1 + 5 + 4);
     expect(rest[0]).toBe('a');
     expect(decode(bytes(rest[1]))).toEqual({ id: 1 });
     expect(rest[2]).toBe('b');
@@ -134,17 +134,18 @@ describe('commitArgs', () => {
     expect(decode(bytes(rest[5]))).toEqual({ step: 'a', args: { x: 1 }, result: { id: 1 } });
     expect(decode(bytes(rest[6]))).toEqual({ type: 'run', step: 'b', at: 5 });
     // After the commit: the id, no consumed entries, awaits unchanged, no signals, no spawns;
-    // then the index section: no active key (nothing recorded in the index with the commit).
-    expect(rest.slice(7)).toEqual(['e1', '0', '-1', '0', '0', '', '0', '0']);
+    // then the index section: no active key (nothing recorded in the index with the commit), and
+    // no creation (the actor exists).
+    expect(rest.slice(7)).toEqual(['e1', '0', '-1', '0', '0', '', '0', '0', '0']);
   });
 
   it('passes the active index changes the script makes with the commit: the ids to list, and the unlisting of the committing actor', () => {
     const call = commitArgs(keys, 7, commit, 86_400_000, { restamp: false, index: { activeKey: 'app:active', list: ['e1', 'e1.c', 'e1'], unlist: false } });
     // Index changes need the kernel section (the fast path has none).
     expect(call.argv[13]).toBe(keys.base);
-    expect(call.argv.slice(COMMIT_AT + COMMIT_LENGTH)).toEqual(['e1', '0', '-1', '0', '0', 'app:active', '2', 'e1', 'e1.c', '0']);
+    expect(call.argv.slice(COMMIT_AT + COMMIT_LENGTH)).toEqual(['e1', '0', '-1', '0', '0', 'app:active', '2', 'e1', 'e1.c', '0', '0']);
     const settle = commitArgs(keys, 7, commit, 86_400_000, { restamp: false, index: { activeKey: 'app:active', list: [], unlist: true } });
-    expect(settle.argv.slice(COMMIT_AT + COMMIT_LENGTH)).toEqual(['e1', '0', '-1', '0', '0', 'app:active', '0', '1']);
+    expect(settle.argv.slice(COMMIT_AT + COMMIT_LENGTH)).toEqual(['e1', '0', '-1', '0', '0', 'app:active', '0', '1', '0']);
     // Nothing to change: as without an index (the fast path when nothing else needs the kernel section).
     expect(commitArgs(keys, 7, commit, 86_400_000, { restamp: false, index: { activeKey: 'app:active', list: [], unlist: false } }).argv).toEqual(commitArgs(keys, 7, commit, 86_400_000, { restamp: false }).argv);
   });
@@ -162,6 +163,19 @@ describe('commitArgs', () => {
     expect(hasKernelWork({ ...commit, consumed: [], signals: [], spawn: [] })).toBe(false);
   });
 
+  it('passes a creation after the index section: its flag, reactor, encoded input and parent, forcing the kernel section', () => {
+    const call = commitArgs(keys, 0, commit, 86_400_000, { restamp: false, create: { reactor: 'leaf', input: encode({ n: 1 }), parent: 'e1.m' } });
+    expect(call.argv[0]).toBe('0');
+    expect(call.argv[13]).toBe(keys.base);
+    const tail = call.argv.slice(COMMIT_AT + COMMIT_LENGTH);
+    expect(tail.slice(0, 8)).toEqual(['e1', '0', '-1', '0', '0', '', '0', '0']);
+    expect(tail.slice(8, 10)).toEqual(['1', 'leaf']);
+    expect(decode(bytes(tail[10]))).toEqual({ n: 1 });
+    expect(tail.slice(11)).toEqual(['e1.m']);
+    const orphan = commitArgs(keys, 0, commit, 86_400_000, { restamp: false, create: { reactor: 'leaf', input: encode(null), parent: undefined } });
+    expect(orphan.argv.at(-1)).toBe('');
+  });
+
   it('passes the inbox seen, the consumed seqs, the awaits (repeats dropped) and the signals with their entry bytes', () => {
     const signals = [
       { to: 'e1', event: { type: 'self', n: 1 }, dedupeKey: 'k1' },
@@ -176,7 +190,7 @@ describe('commitArgs', () => {
     expect(decode(bytes(kernel[11]))).toEqual({ event: { type: 'self', n: 1 }, dedupeKey: 'k1' });
     expect(kernel.slice(12, 15)).toEqual(['e1.child', 'k2', '1']);
     expect(decode(bytes(kernel[15]))).toEqual({ event: { type: 'cancel' }, dedupeKey: 'k2' });
-    expect(kernel.slice(16)).toEqual(['0', '', '0', '0']);
+    expect(kernel.slice(16)).toEqual(['0', '', '0', '0', '0']);
   });
 
   it('passes each spawned actor with its id, reactor, input, lease, first commit and kernel tail, nested depth first', () => {
@@ -199,7 +213,7 @@ describe('commitArgs', () => {
     expect(decode(bytes(childKernel[7]))).toBe(3);
     expect(childKernel.slice(8, 11)).toEqual(['0', '', '']);
     // The child's tail, then (at the top level, after the root's tail) the index section.
-    expect(childKernel.slice(11 + COMMIT_LENGTH)).toEqual(['0', '-1', '0', '0', '', '0', '0']);
+    expect(childKernel.slice(11 + COMMIT_LENGTH)).toEqual(['0', '-1', '0', '0', '', '0', '0', '0']);
     expect(spawnedIds({ ...commit, spawn: [child, { ...grandchild, id: 'e1.b' }] })).toEqual(['e1.a', 'e1.a.x', 'e1.b']);
   });
 
@@ -273,7 +287,7 @@ describe('createArgs', () => {
     // without its index section.
     expect(call.argv[8]).toBe(keys.base);
     expect(call.argv[9]).toBe('');
-    expect([call.argv[8], ...call.argv.slice(10)]).toEqual(commitArgs(keys, 0, commit, 5000).argv.slice(13, -3));
+    expect([call.argv[8], ...call.argv.slice(10)]).toEqual(commitArgs(keys, 0, commit, 5000).argv.slice(13, -4));
   });
 
   it('names the active index to record the execution in with the create', () => {
@@ -285,7 +299,7 @@ describe('createArgs', () => {
     const call = createArgs(keys, { id: 'e1', reactor: 'checkout', input: null, commit }, 5000, { lease: { owner: 'host-1', ttlMs: 2.5 }, announce: true });
     expect(call.argv.slice(3, 8)).toEqual(['1', 'host-1', '3', keys.settled, 'e1']);
     // The commit's layout without its index section.
-    expect([call.argv[8], ...call.argv.slice(10)]).toEqual(commitArgs(keys, 0, commit, 5000).argv.slice(13, -3));
+    expect([call.argv[8], ...call.argv.slice(10)]).toEqual(commitArgs(keys, 0, commit, 5000).argv.slice(13, -4));
   });
 
   it('always sends the kernel section (the script clears leftovers under the id), without consumed entries', () => {
@@ -548,7 +562,7 @@ describe('map writes and reads args', () => {
   const failure = { step: 'e2', kind: 'undo' as const, reason: 'raised' as const, error: { name: 'Error', message: 'no' } };
 
   it('builds the map keys under the root\'s hash tag, the kind before the map id and the bucket last', () => {
-    const { outcomes, rollbackOutcomes, ...lists } = mapKeys;
+    const { outcomes, rollbackOutcomes, starts, ...lists } = mapKeys;
     expect(lists).toEqual({
       id: 'e1.m',
       base: 'app:{e1}:',
@@ -558,9 +572,9 @@ describe('map writes and reads args', () => {
       aborted: 'app:{e1}:mapaborted:e1.m',
       rollbackFailures: 'app:{e1}:rbfail:e1.m',
     });
-    expect([outcomes(0), outcomes(9), rollbackOutcomes(2)]).toEqual(['app:{e1}:mapout:e1.m:0', 'app:{e1}:mapout:e1.m:9', 'app:{e1}:rbout:e1.m:2']);
+    expect([outcomes(0), outcomes(9), rollbackOutcomes(2), starts(1)]).toEqual(['app:{e1}:mapout:e1.m:0', 'app:{e1}:mapout:e1.m:9', 'app:{e1}:rbout:e1.m:2', 'app:{e1}:mapstarts:e1.m:1']);
     for (const [kind, segment] of Object.entries(MAP_KEY_KINDS)) {
-      const key = kind === 'outcomes' || kind === 'rollbackOutcomes' ? mapKeys[kind](0) : mapKeys[kind as Exclude<keyof typeof MAP_KEY_KINDS, 'outcomes' | 'rollbackOutcomes'>];
+      const key = kind === 'outcomes' || kind === 'rollbackOutcomes' || kind === 'starts' ? mapKeys[kind](0) : mapKeys[kind as Exclude<keyof typeof MAP_KEY_KINDS, 'outcomes' | 'rollbackOutcomes' | 'starts'>];
       expect(key.startsWith(`${mapKeys.base}${segment}:e1.m`)).toBe(true);
     }
     expect(() => createKeyBuilder().mapKeys('')).toThrow(XreactorError);
@@ -581,8 +595,8 @@ describe('map writes and reads args', () => {
     expect(tail.slice(0, 5)).toEqual(['e1', '0', '-1', '0', '1']);
     expect(tail[8]).toBe('2');
     // The index section after the root's kernel tail, then the map section.
-    expect(tail.slice(11 + COMMIT_LENGTH + 4, 11 + COMMIT_LENGTH + 7)).toEqual(['', '0', '0']);
-    const section = tail.slice(11 + COMMIT_LENGTH + 7);
+    expect(tail.slice(11 + COMMIT_LENGTH + 4, 11 + COMMIT_LENGTH + 8)).toEqual(['', '0', '0', '0']);
+    const section = tail.slice(11 + COMMIT_LENGTH + 8);
     expect(section.slice(0, 3)).toEqual(['2', 'e1', '5']);
     expect(section.slice(3, 8)).toEqual(['init', '', '50', '1', 'fanOut']);
     expect(section.slice(8, 10)).toEqual(['source', '2']);

@@ -52,7 +52,11 @@
   Index section (with a root base): the active index key ('' = none: the store lists around
   the script, a Redis Cluster, where the index is in another slot), nList, then that many ids to
   record in it with the commit (CommitOptions.list), then '1' to remove the committing actor from
-  it (CommitOptions.unlist: it settled) or '0'. Applied only when the commit applies.
+  it (CommitOptions.unlist: it settled) or '0', then '1' followed by the reactor name, the
+  encoded input and the parent id ('' = none) when the commit creates the actor
+  (CommitOptions.create, expected revision 0: applied only if the actor does not exist; it is
+  created detached at revision 1, the commit its first), or '0'. Applied only when the commit
+  applies.
 
   Returns
     {0, revision}           committed, with no signal landed (always on the per-step fast path)
@@ -63,7 +67,8 @@
                             actor it landed on and its inbox seq there
     {1, actualRevision}     stale: the stored revision differs from ARGV[1], or the stored
                             snapshot from ARGV[12]; nothing written
-    {2, 0}                  no such execution (unknown id, or its retention expired)
+    {2, 0}                  no such execution (unknown id, or its retention expired); a
+                            creating commit is refused {1, revision} instead when the actor exists
     {3, position, length}   an undo push would leave a gap (position > stack length); nothing written
     {4, 0}                  another owner holds the lease ARGV[8] asked to take; nothing written
     {5, revision, seq}      the inbox holds a signal the commit has not seen (stored seq > ARGV[13]); nothing written

@@ -13,7 +13,7 @@ end
 
 -- The keys a map operation has beside its actor keys, as src/store/keys.ts builds them
 -- (MAP_KEY_KINDS): base .. kind .. ':' .. map, and .. ':' .. bucket for the bucketed outcome hashes.
-local MAP_KIND = { stats = 'mapstat', source = 'mapsrc', outcomes = 'mapout', started = 'mapstarted', aborted = 'mapaborted', rollbackOutcomes = 'rbout', rollbackFailures = 'rbfail' }
+local MAP_KIND = { stats = 'mapstat', source = 'mapsrc', outcomes = 'mapout', started = 'mapstarted', aborted = 'mapaborted', rollbackOutcomes = 'rbout', rollbackFailures = 'rbfail', starts = 'mapstarts' }
 
 local function mapKeyOf(base, kind, map, bucket)
   if bucket then return base .. MAP_KIND[kind] .. ':' .. map .. ':' .. bucket end
@@ -29,6 +29,7 @@ local function stampMap(base, id, ttl)
   for bucket = 0, tonumber(redis.call('HGET', stats, 'buckets') or '0') - 1 do
     redis.call('PEXPIRE', mapKeyOf(base, 'outcomes', id, bucket), ttl)
     redis.call('PEXPIRE', mapKeyOf(base, 'rollbackOutcomes', id, bucket), ttl)
+    redis.call('PEXPIRE', mapKeyOf(base, 'starts', id, bucket), ttl)
   end
 end
 

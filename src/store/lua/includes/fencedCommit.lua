@@ -6,14 +6,27 @@
   batch script lays several such commits out one after another).
 ]]
 
--- Every check of one commit, before its first write: the execution exists, the revision, the
--- snapshot (when asked), the inbox, the undo positions, the lease to take. Returns the refusal,
+-- Every check of one commit, before its first write: the execution exists (a creating commit:
+-- it does not), the revision, the snapshot (when asked), the inbox, the undo positions, the
+-- lease to take. Returns the refusal,
 -- or nil with the commit read from A, the stored revision and the undo stack's length.
 local function checkCommit(k, o)
   local checkSnapshot = A[o + 11] == '1'
   local fields = checkSnapshot and redis.call('HMGET', k[1], 'rev', 'iseq', 'snapshot') or redis.call('HMGET', k[1], 'rev', 'iseq')
   local stored = fields[1]
-  if not stored then return {2, 0} end
+  if not stored then
+    -- A creating commit (expected revision 0, with a kernel section: its index section carries
+    -- the creation, see includes/kernelCommit.lua) is fenced by the actor's absence.
+    if A[o + 1] ~= '0' or A[o + 14] == '' then return {2, 0} end
+    local commit = readCommit(o + 15)
+    local badPosition, length = checkUndo(commit, 0)
+    if badPosition then return {3, badPosition, length} end
+    if A[o + 8] == '1' then
+      local holder = redis.call('GET', k[5])
+      if holder and holder ~= A[o + 9] then return {4, 0} end
+    end
+    return nil, commit, 0, 0
+  end
   stored = tonumber(stored)
   if stored ~= tonumber(A[o + 1]) then return {1, stored} end
   if checkSnapshot and fields[3] ~= A[o + 12] then return {1, stored} end

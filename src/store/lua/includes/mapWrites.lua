@@ -12,13 +12,14 @@
     depth first): actor id, nOps, then its ops, in this order, each when present:
       'init'       total ('' = unknown), batch size, atomic ('1'/'0'), mode
       'source'     nItems, then that many encoded items
+      'starts'     from, nStarts, then that many start payloads (positions from, from + 1, ...)
       'started'    map, index, gate ('1': the commit applies only while the map dispatches)
       'report'     map, index, outcome, stops ('1'/'0'), at
       'target'     target
       'rbtarget'   target
       'rbreport'   map, position, outcome, nFailures, then that many encoded failures
       'dropsource'
-  `init`, `source`, `target`, `rbtarget` and `dropsource` write the actor's own map keys; the
+  `init`, `source`, `starts`, `target`, `rbtarget` and `dropsource` write the actor's own map keys; the
   others those of the map they name. A write to a map without stats (never initialised, or
   expired) is skipped: nothing is created.
 ]]
@@ -64,6 +65,10 @@ local function readMapSection(i, last)
         local n = tonumber(A[i + 1])
         actor.ops[o] = { op = op, at = i + 2, n = n }
         i = i + 2 + n
+      elseif op == 'starts' then
+        local n = tonumber(A[i + 2])
+        actor.ops[o] = { op = op, at = i + 1, n = n }
+        i = i + 3 + n
       elseif op == 'rbreport' then
         local n = tonumber(A[i + 4])
         actor.ops[o] = { op = op, at = i + 1, n = n }
@@ -115,6 +120,7 @@ local function initMap(base, id, w, ttl)
   for bucket = 0, tonumber(redis.call('HGET', stats, 'buckets') or '0') - 1 do
     old[#old + 1] = mapKeyOf(base, 'outcomes', id, bucket)
     old[#old + 1] = mapKeyOf(base, 'rollbackOutcomes', id, bucket)
+    old[#old + 1] = mapKeyOf(base, 'starts', id, bucket)
   end
   redis.call('DEL', unpack(old))
   redis.call('HSET', stats, 'batch', A[w.at + 1], 'atomic', A[w.at + 2], 'mode', A[w.at + 3])
@@ -180,6 +186,19 @@ local function applyMapWrites(base, section, ttl)
           callChunked('RPUSH', source, argvList(w.at, w.n))
           stampLikeMap(source, own, ttl)
         end
+      elseif w.op == 'starts' then
+        if redis.call('EXISTS', own) == 1 and w.n > 0 then
+          local from = tonumber(A[w.at])
+          for j = 0, w.n - 1 do
+            local bucket = math.floor((from + j) / MAP_BUCKET_SIZE)
+            local hash = mapKeyOf(base, 'starts', id, bucket)
+            redis.call('HSET', hash, from + j, A[w.at + 2 + j])
+            if j == 0 or (from + j) % MAP_BUCKET_SIZE == 0 then
+              stampLikeMap(hash, own, ttl)
+              countBucket(own, bucket)
+            end
+          end
+        end
       elseif w.op == 'started' then
         local stats = mapKeyOf(base, 'stats', A[w.at])
         if redis.call('EXISTS', stats) == 1 then
@@ -195,7 +214,9 @@ local function applyMapWrites(base, section, ttl)
       elseif w.op == 'rbreport' then
         f.rollbackReportNew = reportRollback(base, w, ttl)
       elseif w.op == 'dropsource' then
-        redis.call('DEL', mapKeyOf(base, 'source', id))
+        local dropped = { mapKeyOf(base, 'source', id) }
+        for bucket = 0, tonumber(redis.call('HGET', own, 'buckets') or '0') - 1 do dropped[#dropped + 1] = mapKeyOf(base, 'starts', id, bucket) end
+        redis.call('DEL', unpack(dropped))
       end
     end
     flags[id] = f
