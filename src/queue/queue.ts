@@ -45,6 +45,14 @@ export interface JobSpec {
    * snapshot is still exactly these bytes; otherwise it reads the store as for any other job.
    */
   readonly handoff?: { readonly revision: number; readonly snapshot: Uint8Array; readonly input: Uint8Array; readonly outbox?: Uint8Array };
+  /**
+   * The start job of a fan-out map element that does not exist yet: its map, its index and the
+   * start payload its map's throw wrote (the element's reactor, map link and input; absent when
+   * large: the worker reads it from the map's start payloads). The worker builds the element and
+   * its first commit creates it, fenced by its absence (docs/design/map.md §19); an element that
+   * exists already (a duplicate start) is read from the store as for any other job.
+   */
+  readonly start?: { readonly map: string; readonly index: number; readonly payload?: Uint8Array };
 }
 
 /** Options of one {@link Queue.enqueue} call. */

@@ -49,11 +49,12 @@ export interface HeldActor {
    */
   handedPending?: boolean;
   /**
-   * Taken up from the state its job carries (a hand-off, a queued element's or rollback actor's
-   * start) instead of the store: its first commit takes the lease and applies only if the stored
-   * snapshot is still exactly these bytes (see {@link commitLease}).
+   * Taken up from the state its job carries instead of the store: its first commit takes the
+   * lease and applies only if the stored snapshot is still exactly `ifSnapshot` (a hand-off, a
+   * rollback actor's start), or creates the actor, fenced by its absence (`create`: a fan-out
+   * element's start, docs/design/map.md §19). See {@link commitLease}.
    */
-  fromJob?: { readonly ifSnapshot: Uint8Array } | undefined;
+  fromJob?: { readonly ifSnapshot: Uint8Array; readonly create?: undefined } | { readonly create: NonNullable<CommitOptions['create']>; readonly ifSnapshot?: undefined } | undefined;
 }
 
 const noop = (): void => undefined;
@@ -64,7 +65,7 @@ const NO_LEASE_CHANGE: CommitLease = { options: {}, fromJob: false, refused: noo
 /** The lease side of one commit (see {@link commitLease}). */
 export interface CommitLease {
   /** The commit's lease options (none when the commit neither takes nor releases the lease). */
-  readonly options: Pick<CommitOptions, 'takeLease' | 'ifSnapshot' | 'releaseLease'>;
+  readonly options: Pick<CommitOptions, 'takeLease' | 'ifSnapshot' | 'create' | 'releaseLease'>;
   /** The commit is the first from a carried state. */
   readonly fromJob: boolean;
   /** The commit was refused: a lease held before it is renewed again (one it was to take was never taken). */
@@ -82,13 +83,13 @@ export interface CommitLease {
 export function commitLease(held: HeldActor, leaves: boolean): CommitLease {
   // The per-step commit of a held actor: nothing to take or release (no allocation on that path).
   if (!leaves && held.fromJob === undefined) return NO_LEASE_CHANGE;
-  const fromJob = held.fromJob !== undefined && held.lease !== undefined ? { lease: held.lease, ifSnapshot: held.fromJob.ifSnapshot } : undefined;
+  const fromJob = held.fromJob !== undefined && held.lease !== undefined ? { lease: held.lease, fence: held.fromJob } : undefined;
   const releasing = leaves && held.lease?.held === true ? held.lease : undefined;
   const release = releasing ?? (leaves ? fromJob?.lease : undefined);
   return {
     options: {
       ...(release === undefined ? {} : { releaseLease: release.letGo() }),
-      ...(fromJob === undefined ? {} : { takeLease: fromJob.lease.request, ifSnapshot: fromJob.ifSnapshot }),
+      ...(fromJob === undefined ? {} : { takeLease: fromJob.lease.request, ...(fromJob.fence.create === undefined ? { ifSnapshot: fromJob.fence.ifSnapshot } : { create: fromJob.fence.create }) }),
     },
     fromJob: fromJob !== undefined,
     refused: () => releasing?.taken(),

@@ -3,7 +3,7 @@ import type { ExecutionMachine } from '../../machines/execution.js';
 import { EXECUTION_MACHINE_READABLE, EXECUTION_MACHINE_VERSION, upgradeExecutionContext } from '../../machines/execution.js';
 import type { ExecutionEffect, ExecutionEvent, ExecutionStatus, PauseRecord } from '../../machines/execution-types.js';
 import type { AnyReactorDefinition, CompiledStep } from '../definition/compiled.js';
-import { DefinitionError, DeserializationError, InputValidationError, InterruptTimeoutError, MapGateClosedError, QueueRequiredError, WorkInterruptedError } from '../errors/index.js';
+import { DefinitionError, DeserializationError, InputValidationError, InterruptTimeoutError, MapGateClosedError, QueueRequiredError, WorkInterruptedError, XreactorError } from '../errors/index.js';
 import { CORRELATION_TTL_MS, correlationKey, descendantId, interruptKey, rootIdOf } from './lineage.js';
 import type { JobSpec, Queue } from '../queue/queue.js';
 import { jobId } from '../queue/job-ids.js';
@@ -18,7 +18,8 @@ import { performRollbackHandler, performStep, resolveArguments, stepContext } fr
 import { buildResult } from './results.js';
 import { createMachineStepper } from './machine-stepper.js';
 import type { HeldLease } from './lease.js';
-import type { ExecutionSnapshot, MachineStepper } from './machine-stepper.js';
+import type { ExecutionSnapshot, MachineAction, MachineStepper } from './machine-stepper.js';
+import type { ElementStart } from './element-start.js';
 import type { ComposeDeps } from './compose.js';
 import { runCompose, undoCompose } from './compose.js';
 import { executionStatusOf, executionTagsOf } from '../../machines/execution.js';
@@ -205,36 +206,64 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
     lineage: { readonly parentId: string | null; readonly path: readonly string[]; readonly async?: boolean },
     element?: { readonly map: ElementMapLink; readonly rejected?: ErrorData },
   ): Promise<{ readonly held: HeldExecution; readonly event: ExecutionEvent; readonly plan: CommitPlan; readonly create: SpawnActor }> {
-    const { clock } = this.#deps;
-    const reactor = this.#definition.name;
-    const [snapshot, actions] = this.#stepper.initial({ executionId: id, reactor, at: clock.now(), ...lineage, ...(element === undefined ? {} : { map: element.map }) });
-    let event: ExecutionEvent;
-    let inputs: unknown = rawInput;
-    if (element?.rejected !== undefined) {
-      // A map element whose input could not be built from its item: it fails before its first step.
-      event = { type: 'xreactor.input.rejected', at: clock.now(), error: element.rejected };
-    } else if (this.#definition.input === undefined) {
-      event = { type: 'xreactor.input.accepted', at: clock.now() };
-    } else {
-      const checked = await validateWith(this.#definition.input, rawInput);
-      if (checked.ok) {
-        inputs = checked.value;
-        event = { type: 'xreactor.input.accepted', at: clock.now() };
-      } else {
-        const error = new InputValidationError(`reactor "${reactor}": input is invalid: ${describeIssues(checked.issues)}`, checked.issues, { reactor });
-        event = { type: 'xreactor.input.rejected', at: clock.now(), error: serializeError(error) };
-      }
-    }
+    const { snapshot, actions, event, inputs } = await this.#decide(id, rawInput, lineage, element);
     const [decided, decisionActions] = this.#stepper.next(snapshot, event);
     const plan = mergePlans(planCommit(actions), planCommit(decisionActions));
     const held = newHeld(id, decided, 1, inputs, plan.effects);
     const create: SpawnActor = {
       id,
-      reactor,
+      reactor: this.#definition.name,
       input: inputs,
       commit: { snapshot: persist(decided), status: statusOf(decided.value), writes: plan.writes, outbox: plan.effects, signals: plan.signals },
     };
     return { held, event, plan, create };
+  }
+
+  /**
+   * A fan-out element from its start job's payload (docs/design/map.md §19), not stored yet: held
+   * at revision 0, the first event to drive with it, and its creation for its first commit
+   * (`HeldActor.fromJob.create`), which creates it fenced by its absence. An accepted input is
+   * held `queued` and starts (`element.start`, gated: a closed gate skips it); a rejected one is
+   * held `pending` and fails (`input.rejected`). Either way the element is created by the commit
+   * of that one transition: no `queued` state is ever stored.
+   */
+  async fromStart(id: string, start: ElementStart): Promise<{ readonly held: HeldExecution; readonly event: ExecutionEvent }> {
+    const spawn = start.spawn;
+    const lineage = { parentId: start.map.id, path: start.path };
+    const { snapshot, actions, event, inputs } = await this.#decide(id, 'input' in spawn ? spawn.input : undefined, lineage, { map: start.map, ...('error' in spawn ? { rejected: spawn.error } : {}) });
+    // The execution machine enters `pending` with no actions; a start commit would have nowhere to carry them.
+    if (actions.length > 0) throw new XreactorError('element_start_unexpected', `element ${id}: the execution machine acts on entering its initial state (${actions.map((a) => a.type).join(', ')}), which an element's start commit does not carry; this build cannot start fan-out elements`);
+    const creating = { create: { reactor: this.#definition.name, input: inputs, parent: start.map.id } };
+    if (event.type !== 'xreactor.input.accepted') {
+      const held = newHeld(id, snapshot, 0, inputs, []);
+      held.fromJob = creating;
+      return { held, event };
+    }
+    const [queued] = this.#stepper.next(snapshot, event);
+    const held = newHeld(id, queued, 0, inputs, []);
+    held.fromJob = creating;
+    return { held, event: { type: 'xreactor.element.start', at: this.#deps.clock.now() } };
+  }
+
+  /** A new actor's initial snapshot and actions, and the decision on its input (an element's rejected input fails it). */
+  async #decide(
+    id: string,
+    rawInput: unknown,
+    lineage: { readonly parentId: string | null; readonly path: readonly string[]; readonly async?: boolean },
+    element: { readonly map: ElementMapLink; readonly rejected?: ErrorData } | undefined,
+  ): Promise<{ readonly snapshot: Snapshot; readonly actions: MachineAction[]; readonly event: ExecutionEvent; readonly inputs: unknown }> {
+    const { clock } = this.#deps;
+    const reactor = this.#definition.name;
+    const [snapshot, actions] = this.#stepper.initial({ executionId: id, reactor, at: clock.now(), ...lineage, ...(element === undefined ? {} : { map: element.map }) });
+    if (element?.rejected !== undefined) {
+      // A map element whose input could not be built from its item: it fails before its first step.
+      return { snapshot, actions, event: { type: 'xreactor.input.rejected', at: clock.now(), error: element.rejected }, inputs: rawInput };
+    }
+    if (this.#definition.input === undefined) return { snapshot, actions, event: { type: 'xreactor.input.accepted', at: clock.now() }, inputs: rawInput };
+    const checked = await validateWith(this.#definition.input, rawInput);
+    if (checked.ok) return { snapshot, actions, event: { type: 'xreactor.input.accepted', at: clock.now() }, inputs: checked.value };
+    const error = new InputValidationError(`reactor "${reactor}": input is invalid: ${describeIssues(checked.issues)}`, checked.issues, { reactor });
+    return { snapshot, actions, event: { type: 'xreactor.input.rejected', at: clock.now(), error: serializeError(error) }, inputs: rawInput };
   }
 
   /**

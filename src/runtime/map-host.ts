@@ -37,6 +37,7 @@ import { CARRIED_INPUT_MAX_BYTES } from './host.js';
 import type { MapSpawnArgs, MapStoredInput } from './map.js';
 import { completedElements, mapResultsOf, mapResultsRef } from './map-results.js';
 import { performRollbackHandler } from './step-performer.js';
+import { encodeElementStart } from './element-start.js';
 import { wakeParams } from './wake.js';
 
 type Action = { readonly type: string; readonly params?: unknown };
@@ -123,11 +124,13 @@ export interface HeldMap extends HeldActor {
   snapshot: Snap;
   readonly inputs: MapStoredInput;
   /**
-   * The creating commits of the queued elements of the last throw, by id, while their start jobs
-   * are to be enqueued: each job carries its element's state (one read fewer per element). Not
-   * kept across processes: start jobs enqueued again after a crash read the store.
+   * The creating commits of the fan-out rollback actors of the last rollback throw, by id, while
+   * their start jobs are to be enqueued: each job carries its actor's state (one read fewer per
+   * actor). Not kept across processes: start jobs enqueued again after a crash read the store.
    */
   carried?: Map<string, NonNullable<JobSpec['handoff']>> | undefined;
+  /** The start payloads of the fan-out elements of the last throw, while their start jobs are to be enqueued (not kept across processes). */
+  starts?: { readonly from: number; readonly payloads: readonly Uint8Array[] } | undefined;
   /** The page of a paged source read last: `page` is called once per `batchSize` elements. */
   page?: { readonly from: number; readonly items: readonly unknown[]; readonly ended: boolean } | undefined;
 }
@@ -157,22 +160,41 @@ const newHeldActor = <H extends HeldActor>(id: string, snapshot: Snap, revision:
   ({ id, snapshot, revision, outbox, inbox: { entries: [], seq: 0 }, declined: new Set(), inboxStale: false, lease: undefined, ...extra }) as unknown as H;
 
 /**
- * The state the start jobs of a throw carry: each queued element's and fan-out rollback actor's
- * creating commit (its snapshot and input; a large input is read from the store), and a rollback
- * actor's outbox, its first work (an element's first work is its start event).
+ * The state the start jobs of a fan-out rollback throw carry: each rollback actor's creating
+ * commit (its snapshot and input; a large input is read from the store) and its outbox, its
+ * first work. Inline rollback actors (leased by this process) are advanced in this call.
  */
 function carriedStarts(spawned: readonly Spawned[]): Map<string, NonNullable<JobSpec['handoff']>> {
   const carried = new Map<string, NonNullable<JobSpec['handoff']>>();
   for (const child of spawned) {
-    const rollback = child.create.kind === 'element-rollback';
-    // Inline rollback actors (leased by this process) and elements that start here are advanced in this call.
-    if (rollback ? child.lease !== undefined : child.create.commit.status !== 'queued') continue;
+    if (child.create.kind !== 'element-rollback' || child.lease !== undefined) continue;
     const input = encode(child.create.input);
     if (input.byteLength > CARRIED_INPUT_MAX_BYTES) continue;
     const snapshot = Uint8Array.from(encodeSnapshot(child.create.commit.snapshot));
-    carried.set(child.id, { revision: 1, snapshot, input: Uint8Array.from(input), ...(rollback ? { outbox: Uint8Array.from(encode(child.create.commit.outbox)) } : {}) });
+    carried.set(child.id, { revision: 1, snapshot, input: Uint8Array.from(input), outbox: Uint8Array.from(encode(child.create.commit.outbox)) });
   }
   return carried;
+}
+
+/** The start payloads of a fan-out throw's elements, by position from `from` (their indexes are consecutive). */
+function startsOf(context: MapContext, elements: readonly ElementCreation[]): { readonly from: number; readonly payloads: Uint8Array[] } {
+  const from = elements[0]?.map.index ?? context.offset;
+  const payloads = elements.map((element, i) => {
+    if (element.map.index !== from + i) throw new XreactorError('map_throw_invalid', `map ${context.mapId}: throw ${element.map.throw} names element ${element.map.index} at place ${i} after ${from}; a throw's elements are consecutive`);
+    return encodeElementStart({ element: context.element, path: [...context.ownerPath, context.step, String(element.map.index)], map: element.map, spawn: element.spawn });
+  });
+  return { from, payloads };
+}
+
+/** The start job of fan-out element `index` of `map` (JobSpec.start); a redispatch round names a new job. */
+function elementStartJob(map: string, index: number, payload: Uint8Array | undefined, round?: number): JobSpec {
+  const id = elementIdOf(map, index);
+  return {
+    id: round === undefined ? jobId(id, 'start') : jobId(id, 'start', `r${round}`),
+    kind: 'advance',
+    actor: { kind: 'execution', id },
+    start: { map, index, ...(payload === undefined ? {} : { payload }) },
+  };
 }
 
 /** Which `mapProgress` event a map transition is, if any. */
@@ -332,8 +354,12 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
     const context = next.context as MapContext;
     const plan = planOf(held.id, actions);
     const spawned: Spawned[] = [];
-    if (plan.elements !== undefined) {
-      for (const element of plan.elements.list) spawned.push(await this.#element(context, element, plan.elements.lease));
+    // Fan-out elements are not created here: the throw writes their start payloads, and each
+    // start job creates its element with its first commit (docs/design/map.md §19).
+    const starts = plan.elements !== undefined && !plan.elements.lease ? startsOf(context, plan.elements.list) : undefined;
+    if (starts !== undefined) plan.map = { ...plan.map, starts: { from: starts.from, starts: starts.payloads } };
+    else if (plan.elements !== undefined) {
+      for (const element of plan.elements.list) spawned.push(await this.#element(context, element));
     }
     if (plan.rollbacks !== undefined) for (const actor of plan.rollbacks) spawned.push(this.#deps.rollbacks().creation(context, actor));
     const commit: Commit = {
@@ -356,8 +382,9 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
         if (plan.selfSignal) markStale(held);
         const progress = this.#deps.hooks.has('mapProgress') ? progressOf(event as MapEvent, next) : undefined;
         // Inline, the one element or rollback actor is advanced in this call; fan-out ones by
-        // their start jobs, which carry the creations of queued elements.
-        if ((plan.elements !== undefined && !plan.elements.lease) || plan.rollbacks !== undefined) held.carried = carriedStarts(spawned);
+        // their start jobs, which carry the elements' start payloads and the rollback actors' creations.
+        if (starts !== undefined) held.starts = starts;
+        if (plan.rollbacks !== undefined) held.carried = carriedStarts(spawned);
         for (const child of spawned) {
           if (child.lease === undefined) continue;
           child.lease.taken();
@@ -386,8 +413,8 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
     });
   }
 
-  /** One element's creation for the map's throw commit (inline: with this process's lease). */
-  async #element(context: MapContext, element: ElementCreation, withLease: boolean): Promise<Spawned> {
+  /** An inline element's creation for the map's throw commit, with this process's lease (unless it fails at once). */
+  async #element(context: MapContext, element: ElementCreation): Promise<Spawned> {
     const definition = this.#deps.definitionOf(context.element);
     const host = this.#deps.hostFor(definition);
     const spawn: ElementSpawn = element.spawn;
@@ -399,12 +426,12 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
       { map: element.map, ...(rejected === undefined ? {} : { rejected }) },
     );
     const leaves = plan.effects.some((e) => e.type === 'xreactor.effect.finished');
-    const lease = withLease && !leaves ? this.#deps.lease(element.id) : undefined;
+    const lease = leaves ? undefined : this.#deps.lease(element.id);
     held.lease = lease;
     return {
       id: element.id,
       held,
-      // Detached; a fan-out element is listed by its start commit (a queued one is its map's to redispatch).
+      // Detached; one that fails at once is not listed (it settled).
       create: { ...create, retainWithParent: false, ...(lease === undefined ? { listed: false } : { lease: lease.request }) },
       lease,
       start: (call) => host.startSpawned(held, call),
@@ -446,19 +473,25 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
       case 'xreactor.effect.map.enqueue': {
         // One enqueue call for the whole throw (at most batchSize jobs), ids deterministic: performed again after a crash, it enqueues nothing twice.
         const p = effect.params as { kind: 'element' | 'rollback'; from: number; count: number };
-        const carried = held.carried;
+        const { carried, starts } = held;
         held.carried = undefined;
-        const at = clock.now();
+        held.starts = undefined;
         const jobs = Array.from({ length: p.count }, (_, i): JobSpec => {
-          const id = p.kind === 'element' ? elementIdOf(held.id, p.from + i) : rollbackIdOf(held.id, p.from + i);
-          const job: JobSpec = { id: jobId(id, 'start'), kind: 'advance', actor: { kind: p.kind === 'element' ? 'execution' : 'element-rollback', id } };
-          // A queued element's or rollback actor's creation rides with its start: the worker's
-          // first commit takes the lease and applies only if the actor is still exactly that (else
-          // it reads the store). An element starts with its start event, a rollback actor with the
-          // creation's outbox.
+          const index = p.from + i;
+          if (p.kind === 'element') {
+            // An element's start payload rides with its start job (a large one, or one this
+            // process no longer holds after a crash, is read from the map's start payloads).
+            const payload = starts !== undefined && index >= starts.from ? starts.payloads[index - starts.from] : undefined;
+            const carry = payload !== undefined && payload.byteLength <= CARRIED_INPUT_MAX_BYTES;
+            return elementStartJob(held.id, index, carry ? payload : undefined);
+          }
+          const id = rollbackIdOf(held.id, index);
+          const job: JobSpec = { id: jobId(id, 'start'), kind: 'advance', actor: { kind: 'element-rollback', id } };
+          // A rollback actor's creation rides with its start: the worker's first commit takes the
+          // lease and applies only if the actor is still exactly that (else it reads the store);
+          // its first work is the creation's outbox.
           const handoff = carried?.get(id);
-          if (handoff === undefined) return job;
-          return p.kind === 'element' ? { ...job, event: { type: 'xreactor.element.start', at }, handoff } : { ...job, handoff };
+          return handoff === undefined ? job : { ...job, handoff };
         });
         // Siblings of one throw: the BullMQ adapter carries them in bundles, each still its own job.
         if (jobs.length > 0) await queueOf(this.#deps, held.id).enqueue(jobs, { bundle: true });
@@ -487,18 +520,20 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
   async #redispatch(held: HeldMap, p: { phase: 'forward' | 'rollback'; from: number; size: number; round: number }): Promise<MapEvent> {
     const { store, clock, logger } = this.#deps;
     const forward = p.phase === 'forward';
-    const ids = Array.from({ length: p.size }, (_, i) => (forward ? elementIdOf(held.id, p.from + i) : rollbackIdOf(held.id, p.from + i)));
-    const lost = await Promise.all(
-      ids.map(async (id) => {
-        const loaded = await store.load(id);
-        if (loaded === undefined) return undefined;
-        const waiting = forward ? loaded.snapshot.value === 'queued' : loaded.snapshot.value === 'resolving' && loaded.revision === 1;
-        return waiting && !loaded.leased ? id : undefined;
-      }),
-    );
-    const jobs = lost
-      .filter((id): id is string => id !== undefined)
-      .map((id) => ({ id: jobId(id, 'start', `r${p.round}`), kind: 'advance' as const, actor: { kind: forward ? 'execution' : 'element-rollback', id } }));
+    const jobs = (
+      await Promise.all(
+        Array.from({ length: p.size }, async (_, i): Promise<JobSpec | undefined> => {
+          const index = p.from + i;
+          const id = forward ? elementIdOf(held.id, index) : rollbackIdOf(held.id, index);
+          const loaded = await store.load(id);
+          // An element that does not exist was never started: its start job again, its payload read from the store.
+          if (loaded === undefined) return forward ? elementStartJob(held.id, index, undefined, p.round) : undefined;
+          // (A queued element stored by an earlier build starts from the store.)
+          const waiting = forward ? loaded.snapshot.value === 'queued' : loaded.snapshot.value === 'resolving' && loaded.revision === 1;
+          return waiting && !loaded.leased ? { id: jobId(id, 'start', `r${p.round}`), kind: 'advance', actor: { kind: forward ? 'execution' : 'element-rollback', id } } : undefined;
+        }),
+      )
+    ).filter((job): job is JobSpec => job !== undefined);
     if (jobs.length > 0) {
       await queueOf(this.#deps, held.id).enqueue(jobs, { bundle: true });
       logger.info({ event: 'xreactor.map.redispatched', executionId: held.id, phase: p.phase, round: p.round, from: p.from, jobs: jobs.length }, 'restarted the start jobs of map positions not started');

@@ -12,6 +12,8 @@ import { newCall } from './call.js';
 import type { Engine, EngineOptions } from './engine.js';
 import { createEngine } from './engine.js';
 import { checkBackendOptions } from './backend.js';
+import { decodeElementStart } from './element-start.js';
+import type { ElementStart } from './element-start.js';
 import type { Backend } from './backend.js';
 
 /** Options of {@link createWorker}. */
@@ -108,12 +110,14 @@ interface KindJobs {
   readonly noun: string;
   /** Advance from the state a job carries (a hand-off); false when it cannot be used (then the store is read). */
   readonly carried?: (engine: Engine, lease: HeldLease, job: JobSpec, signal: AbortSignal) => Promise<boolean>;
+  /** Create and advance a fan-out element from its start job (`JobSpec.start`); false when it exists already (then the store is read). */
+  readonly started?: (engine: Engine, lease: HeldLease, job: JobSpec, signal: AbortSignal) => Promise<boolean>;
   /** After the actor's unreadable data was marked failed in the store: tell whoever waits for it. */
   readonly unreadable?: (engine: Engine, id: string) => Promise<void>;
 }
 
 /** The execution kind's jobs: hand-offs carry the run's state; an unreadable composed child fails its parent. */
-const EXECUTION_JOBS: KindJobs = { noun: 'execution', carried: advanceFromCarriedState, unreadable: signalParentOfUnreadable };
+const EXECUTION_JOBS: KindJobs = { noun: 'execution', carried: advanceFromCarriedState, started: advanceFromStart, unreadable: signalParentOfUnreadable };
 
 /** Whether a load failed because this build cannot advance the actor (another build can). */
 function isNotHere(error: unknown): boolean {
@@ -152,6 +156,8 @@ function actorJobHandler(engine: Engine, jobs: KindJobs): ActorJobHandler {
     try {
       // A hand-off job carries the run's state: one fenced commit instead of a read and a commit.
       if (job.handoff !== undefined && jobs.carried !== undefined && (await jobs.carried(engine, lease, job, signal))) return;
+      // A fan-out element's start creates it with its first commit.
+      if (job.start !== undefined && jobs.started !== undefined && (await jobs.started(engine, lease, job, signal))) return;
       // The lease and the actor come in one store call. The process that enqueued this job (a
       // hand-off) sends it together with the commit that hands the run off and releases the
       // lease, so the job can arrive before that commit lands: the actor is then missing (a new
@@ -165,17 +171,7 @@ function actorJobHandler(engine: Engine, jobs: KindJobs): ActorJobHandler {
           loaded = await engine.loadLeased(lease);
         }
       } catch (error) {
-        if (isNotHere(error)) {
-          // This build cannot advance it (a reactor or version it was not given, another plan, or
-          // a machine version or kind a newer build wrote): the actor and the job are left for a
-          // worker that can (a rolling deploy, or worker pools with different reactors on one
-          // queue). The job is retried after its backoff, and the actor stays listed for the sweeper.
-          log.warn({ event: 'xreactor.execution.not_here', executionId: id, err: error }, (error as Error).message);
-          throw new XreactorError('execution_not_here', `this worker cannot advance ${noun} ${id}: ${(error as Error).message}; the job is retried`, {
-            retryable: true,
-            cause: error,
-          });
-        }
+        if (isNotHere(error)) throw notHere(log, noun, id, error);
         if (error instanceof DeserializationError) {
           // Unreadable data: retrying cannot help. It is failed in the store (the data kept, the
           // actor unlisted); whoever waits for it learns that it failed (a parent's compose step
@@ -209,6 +205,53 @@ function actorJobHandler(engine: Engine, jobs: KindJobs): ActorJobHandler {
       await lease.end();
     }
   };
+}
+
+/**
+ * This build cannot advance the actor (a reactor or version it was not given, another plan, or a
+ * machine version or kind a newer build wrote): the actor and the job are left for a worker that
+ * can (a rolling deploy, or worker pools with different reactors on one queue). The job is retried
+ * after its backoff, and the actor stays listed for the sweeper.
+ */
+function notHere(log: Logger, noun: string, id: string, error: unknown): XreactorError {
+  log.warn({ event: 'xreactor.execution.not_here', executionId: id, err: error }, (error as Error).message);
+  return new XreactorError('execution_not_here', `this worker cannot advance ${noun} ${id}: ${(error as Error).message}; the job is retried`, { retryable: true, cause: error });
+}
+
+/**
+ * A fan-out element's start job (docs/design/map.md §19): the element is built from its start
+ * payload (carried, or read from its map's start payloads when large) and created by the commit
+ * of its first transition, its start (gated: a stopped map skips it) or its failure (a rejected
+ * input). Returns false, having committed nothing, when it exists already (a duplicate start) or
+ * no payload is kept (the map's forward phase ended); the caller then reads the store.
+ */
+async function advanceFromStart(engine: Engine, lease: HeldLease, job: JobSpec, signal: AbortSignal): Promise<boolean> {
+  const { map, index, payload } = job.start!;
+  const id = job.actor!.id;
+  const bytes = payload ?? (await engine.store.readMapStarts(map, index, 1))[0];
+  if (bytes === undefined) return false;
+  let host: ExecutionHost;
+  let start: ElementStart;
+  try {
+    start = decodeElementStart(id, bytes);
+    host = engine.register(engine.definitionOf(start.element));
+  } catch (error) {
+    // Another build wrote it, or this one was not given the element's reactor (at its version).
+    if (error instanceof DeserializationError || isNotHere(error)) throw notHere(engine.logger, 'element', id, error);
+    throw error;
+  }
+  const { held, event } = await host.fromStart(id, start);
+  held.lease = lease;
+  try {
+    return await host.drive(held, event, signal, 'worker');
+  } catch (error) {
+    // Refused before anything was committed: the element exists (a duplicate start) or its lease is held.
+    if (!lease.held && isRefusal(error)) {
+      engine.logger.debug({ event: 'xreactor.element.start_refused', executionId: id, err: error }, 'element exists already; reading the store');
+      return false;
+    }
+    throw error;
+  }
 }
 
 /** A composed child whose stored data cannot be read settles as failed for its parent: signal and wake the parent. */
@@ -266,7 +309,7 @@ async function fromCarriedState<H extends HeldActor>(
   }
 }
 
-/** A handed-off run (or a queued map element) from the state its job carries: the job's event is its first transition. */
+/** A handed-off run from the state its job carries: the job's event is its first transition. */
 function advanceFromCarriedState(engine: Engine, lease: HeldLease, job: JobSpec, signal: AbortSignal): Promise<boolean> {
   const event = job.event as unknown as ExecutionEvent | undefined;
   if (event === undefined) return Promise.resolve(false);

@@ -89,7 +89,7 @@ export interface FanOutWorld {
 }
 
 /** A commit that landed (`id`), or an enqueue call. */
-export type TimelineEntry = { readonly type: 'commit'; readonly id: string; readonly spawned: readonly string[] } | ({ readonly type: 'enqueue' } & EnqueueCall);
+export type TimelineEntry = { readonly type: 'commit'; readonly id: string; readonly spawned: readonly string[]; readonly starts: number } | ({ readonly type: 'enqueue' } & EnqueueCall);
 
 export interface FanOutWorldOptions {
   readonly intercepts?: StoreIntercepts;
@@ -111,7 +111,7 @@ export function fanOutWorld(options: FanOutWorldOptions = {}): FanOutWorld {
       const own = options.intercepts?.commit;
       const done = own === undefined ? next() : own(next, id, revision, commit, ...rest);
       return done.then((landed) => {
-        timeline.push({ type: 'commit', id, spawned: (commit.spawn ?? []).map((actor) => actor.id) });
+        timeline.push({ type: 'commit', id, spawned: (commit.spawn ?? []).map((actor) => actor.id), starts: commit.writes.map?.starts?.starts.length ?? 0 });
         return landed;
       });
     },
@@ -145,6 +145,11 @@ export function jobsPerCommitOf(world: FanOutWorld, actorId: string, purpose: Jo
 /** The actors each commit of `actorId` spawned, for the commits that spawned any. */
 export function spawnsPerCommitOf(world: FanOutWorld, actorId: string): (readonly string[])[] {
   return world.timeline.flatMap((entry) => (entry.type === 'commit' && entry.id === actorId && entry.spawned.length > 0 ? [entry.spawned] : []));
+}
+
+/** How many fan-out element start payloads each commit of `actorId` wrote, for the commits that wrote any (its throws). */
+export function startsPerCommitOf(world: FanOutWorld, actorId: string): number[] {
+  return world.timeline.flatMap((entry) => (entry.type === 'commit' && entry.id === actorId && entry.starts > 0 ? [entry.starts] : []));
 }
 
 /** The most jobs of `purpose` one handler run enqueued (a caller's calls count as one run). */
