@@ -12,6 +12,10 @@
  *     BENCH_ACCOUNTING=0 (skip the store-call accounting pass)   BENCH_PROFILE_DIR=<dir> (keep its profiles there)   BENCH_LOG_LEVEL=info (the workers')
  *     BENCH_FLOOR=0 (skip the runtime-alone pass)   BENCH_FLOOR_ROUNDS=5
  *     BENCH_JSON=<file>
+ *     BENCH_LIB=dist (default: the workers, the caller and the runtime-alone pass run the built
+ *       package on plain Node, as an application deploys it; the benchmark runs `npm run build`
+ *       first) or src (the sources through tsx, which adds esbuild's `__name` helper to every
+ *       closure of xreactor's code; the accounting pass's counting worker always runs src)
  *
  * One private redis-server (no persistence). Per worker count W (1, then 4):
  *   - W `xreactor worker --concurrency 10` processes started through the real CLI
@@ -50,6 +54,7 @@
  * the same phase. Targets (issue): forward ≤ 1.5× the bare flow, rollback ≤ 2× the bare flow.
  * A benchmark reports, it never gates: the exit code is always 0.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { tmpdir } from 'node:os';
@@ -107,6 +112,8 @@ const FLOOR_ROUNDS = Number(process.env['BENCH_FLOOR_ROUNDS'] ?? 5);
 /** The workers' `--log-level`: the CLI's default, info, writes a line per step (the bare workers write nothing). */
 const LOG_LEVEL = process.env['BENCH_LOG_LEVEL'] ?? 'info';
 const JSON_OUT = process.env['BENCH_JSON'];
+const LIB = process.env['BENCH_LIB'] === 'src' ? 'src' : 'dist';
+if (!['src', 'dist', undefined].includes(process.env['BENCH_LIB'])) throw new Error(`BENCH_LIB=${process.env['BENCH_LIB']} is neither dist (the built package, the default) nor src (the sources through tsx)`);
 const TIMEOUT_MS = 600_000;
 const PROF_INTERVAL_US = 250;
 /** The counting worker's reset channel (bench/fixtures/map-counting-worker.ts). */
@@ -354,7 +361,8 @@ function startFleet(url: string, workers: number, xrQueue: string, prefix: strin
   const xrWorkers = Array.from({ length: workers }, () =>
     startCliWorker({
       redisUrl: url,
-      modules: [benchFile('fixtures/map-reactors.ts')],
+      lib: LIB,
+      modules: [benchFile(LIB === 'dist' ? 'fixtures/map-reactors-dist.mjs' : 'fixtures/map-reactors.ts')],
       args: ['--queue', xrQueue, '--prefix', prefix, '--concurrency', String(CONCURRENCY), ...(BUNDLE_SIZE === undefined ? [] : ['--bundle-size', BUNDLE_SIZE])],
       env,
       logLevel: LOG_LEVEL,
@@ -463,11 +471,26 @@ function printPhase(samples: readonly Sample[], workers: number, n: number): voi
 
 // ---------------------------------------------------------------------------------------------
 
+/**
+ * The library this process runs as the caller (and in the runtime-alone pass), and the reactors
+ * built from it: BENCH_LIB=dist builds the package first and imports `dist/` (the reactors come
+ * from bench/fixtures/map-reactors-plan.mjs, as the dist workers' module builds them), src
+ * imports the sources.
+ */
+async function loadLibrary(): Promise<[typeof Xreactor, typeof RedisAdapters, typeof Fixtures]> {
+  if (LIB === 'src') return Promise.all([import('../src/index.js'), import('../src/redis.js'), import('./fixtures/map-reactors.js')]);
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  // Paths held in variables: typecheck does not need dist/ to exist; its types are the sources'.
+  const [index, redis] = ['../dist/src/index.js', '../dist/src/redis.js'];
+  const [lib, redisLib, plan] = await Promise.all([import(index) as Promise<typeof Xreactor>, import(redis) as Promise<typeof RedisAdapters>, import('./fixtures/map-reactors-plan.mjs')]);
+  return [lib, redisLib, { ...plan, ...plan.buildMapReactors(lib) }];
+}
+
 async function main(): Promise<void> {
   console.log(`xreactor bench: fan-out map of ${fmt(ELEMENTS, 0)} elements against a bare BullMQ flow of ${fmt(ELEMENTS, 0)} children`);
   console.log(machineLine());
   console.log(
-    `workers: ${WORKER_COUNTS.join(' and ')} processes × concurrency ${CONCURRENCY} (xreactor worker CLI at --log-level ${LOG_LEVEL}; bare BullMQ worker); ${ROUNDS} rounds per kind after one warm-up of ${WARMUP}; ` +
+    `workers: ${WORKER_COUNTS.join(' and ')} processes × concurrency ${CONCURRENCY} (xreactor worker CLI at --log-level ${LOG_LEVEL}, ${LIB === 'dist' ? 'the built package on plain Node' : 'the sources through tsx'}; bare BullMQ worker); ${ROUNDS} rounds per kind after one warm-up of ${WARMUP}; ` +
       `map batchSize ${process.env['BENCH_MAP_BATCH_SIZE'] ?? 50}; ${LARGE > 0 ? `${fmt(LARGE, 0)} elements × ${LARGE_ROUNDS} round(s) with ${Math.max(...WORKER_COUNTS)} workers; ` : ''}` +
       `inline reference ${INLINE_SIZES.length > 0 ? `${INLINE_SIZES.join(' and ')} elements` : 'off'}`,
   );
@@ -481,7 +504,7 @@ async function main(): Promise<void> {
   try {
     server = await startRedis();
     process.env['XREACTOR_BENCH_REDIS_URL'] = server.url;
-    [xr, adapters, fixtures] = await Promise.all([import('../src/index.js'), import('../src/redis.js'), import('./fixtures/map-reactors.js')]);
+    [xr, adapters, fixtures] = await loadLibrary();
     closers.push(async () => fixtures.closeMarks());
     const admin = new Redis(server.url, REDIS_OPTIONS);
     closers.push(async () => admin.disconnect());

@@ -216,16 +216,19 @@ const OUTPUT_TAIL = 64 * 1024;
  */
 export function startCliWorker(options: {
   readonly redisUrl: string;
+  /** `src` (default): the CLI's sources through tsx; `dist`: the built CLI (`npm run build` first) on plain Node, as the published package runs. */
+  readonly lib?: 'src' | 'dist';
   readonly modules: readonly string[];
   readonly args?: readonly string[];
   readonly env?: Readonly<Record<string, string>>;
   readonly logLevel?: string;
   readonly markers?: readonly string[];
 }): CliWorker {
-  const cli = fileURLToPath(new URL('../src/cli/xreactor.ts', import.meta.url));
+  const dist = options.lib === 'dist';
+  const cli = fileURLToPath(new URL(dist ? '../dist/src/cli/xreactor.js' : '../src/cli/xreactor.ts', import.meta.url));
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', cli, 'worker', '--redis', options.redisUrl, '--log-level', options.logLevel ?? 'info', ...(options.args ?? []), ...options.modules],
+    [...(dist ? [] : ['--import', 'tsx']), cli, 'worker', '--redis', options.redisUrl, '--log-level', options.logLevel ?? 'info', ...(options.args ?? []), ...options.modules],
     { cwd: ROOT, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const counts = new Map<string, number>((options.markers ?? []).map((m) => [m, 0]));
