@@ -4,9 +4,11 @@
  * with N children on the same worker processes' count and concurrency.
  *
  *   npx tsx bench/map.ts
- *     BENCH_ROUNDS=3 (measured rounds per configuration, after one warm-up batch of each kind)
+ *     BENCH_ROUNDS=5 (measured rounds per configuration, after the warm-up batches of each kind)
  *     BENCH_BUNDLE_SIZE (the xreactor workers' --bundle-size; unset: the adapter's default, 5)
- *     BENCH_ELEMENTS=1000   BENCH_WORKERS=1,4   BENCH_CONCURRENCY=10   BENCH_WARMUP=200
+ *     BENCH_ELEMENTS=1000   BENCH_WORKERS=1,4   BENCH_CONCURRENCY=10
+ *     BENCH_WARMUP=3000 (elements of each kind before the measured rounds of a phase, in batches of at most
+ *       BENCH_ELEMENTS: a worker's code reaches its steady speed only after some thousands of elements)
  *     BENCH_LARGE=10000 (0: skip)   BENCH_LARGE_ROUNDS=1
  *     BENCH_INLINE_ELEMENTS=1000 (sizes of the inline reference, default BENCH_ELEMENTS; 0: skip it)   BENCH_MAP_BATCH_SIZE=50
  *     BENCH_ACCOUNTING=0 (skip the store-call accounting pass)   BENCH_PROFILE_DIR=<dir> (keep its profiles there)   BENCH_LOG_LEVEL=info (the workers')
@@ -92,11 +94,11 @@ import {
 } from './support.js';
 import type { BenchChild, CliWorker, RedisServer } from './support.js';
 
-const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
+const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 5);
 const ELEMENTS = Number(process.env['BENCH_ELEMENTS'] ?? 1000);
 const WORKER_COUNTS = (process.env['BENCH_WORKERS'] ?? '1,4').split(',').map(Number);
 const CONCURRENCY = Number(process.env['BENCH_CONCURRENCY'] ?? 10);
-const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 200);
+const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 3000);
 /** The xreactor workers' `--bundle-size` (unset: the adapter's default). */
 const BUNDLE_SIZE = process.env['BENCH_BUNDLE_SIZE'];
 const LARGE = Number(process.env['BENCH_LARGE'] ?? 10_000);
@@ -490,7 +492,7 @@ async function main(): Promise<void> {
   console.log(`xreactor bench: fan-out map of ${fmt(ELEMENTS, 0)} elements against a bare BullMQ flow of ${fmt(ELEMENTS, 0)} children`);
   console.log(machineLine());
   console.log(
-    `workers: ${WORKER_COUNTS.join(' and ')} processes × concurrency ${CONCURRENCY} (xreactor worker CLI at --log-level ${LOG_LEVEL}, ${LIB === 'dist' ? 'the built package on plain Node' : 'the sources through tsx'}; bare BullMQ worker); ${ROUNDS} rounds per kind after one warm-up of ${WARMUP}; ` +
+    `workers: ${WORKER_COUNTS.join(' and ')} processes × concurrency ${CONCURRENCY} (xreactor worker CLI at --log-level ${LOG_LEVEL}, ${LIB === 'dist' ? 'the built package on plain Node' : 'the sources through tsx'}; bare BullMQ worker); ${ROUNDS} rounds per kind after a warm-up of ${fmt(WARMUP, 0)} elements of each kind in batches of at most ${fmt(ELEMENTS, 0)}; ` +
       `map batchSize ${process.env['BENCH_MAP_BATCH_SIZE'] ?? 50}; ${LARGE > 0 ? `${fmt(LARGE, 0)} elements × ${LARGE_ROUNDS} round(s) with ${Math.max(...WORKER_COUNTS)} workers; ` : ''}` +
       `inline reference ${INLINE_SIZES.length > 0 ? `${INLINE_SIZES.join(' and ')} elements` : 'off'}`,
   );
@@ -541,10 +543,13 @@ async function main(): Promise<void> {
         pids.bare = fleet.bare.map((c) => c.child.pid!);
 
         // Warm-up (not recorded).
+        for (let left = WARMUP; left > 0; left -= ELEMENTS) {
+          const n = Math.min(ELEMENTS, left);
+          await bareBatch(phase, n, 0);
+          await mapBatch(phase, 'forward', n, 0);
+          await mapBatch(phase, 'rollback', n, 0);
+        }
         if (WARMUP > 0) {
-          await bareBatch(phase, WARMUP, 0);
-          await mapBatch(phase, 'forward', WARMUP, 0);
-          await mapBatch(phase, 'rollback', WARMUP, 0);
           if (inlineRuntime !== undefined) await inlineBatch(phase, Math.min(20, ...INLINE_SIZES), 0);
         }
         const tasks: { kind: Kind; n: number }[] = [
@@ -612,7 +617,7 @@ async function main(): Promise<void> {
         try {
           await whenReady(worker, 'counting worker');
           // A warm-up batch, then the counts and the profile window start.
-          const warm = await runtime.run(kind === 'forward' ? fixtures.benchMapForward : fixtures.benchMapRollback, { items: itemsOf(WARMUP) });
+          const warm = await runtime.run(kind === 'forward' ? fixtures.benchMapForward : fixtures.benchMapRollback, { items: itemsOf(Math.min(WARMUP, ELEMENTS)) });
           await runtime.awaitResult(warm.executionId, { timeoutMs: TIMEOUT_MS });
           // The counting worker starts its counts again (and the profile window starts) here.
           if ((await caller.publish(RESET_CHANNEL, '1')) !== 1) throw new Error('the counting worker is not subscribed to its reset channel');
