@@ -40,17 +40,18 @@ export interface JobSpec {
   /**
    * A hand-off job carries the state it was sent for, so a worker can make its first commit
    * without reading the store: the revision and snapshot envelope bytes of the commit that handed
-   * the run off, and the encoded input; for an actor whose first work is its creation's outbox
-   * (an element rollback), that outbox encoded. The worker's commit applies only if the stored
-   * snapshot is still exactly these bytes; otherwise it reads the store as for any other job.
+   * the run off, and the encoded input. The worker's commit applies only if the stored snapshot
+   * is still exactly these bytes; otherwise it reads the store as for any other job.
    */
-  readonly handoff?: { readonly revision: number; readonly snapshot: Uint8Array; readonly input: Uint8Array; readonly outbox?: Uint8Array };
+  readonly handoff?: { readonly revision: number; readonly snapshot: Uint8Array; readonly input: Uint8Array };
   /**
    * The start job of a fan-out map element that does not exist yet: its map, its index and the
    * start payload its map's throw wrote (the element's reactor, map link and input; absent when
    * large: the worker reads it from the map's start payloads). The worker builds the element and
    * its first commit creates it, fenced by its absence (docs/design/map.md §19); an element that
-   * exists already (a duplicate start) is read from the store as for any other job.
+   * exists already (a duplicate start) is read from the store as for any other job. For a fan-out
+   * rollback actor (`actor.kind` `element-rollback`), `index` is its position and `payload` (always
+   * carried) its rollback start: the element's index, the throw and whether it is the throw's last.
    */
   readonly start?: { readonly map: string; readonly index: number; readonly payload?: Uint8Array };
 }

@@ -182,11 +182,12 @@ export interface KindHost<H extends HeldActor = HeldActor> {
   /** See {@link ActorBehaviour.sweep}. */
   sweep(id: string, loaded: LoadedExecution, look: SweepLook): SweepVerdict | Promise<SweepVerdict>;
   /**
-   * The held actor of the creation a start job carries (`JobSpec.handoff`), for a kind whose
-   * first work is its creation's outbox (the worker then marks it `fromJob`: its first commit
-   * takes the lease, fenced by the carried bytes). Absent: such jobs read the store.
+   * The held actor a start job (`JobSpec.start`) builds, not stored yet, for a kind whose first
+   * work is its creation's outbox: held at revision 0 with `fromJob.create`, so the commit its
+   * first work leads to creates it, fenced by its absence, and takes the lease. Absent: such
+   * jobs read the store.
    */
-  fromCarried?(id: string, handoff: NonNullable<JobSpec['handoff']>): H;
+  fromStartJob?(id: string, start: NonNullable<JobSpec['start']>): H;
 }
 
 /** An actor taken with its lease and loaded with the host of its kind. */

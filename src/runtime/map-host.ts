@@ -20,7 +20,7 @@ import { executionStatusOf } from '../../machines/execution.js';
 import type { ActorTag } from '../../machines/registry-types.js';
 import type { AnyReactorDefinition, CompiledStep } from '../definition/compiled.js';
 import { DeserializationError, WorkInterruptedError, XreactorError } from '../errors/index.js';
-import { decode, serializeError } from '../serialization/index.js';
+import { serializeError } from '../serialization/index.js';
 import type { Commit, CommitOptions, LoadedExecution, MapWrites, OutboxEffect, PersistedSnapshot, Signal, SignalEvent, SpawnActor } from '../store/store.js';
 import type { RollbackFailure } from '../../machines/execution-types.js';
 import type { ActorBehaviour, HeldActor, KernelDeps, KindHost, SweepLook, SweepVerdict, Transition } from './actor-host.js';
@@ -29,15 +29,13 @@ import type { Call, Place } from './call.js';
 import type { Hooks, MapProgressHook } from '../observability/middleware.js';
 import { jobId } from '../queue/job-ids.js';
 import type { JobSpec, Queue } from '../queue/queue.js';
-import { encode } from '../serialization/index.js';
-import { decodeSnapshot, encodeSnapshot } from '../store/snapshot-codec.js';
 import type { HeldLease } from './lease.js';
 import type { ExecutionHost, HeldExecution } from './host.js';
 import { CARRIED_INPUT_MAX_BYTES } from './host.js';
 import type { MapSpawnArgs, MapStoredInput } from './map.js';
 import { completedElements, mapResultsOf, mapResultsRef } from './map-results.js';
 import { performRollbackHandler } from './step-performer.js';
-import { encodeElementStart } from './element-start.js';
+import { decodeRollbackStart, encodeElementStart, encodeRollbackStart } from './element-start.js';
 import { wakeParams } from './wake.js';
 
 type Action = { readonly type: string; readonly params?: unknown };
@@ -124,11 +122,11 @@ export interface HeldMap extends HeldActor {
   snapshot: Snap;
   readonly inputs: MapStoredInput;
   /**
-   * The creating commits of the fan-out rollback actors of the last rollback throw, by id, while
-   * their start jobs are to be enqueued: each job carries its actor's state (one read fewer per
-   * actor). Not kept across processes: start jobs enqueued again after a crash read the store.
+   * The start payloads of the fan-out rollback actors of the last rollback throw, by position from
+   * `from`, while their start jobs are to be enqueued (not kept across processes: after a crash
+   * they are built again from the started list, {@link MapHost.rollbackStarts}).
    */
-  carried?: Map<string, NonNullable<JobSpec['handoff']>> | undefined;
+  rollbackStarts?: { readonly from: number; readonly payloads: readonly Uint8Array[] } | undefined;
   /** The start payloads of the fan-out elements of the last throw, while their start jobs are to be enqueued (not kept across processes). */
   starts?: { readonly from: number; readonly payloads: readonly Uint8Array[] } | undefined;
   /** The page of a paged source read last: `page` is called once per `batchSize` elements. */
@@ -160,20 +158,34 @@ const newHeldActor = <H extends HeldActor>(id: string, snapshot: Snap, revision:
   ({ id, snapshot, revision, outbox, inbox: { entries: [], seq: 0 }, declined: new Set(), inboxStale: false, lease: undefined, ...extra }) as unknown as H;
 
 /**
- * The state the start jobs of a fan-out rollback throw carry: each rollback actor's creating
- * commit (its snapshot and input; a large input is read from the store) and its outbox, its
- * first work. Inline rollback actors (leased by this process) are advanced in this call.
+ * The rollback throw a position of a fan-out rollback belongs to, and whether it is its last: throws
+ * are consecutive windows of the map's stored batch size from position 0 (the rollback's total
+ * is fixed when it starts), as the map machine's `recordRollbackThrow` makes them.
  */
-function carriedStarts(spawned: readonly Spawned[]): Map<string, NonNullable<JobSpec['handoff']>> {
-  const carried = new Map<string, NonNullable<JobSpec['handoff']>>();
-  for (const child of spawned) {
-    if (child.create.kind !== 'element-rollback' || child.lease !== undefined) continue;
-    const input = encode(child.create.input);
-    if (input.byteLength > CARRIED_INPUT_MAX_BYTES) continue;
-    const snapshot = Uint8Array.from(encodeSnapshot(child.create.commit.snapshot));
-    carried.set(child.id, { revision: 1, snapshot, input: Uint8Array.from(input), outbox: Uint8Array.from(encode(child.create.commit.outbox)) });
-  }
-  return carried;
+function rollbackThrowOf(context: MapContext, position: number): { readonly throw: number; readonly lastOfThrow: boolean } {
+  const total = context.rollback?.total ?? 0;
+  return { throw: Math.floor(position / context.batchSize), lastOfThrow: position % context.batchSize === context.batchSize - 1 || position === total - 1 };
+}
+
+/** The start payloads of a fan-out rollback throw's actors, by position from the first (their positions are consecutive). */
+function rollbackStartsOf(context: MapContext, actors: readonly RollbackCreation[]): { readonly from: number; readonly payloads: Uint8Array[] } {
+  const from = actors[0]?.position ?? context.rollback?.offset ?? 0;
+  const payloads = actors.map((actor, i) => {
+    if (actor.position !== from + i) throw new XreactorError('map_throw_invalid', `map ${context.mapId}: rollback throw ${actor.throw} names position ${actor.position} at place ${i} after ${from}; a throw's positions are consecutive`);
+    return encodeRollbackStart({ reactor: context.reactor, step: context.step, index: actor.index, throw: actor.throw, lastOfThrow: actor.lastOfThrow });
+  });
+  return { from, payloads };
+}
+
+/** The start job of fan-out rollback actor at `position` of `map` (JobSpec.start: its payload always rides with it); a redispatch round names a new job. */
+function rollbackStartJob(map: string, position: number, payload: Uint8Array, round?: number): JobSpec {
+  const id = rollbackIdOf(map, position);
+  return {
+    id: round === undefined ? jobId(id, 'start') : jobId(id, 'start', `r${round}`),
+    kind: 'advance',
+    actor: { kind: 'element-rollback', id },
+    start: { map, index: position, payload },
+  };
 }
 
 /** The start payloads of a fan-out throw's elements, by position from `from` (their indexes are consecutive). */
@@ -361,7 +373,10 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
     else if (plan.elements !== undefined) {
       for (const element of plan.elements.list) spawned.push(await this.#element(context, element));
     }
-    if (plan.rollbacks !== undefined) for (const actor of plan.rollbacks) spawned.push(this.#deps.rollbacks().creation(context, actor));
+    // Fan-out rollback actors are not created here either: each start job carries its actor's
+    // start payload, and the worker creates the actor with its first commit.
+    const rollbackStarts = plan.rollbacks !== undefined && context.mode === 'fanOut' ? rollbackStartsOf(context, plan.rollbacks) : undefined;
+    if (plan.rollbacks !== undefined && rollbackStarts === undefined) for (const actor of plan.rollbacks) spawned.push(this.#deps.rollbacks().creation(context, actor));
     const commit: Commit = {
       snapshot: this.#persist(next),
       status: mapStatusOf(next.value),
@@ -382,9 +397,9 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
         if (plan.selfSignal) markStale(held);
         const progress = this.#deps.hooks.has('mapProgress') ? progressOf(event as MapEvent, next) : undefined;
         // Inline, the one element or rollback actor is advanced in this call; fan-out ones by
-        // their start jobs, which carry the elements' start payloads and the rollback actors' creations.
+        // their start jobs, which carry their start payloads.
         if (starts !== undefined) held.starts = starts;
-        if (plan.rollbacks !== undefined) held.carried = carriedStarts(spawned);
+        if (rollbackStarts !== undefined) held.rollbackStarts = rollbackStarts;
         for (const child of spawned) {
           if (child.lease === undefined) continue;
           child.lease.taken();
@@ -473,26 +488,26 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
       case 'xreactor.effect.map.enqueue': {
         // One enqueue call for the whole throw (at most batchSize jobs), ids deterministic: performed again after a crash, it enqueues nothing twice.
         const p = effect.params as { kind: 'element' | 'rollback'; from: number; count: number };
-        const { carried, starts } = held;
-        held.carried = undefined;
+        const { starts } = held;
         held.starts = undefined;
-        const jobs = Array.from({ length: p.count }, (_, i): JobSpec => {
-          const index = p.from + i;
-          if (p.kind === 'element') {
+        let jobs: JobSpec[];
+        if (p.kind === 'element') {
+          jobs = Array.from({ length: p.count }, (_, i): JobSpec => {
+            const index = p.from + i;
             // An element's start payload rides with its start job (a large one, or one this
             // process no longer holds after a crash, is read from the map's start payloads).
             const payload = starts !== undefined && index >= starts.from ? starts.payloads[index - starts.from] : undefined;
             const carry = payload !== undefined && payload.byteLength <= CARRIED_INPUT_MAX_BYTES;
             return elementStartJob(held.id, index, carry ? payload : undefined);
-          }
-          const id = rollbackIdOf(held.id, index);
-          const job: JobSpec = { id: jobId(id, 'start'), kind: 'advance', actor: { kind: 'element-rollback', id } };
-          // A rollback actor's creation rides with its start: the worker's first commit takes the
-          // lease and applies only if the actor is still exactly that (else it reads the store);
-          // its first work is the creation's outbox.
-          const handoff = carried?.get(id);
-          return handoff === undefined ? job : { ...job, handoff };
-        });
+          });
+        } else {
+          // A rollback actor's start payload rides with its start job; the worker's first commit
+          // creates the actor, fenced by its absence (a duplicate start reads the store).
+          const kept = held.rollbackStarts;
+          held.rollbackStarts = undefined;
+          const payloads = kept !== undefined && kept.from === p.from && kept.payloads.length === p.count ? kept.payloads : await this.rollbackStarts(held.id, context, p.from, p.count);
+          jobs = payloads.map((payload, i) => rollbackStartJob(held.id, p.from + i, payload));
+        }
         // Siblings of one throw: the BullMQ adapter carries them in bundles, each still its own job.
         if (jobs.length > 0) await queueOf(this.#deps, held.id).enqueue(jobs, { bundle: true });
         return { type: 'xreactor.map.enqueued', at: clock.now(), kind: p.kind, from: p.from };
@@ -519,6 +534,7 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
    */
   async #redispatch(held: HeldMap, p: { phase: 'forward' | 'rollback'; from: number; size: number; round: number }): Promise<MapEvent> {
     const { store, clock, logger } = this.#deps;
+    const context = held.snapshot.context as MapContext;
     const forward = p.phase === 'forward';
     const jobs = (
       await Promise.all(
@@ -526,9 +542,10 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
           const index = p.from + i;
           const id = forward ? elementIdOf(held.id, index) : rollbackIdOf(held.id, index);
           const loaded = await store.load(id);
-          // An element that does not exist was never started: its start job again, its payload read from the store.
-          if (loaded === undefined) return forward ? elementStartJob(held.id, index, undefined, p.round) : undefined;
-          // (A queued element stored by an earlier build starts from the store.)
+          // An actor that does not exist was never started: its start job again (an element's
+          // payload read from the store, a rollback actor's built again from the started list).
+          if (loaded === undefined) return forward ? elementStartJob(held.id, index, undefined, p.round) : rollbackStartJob(held.id, index, (await this.rollbackStarts(held.id, context, index, 1))[0]!, p.round);
+          // (A queued element or an unstarted rollback actor stored by an earlier build starts from the store.)
           const waiting = forward ? loaded.snapshot.value === 'queued' : loaded.snapshot.value === 'resolving' && loaded.revision === 1;
           return waiting && !loaded.leased ? { id: jobId(id, 'start', `r${p.round}`), kind: 'advance', actor: { kind: forward ? 'execution' : 'element-rollback', id } } : undefined;
         }),
@@ -539,6 +556,19 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
       logger.info({ event: 'xreactor.map.redispatched', executionId: held.id, phase: p.phase, round: p.round, from: p.from, jobs: jobs.length }, 'restarted the start jobs of map positions not started');
     }
     return { type: 'xreactor.map.redispatched', at: clock.now(), next: p.from + p.size };
+  }
+
+  /**
+   * The start payloads of fan-out rollback positions `[from, from + count)`, built again from the
+   * map's started list (the rollback's own list, read from its tail) and its stored batch size:
+   * for start jobs enqueued again after a crash, and for a redispatch.
+   */
+  async rollbackStarts(id: string, context: MapContext, from: number, count: number): Promise<Uint8Array[]> {
+    const rb = context.rollback;
+    if (rb === null) throw new XreactorError('map_rollback_missing', `map ${id}: rollback positions ${from}…${from + count - 1} were asked for, but the map is not rolling back`);
+    const indexes = await this.#deps.store.readMapStarted(id, rb.total, from, count, rb.list);
+    if (indexes.length !== count) throw new XreactorError('map_rollback_missing', `map ${id}: the started list holds ${indexes.length} of rollback positions ${from}…${from + count - 1}; its data is incomplete`);
+    return indexes.map((index, i) => encodeRollbackStart({ reactor: context.reactor, step: context.step, index, ...rollbackThrowOf(context, from + i) }));
   }
 
   /** A throw: the gate, then the window's items and the elements' inputs. */
@@ -709,14 +739,33 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
   }
 
   /**
-   * A rollback actor as its start job carries its creation (see `carriedStarts`), with that
-   * creation's outbox. Nothing is read from the store.
-   * @throws DeserializationError when the bytes are not this host's machine version (the job then reads the store)
+   * A fan-out rollback actor from its start job (docs/design/map.md §19), not stored yet: held at
+   * revision 0 in `resolving`, its first work the resolve its creation asks for; the commit of the
+   * transition that resolve leads to creates it, fenced by its absence (`HeldActor.fromJob.create`).
+   * Nothing is read from the store.
+   * @throws DeserializationError when the payload is not one this build reads
    */
-  fromCarried(id: string, handoff: NonNullable<JobSpec['handoff']>): HeldRollback {
-    const snapshot = decodeSnapshot(handoff.snapshot);
-    const outbox = handoff.outbox === undefined ? [] : (decode(handoff.outbox) as OutboxEffect[]);
-    return this.#held(id, { snapshot, revision: handoff.revision, outbox, inbox: { entries: [], seq: 0 } });
+  fromStartJob(id: string, start: NonNullable<JobSpec['start']>): HeldRollback {
+    if (start.payload === undefined) throw new DeserializationError(`the start job of rollback actor ${id} carries no start payload`);
+    const payload = decodeRollbackStart(id, start.payload);
+    const input: ElementRollbackInput = {
+      id,
+      map: start.map,
+      step: payload.step,
+      element: elementIdOf(start.map, payload.index),
+      position: start.index,
+      index: payload.index,
+      throw: payload.throw,
+      lastOfThrow: payload.lastOfThrow,
+      mode: 'fanOut',
+      maxAttempts: this.#deps.lockSnoozeMaxAttempts,
+      at: this.#deps.clock.now(),
+    };
+    const [snapshot, actions] = this.#stepper.initial(input);
+    const plan = planOf(id, actions);
+    const held = newHeldActor<HeldRollback>(id, snapshot, 0, plan.effects, {});
+    held.fromJob = { create: { reactor: payload.reactor, input: null, parent: start.map } };
+    return held;
   }
 
   adopt(held: HeldRollback, loaded: LoadedExecution): void {
@@ -774,19 +823,12 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
       ...(plan.awaits === undefined ? {} : { awaits: plan.awaits }),
     };
     const context = held.snapshot.context as ElementRollbackContext;
-    // A fan-out rollback actor lists itself with its first own commit (its creation did not). The
-    // element it signals is not listed: while this actor awaits it, this actor's sweep advances it.
-    const listed = context.mode === 'fanOut' && held.revision === 1 && !finished ? [held.id] : [];
+    // A fan-out rollback actor lists itself with the commit that creates it (one stored unlisted
+    // by an earlier build's throw, with its first own commit). The element it signals is not
+    // listed: while this actor awaits it, this actor's sweep advances it.
+    const listed = context.mode === 'fanOut' && held.revision <= 1 && !finished ? [held.id] : [];
     const lease = commitLease(held, finished);
-    const options: CommitOptions | undefined =
-      !finished && !lease.fromJob
-        ? undefined
-        : {
-            ...(finished ? { announce: true, unlist: true } : {}),
-            ...lease.options,
-            // Taken up from its start job's carried creation: that creation (the throw commit) gave every key its retention.
-            ...(lease.fromJob ? { stampedAt: context.createdAt } : {}),
-          };
+    const options: CommitOptions | undefined = !finished && !lease.fromJob ? undefined : { ...(finished ? { announce: true, unlist: true } : {}), ...lease.options };
     return {
       next,
       commit,

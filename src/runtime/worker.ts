@@ -77,7 +77,7 @@ export function createJobHandler(engine: Engine): JobHandler {
   const handlerOf = (kind: string): ActorJobHandler | undefined => {
     let handler = kinds.get(kind);
     if (handler === undefined && engine.kinds().includes(kind)) {
-      handler = actorJobHandler(engine, kind === 'execution' ? EXECUTION_JOBS : { noun: `${kind} actor`, carried: advanceActorFromCarriedState });
+      handler = actorJobHandler(engine, kind === 'execution' ? EXECUTION_JOBS : { noun: `${kind} actor`, started: advanceActorFromStart });
       kinds.set(kind, handler);
     }
     return handler;
@@ -327,21 +327,36 @@ function advanceFromCarriedState(engine: Engine, lease: HeldLease, job: JobSpec,
   );
 }
 
-/** An actor of another kind (an element rollback) from the creation its start job carries: its creation's outbox is its first work. */
-function advanceActorFromCarriedState(engine: Engine, lease: HeldLease, job: JobSpec, signal: AbortSignal): Promise<boolean> {
+/**
+ * An actor of another kind (a fan-out element rollback) from its start job (docs/design/map.md
+ * §19): built from the start payload the job carries and created by the commit its first work
+ * (its creation's outbox) leads to. Returns false, having committed nothing, when it exists
+ * already (a duplicate start) or its lease is held; the caller then reads the store.
+ */
+async function advanceActorFromStart(engine: Engine, lease: HeldLease, job: JobSpec, signal: AbortSignal): Promise<boolean> {
   const host = engine.kindHost(job.actor!.kind);
-  const take = host?.fromCarried?.bind(host);
-  if (host === undefined || take === undefined || job.event !== undefined) return Promise.resolve(false);
-  return fromCarriedState(
-    engine,
-    lease,
-    job,
-    (carried) => take(job.actor!.id, carried),
-    async (held) => {
-      await host.loop.resume(held, held.outbox, newCall(signal, 'worker'));
-      return true;
-    },
-  );
+  const build = host?.fromStartJob?.bind(host);
+  if (host === undefined || build === undefined || job.event !== undefined) return false;
+  const id = job.actor!.id;
+  let held: HeldActor;
+  try {
+    held = build(id, job.start!);
+  } catch (error) {
+    if (error instanceof DeserializationError) throw notHere(engine.logger, `${job.actor!.kind} actor`, id, error);
+    throw error;
+  }
+  held.lease = lease;
+  try {
+    await host.loop.resume(held, held.outbox, newCall(signal, 'worker'));
+    return true;
+  } catch (error) {
+    // Refused before anything was committed: the actor exists (a duplicate start) or its lease is held.
+    if (!lease.held && isRefusal(error)) {
+      engine.logger.debug({ event: 'xreactor.actor.start_refused', executionId: id, err: error }, 'actor exists already; reading the store');
+      return false;
+    }
+    throw error;
+  }
 }
 
 /**

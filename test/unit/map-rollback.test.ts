@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createRuntime, defineReactor, fail, InvalidStateError } from '../../src/index.js';
 import type { AnyReactorDefinition, RollbackFailureReport } from '../../src/index.js';
+import { decodeRollbackStart } from '../../src/runtime/element-start.js';
 import { createTestClock } from '../../src/testing/index.js';
 import type { InProcessQueue, JobPurpose } from '../../src/testing/index.js';
 import { expectNoInboxLeft, failureSet, fanOutWorld, jobsPerCommitOf, mostJobsPerRun, recordingElement, silent, spawnsPerCommitOf } from '../support/map-kit.js';
@@ -94,17 +95,24 @@ describe('fan-out map rollback: throws', () => {
     log.length = 0;
 
     // The rollback's first throw is pending: positions 0..4, i.e. the five elements started last.
-    const firstThrow = world.queue.pending({ purpose: 'element-rollback' }).map((job) => job.id);
-    expect(firstThrow).toEqual(range(5).map((p) => `${mapId}.rb-${p}.start`));
-    for (const p of range(5)) {
-      const context = (await world.store.load(`${mapId}.rb-${p}`))?.snapshot.context as { position: number; index: number };
-      expect([context.position, context.index]).toEqual([p, started[started.length - 1 - p]]);
+    // The throw persisted no rollback actor: each start job carries its actor's start payload.
+    const firstThrow = world.queue.pending({ purpose: 'element-rollback' });
+    expect(firstThrow.map((job) => job.id)).toEqual(range(5).map((p) => `${mapId}.rb-${p}.start`));
+    for (const [p, job] of firstThrow.entries()) {
+      expect(await world.store.load(`${mapId}.rb-${p}`)).toBeUndefined();
+      expect([job.start?.map, job.start?.index]).toEqual([mapId, p]);
+      expect(decodeRollbackStart(job.actor!.id, job.start!.payload!)).toEqual({ reactor: 'rb-bound', step: 'm', index: started[started.length - 1 - p], throw: 0, lastOfThrow: p === 4 });
     }
 
     await world.queue.drainRounds({ delayed: 'as-due' });
     expect(world.queue.pending()).toEqual([]);
     expect(jobsPerCommitOf(world, mapId, 'element-rollback')).toEqual([5, 5, 2]);
-    expect(spawnsPerCommitOf(world, mapId).filter((ids) => ids[0]!.includes('.rb-'))).toEqual([range(5), range(5, 5), range(2, 10)].map((ps) => ps.map((p) => `${mapId}.rb-${p}`)));
+    expect(spawnsPerCommitOf(world, mapId).filter((ids) => ids[0]!.includes('.rb-'))).toEqual([]);
+    // Each start job created its actor, at its position, for the element started at it.
+    for (const p of range(12)) {
+      const context = (await world.store.load(`${mapId}.rb-${p}`))?.snapshot.context as { position: number; index: number; throw: number; lastOfThrow: boolean };
+      expect([context.position, context.index, context.throw, context.lastOfThrow]).toEqual([p, started[started.length - 1 - p], Math.floor(p / 5), p % 5 === 4 || p === 11]);
+    }
     const throws = world.probe.calls.filter((call) => call.jobs.some((job) => job.id.endsWith('.start') && job.actor?.kind === 'element-rollback'));
     expect(throws.map((call) => call.jobs.map((job) => job.id))).toEqual([range(5), range(5, 5), range(2, 10)].map((ps) => ps.map((p) => `${mapId}.rb-${p}.start`)));
     const newestFirst = [...started].reverse();
@@ -133,13 +141,13 @@ describe('fan-out map rollback: throws', () => {
   });
 });
 
-describe('fan-out map rollback: start jobs carry the rollback actors', () => {
+describe('fan-out map rollback: rollback actors created by their start jobs', () => {
   /**
    * A fan-out world whose store records the calls naming a rollback actor (`<map>.rb-<position>`):
    * its reads, its lease calls, and its commits with the lease they take or release; the run is
    * dispatched and its forward phase drained.
    */
-  const carriedWorld = async (name: string, items: readonly number[], options: ReactorOptions) => {
+  const recordedWorld = async (name: string, items: readonly number[], options: ReactorOptions) => {
     const calls: string[] = [];
     const rollbackActor = (id: string) => /\.rb-\d+$/.test(id);
     const record = (method: string) => (next: () => Promise<unknown>, id: string) => (rollbackActor(id) && calls.push(`${method} ${id}`), next());
@@ -163,18 +171,19 @@ describe('fan-out map rollback: start jobs carry the rollback actors', () => {
     return { world, log, id, mapId, calls, reads };
   };
 
-  it('each rollback actor is taken up from the creation its start job carries: its first commit takes the lease, nothing of it is read', async () => {
-    const { world, log, id, mapId, reads } = await carriedWorld('rb-carried', range(7), { batchSize: 3 });
+  it('each rollback actor is created by its start job: its first commit creates it and takes the lease, nothing of it is read', async () => {
+    const { world, log, id, mapId, calls, reads } = await recordedWorld('rb-carried', range(7), { batchSize: 3 });
     const starts = world.queue.pending({ purpose: 'element-rollback' });
-    expect(starts.map((job) => [job.id, job.handoff?.revision, job.handoff?.outbox !== undefined])).toEqual(range(3).map((p) => [`${mapId}.rb-${p}.start`, 1, true]));
+    expect(starts.map((job) => [job.id, job.start?.index, job.start?.payload !== undefined, job.handoff])).toEqual(range(3).map((p) => [`${mapId}.rb-${p}.start`, p, true, undefined]));
     await world.queue.drainRounds({ delayed: 'as-due' });
     expect((await world.runtime.awaitResult(id, { timeoutMs: 1_000 })).status).toBe('failed');
     expect(log.filter((l) => l.startsWith('undo:e'))).toEqual(range(7).flatMap((i) => undone(6 - i)));
     expect(reads()).toEqual([]);
+    // Two commits each: the creating one (undoing its element, lease taken), then its report (lease given back).
+    for (const p of range(7)) expect(calls.filter((c) => c.startsWith(`commit ${mapId}.rb-${p} `))).toEqual([`commit ${mapId}.rb-${p} running take`, `commit ${mapId}.rb-${p} completed release`]);
     for (const p of range(7)) {
       const actor = await world.store.load(`${mapId}.rb-${p}`);
-      // Created, then its first commit (lease taken, fenced by the carried bytes), then its report.
-      expect(actor?.revision).toBe(3);
+      expect(actor?.revision).toBe(2);
       expect(actor?.leased).toBe(false);
     }
   });
@@ -198,9 +207,9 @@ describe('fan-out map rollback: start jobs carry the rollback actors', () => {
     expect(undoReads.filter((r) => r.startsWith(`${mapId}.`)).sort()).toEqual(range(3).map((p) => `${mapId}.${p} 0`));
   });
 
-  it('a carried rollback actor that settles in its first commit (its element failed: not needed) takes and gives back its lease in that one commit', async () => {
+  it('a rollback actor that settles in its first commit (its element failed: not needed) takes and gives back its lease in that one commit', async () => {
     // Element 1 fails; the map fails, and its started elements are rolled back, newest first.
-    const { world, id, mapId, calls, reads } = await carriedWorld('rb-settle-first', range(3), { batchSize: 3, after: 'ok', e2: (i) => (i === 1 ? 'fail' : 'ok') });
+    const { world, id, mapId, calls, reads } = await recordedWorld('rb-settle-first', range(3), { batchSize: 3, after: 'ok', e2: (i) => (i === 1 ? 'fail' : 'ok') });
     await world.queue.drainRounds({ delayed: 'as-due' });
     expect((await world.runtime.awaitResult(id, { timeoutMs: 1_000 })).status).toBe('failed');
     // No separate read or lease call for any rollback actor; the one whose element failed settles in one commit that takes and releases.
@@ -213,20 +222,20 @@ describe('fan-out map rollback: start jobs carry the rollback actors', () => {
     }
   });
 
-  it('a start job whose carried creation is no longer the stored actor reads the store instead (a duplicate delivery does nothing twice)', async () => {
-    const { world, log, id, mapId, calls, reads } = await carriedWorld('rb-stale', range(2), { batchSize: 2 });
+  it('a duplicate start job finds its rollback actor created and reads the store instead (nothing is done twice)', async () => {
+    const { world, log, id, mapId, calls, reads } = await recordedWorld('rb-stale', range(2), { batchSize: 2 });
     const [first] = world.queue.pending({ purpose: 'element-rollback' });
-    expect(first?.handoff).toBeDefined();
+    expect(first?.start).toBeDefined();
     await world.queue.runNext();
     expect(reads()).toEqual([]);
-    // The same job delivered again: its carried creation is stale, so it reads the store (taking the
-    // lease with the read), finds the actor reported, commits nothing and lets the lease go.
+    // The same job delivered again: its creating commit is refused (the actor exists), so it reads
+    // the store (taking the lease with the read), finds the actor reported, commits nothing and lets the lease go.
     const before = (await world.store.load(`${mapId}.rb-0`))?.revision;
     calls.length = 0;
     await world.queue.enqueue([{ ...first!, id: `${first!.id}.again` }]);
     await world.queue.drainRounds({ delayed: 'as-due' });
     expect(reads()).toEqual([`acquireAndLoad ${mapId}.rb-0`, `releaseLease ${mapId}.rb-0`]);
-    // One commit attempted for it: the carried first commit, refused by its fence (the revision below is unchanged).
+    // One commit attempted for it: the creating commit, refused by its fence (the revision below is unchanged).
     expect(calls.filter((c) => c.startsWith(`commit ${mapId}.rb-0 `))).toEqual([`commit ${mapId}.rb-0 completed take release`]);
     expect((await world.store.load(`${mapId}.rb-0`))?.revision).toBe(before);
     expect((await world.runtime.awaitResult(id, { timeoutMs: 1_000 })).status).toBe('failed');
