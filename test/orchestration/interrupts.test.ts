@@ -13,16 +13,18 @@ const CONTINUE = fileURLToPath(new URL('./fixtures/continue.ts', import.meta.url
 
 let env: OrchestrationEnv;
 
-async function continueFromAnotherProcess(id: string, by: string): Promise<{ ok: boolean; status?: string; value?: unknown; code?: string; message?: string }> {
+async function continueFromAnotherProcess(id: string, by: string): Promise<{ ok: boolean; by: string; status?: string; value?: unknown; code?: string; message?: string }> {
   const { stdout } = await run(process.execPath, ['--import', 'tsx', CONTINUE, env.server.url, id, by], {
     cwd: ROOT,
     env: { ...process.env, XREACTOR_TEST_REDIS_URL: env.server.url },
   });
-  return JSON.parse(stdout.trim().split('\n').pop()!) as { ok: boolean };
+  return JSON.parse(stdout.trim().split('\n').pop()!) as { ok: boolean; by: string };
 }
 
 beforeAll(async () => {
   env = await startOrchestrationEnv();
+  // Applies the resumes left to a worker (a continue that found the run's lease held).
+  await env.spawnWorker();
 });
 
 afterAll(async () => {
@@ -33,8 +35,18 @@ describe('interrupts across processes', () => {
   it('a run paused here is continued from another process', async () => {
     const paused = await env.runtime.run(env.fixtures.approvalFlow, {});
     expect(paused).toMatchObject({ status: 'paused', readyInterrupts: ['approval'] });
-    expect(await continueFromAnotherProcess(paused.executionId, 'ann')).toEqual({ ok: true, status: 'completed', value: { quote: 'Q', approval: { by: 'ann' }, order: 'ordered by ann' } });
+    expect(await continueFromAnotherProcess(paused.executionId, 'ann')).toEqual({ ok: true, by: 'ann', status: 'completed', value: { quote: 'Q', approval: { by: 'ann' }, order: 'ordered by ann' } });
     expect(await env.runtime.awaitResult(paused.executionId, { timeoutMs: 5_000 })).toMatchObject({ status: 'completed' });
+  });
+
+  it('a continue that finds the run leased elsewhere answers dispatched (run_busy); a worker applies it', async () => {
+    const paused = await env.runtime.run(env.fixtures.approvalFlow, {});
+    expect(await env.store.acquireLease(paused.executionId, 'another-process', 60_000)).toBe(true);
+    expect(await continueFromAnotherProcess(paused.executionId, 'cy')).toEqual({ ok: true, by: 'cy', status: 'dispatched' });
+    expect(await continueFromAnotherProcess(paused.executionId, 'dee')).toMatchObject({ ok: false, code: 'invalid_state', message: expect.stringMatching(/already resumed/) });
+    await env.store.releaseLease(paused.executionId, 'another-process');
+    expect(await env.runtime.awaitResult(paused.executionId, { timeoutMs: 10_000 })).toMatchObject({ status: 'completed', value: { order: 'ordered by cy' } });
+    expect(await env.redis.lrange(`events:${paused.executionId}`, 0, -1)).toEqual(['run:quote', 'run:order']);
   });
 
   it('two concurrent continues of the same interrupt: one wins, the other is refused', async () => {
@@ -46,7 +58,13 @@ describe('interrupts across processes', () => {
       expect(winners, JSON.stringify(outcomes)).toHaveLength(1);
       expect(losers[0]?.code, JSON.stringify(outcomes)).toBe('invalid_state');
       expect(losers[0]?.message).toMatch(/already resumed/);
-      const by = (winners[0]!.value as { approval: { by: string } }).approval.by;
+      // The winner applied its resume (completed), or found the lease held by the loser for the
+      // moment between its lease and its signal and left the resume to a worker (dispatched,
+      // run_busy): either way the run goes on with the winner's payload.
+      const winner = winners[0]!;
+      if (winner.status === 'completed') expect(winner.value).toMatchObject({ approval: { by: winner.by } });
+      else expect(winner, JSON.stringify(outcomes)).toMatchObject({ status: 'dispatched' });
+      const by = winner.by;
       const result = await env.runtime.awaitResult(paused.executionId, { timeoutMs: 5_000 });
       expect(result).toMatchObject({ status: 'completed', value: { order: `ordered by ${by}` } });
       expect(await env.redis.lrange(`events:${paused.executionId}`, 0, -1)).toEqual(['run:quote', 'run:order']);
