@@ -13,7 +13,7 @@
  *     BENCH_INLINE_ELEMENTS=1000 (sizes of the inline reference, default BENCH_ELEMENTS; 0: skip it)   BENCH_MAP_BATCH_SIZE=50
  *     BENCH_ACCOUNTING=0 (skip the store-call accounting pass)   BENCH_PROFILE_DIR=<dir> (keep its profiles there)   BENCH_LOG_LEVEL=info (the workers')
  *     BENCH_FLOOR=0 (skip the runtime-alone pass)   BENCH_FLOOR_ROUNDS=5
- *     BENCH_JSON=<file>
+ *     BENCH_JSON=<file>   BENCH_WORKER_NODE_ARGS='<node options for the xreactor workers>' (e.g. --cpu-prof --cpu-prof-dir=<dir>)
  *     BENCH_LIB=dist (default: the workers, the caller and the runtime-alone pass run the built
  *       package on plain Node, as an application deploys it; the benchmark runs `npm run build`
  *       first) or src (the sources through tsx, which adds esbuild's `__name` helper to every
@@ -114,6 +114,8 @@ const FLOOR_ROUNDS = Number(process.env['BENCH_FLOOR_ROUNDS'] ?? 5);
 /** The workers' `--log-level`: the CLI's default, info, writes a line per step (the bare workers write nothing). */
 const LOG_LEVEL = process.env['BENCH_LOG_LEVEL'] ?? 'info';
 const JSON_OUT = process.env['BENCH_JSON'];
+/** Node options for the xreactor workers, space-separated (e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`, or `--log-deopt --logfile=/tmp/v8.log`). */
+const WORKER_NODE_ARGS = (process.env['BENCH_WORKER_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
 const LIB = process.env['BENCH_LIB'] === 'src' ? 'src' : 'dist';
 if (!['src', 'dist', undefined].includes(process.env['BENCH_LIB'])) throw new Error(`BENCH_LIB=${process.env['BENCH_LIB']} is neither dist (the built package, the default) nor src (the sources through tsx)`);
 const TIMEOUT_MS = 600_000;
@@ -369,6 +371,7 @@ function startFleet(url: string, workers: number, xrQueue: string, prefix: strin
       env,
       logLevel: LOG_LEVEL,
       markers: [BUSY],
+      nodeArgs: WORKER_NODE_ARGS,
     }),
   );
   const bare = Array.from({ length: workers }, () =>

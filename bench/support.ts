@@ -223,12 +223,14 @@ export function startCliWorker(options: {
   readonly env?: Readonly<Record<string, string>>;
   readonly logLevel?: string;
   readonly markers?: readonly string[];
+  /** Node options before the CLI (e.g. `--log-deopt --logfile=...` to see what V8 deoptimizes). */
+  readonly nodeArgs?: readonly string[];
 }): CliWorker {
   const dist = options.lib === 'dist';
   const cli = fileURLToPath(new URL(dist ? '../dist/src/cli/xreactor.js' : '../src/cli/xreactor.ts', import.meta.url));
   const child = spawn(
     process.execPath,
-    [...(dist ? [] : ['--import', 'tsx']), cli, 'worker', '--redis', options.redisUrl, '--log-level', options.logLevel ?? 'info', ...(options.args ?? []), ...options.modules],
+    [...(options.nodeArgs ?? []), ...(dist ? [] : ['--import', 'tsx']), cli, 'worker', '--redis', options.redisUrl, '--log-level', options.logLevel ?? 'info', ...(options.args ?? []), ...options.modules],
     { cwd: ROOT, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const counts = new Map<string, number>((options.markers ?? []).map((m) => [m, 0]));
