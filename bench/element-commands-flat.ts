@@ -11,7 +11,7 @@
  *   BENCH_ELEMENTS=10000 BENCH_ROUNDS=4
  */
 import { Redis } from 'ioredis';
-import { fmt, loadAverage, machineLine, median, startRedis } from './support.js';
+import { fmt, loadAverage, machineLine, median, parseCommandStats, startRedis } from './support.js';
 
 const ELEMENTS = Number(process.env['BENCH_ELEMENTS'] ?? 10_000);
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 4);
@@ -69,8 +69,9 @@ async function usecPerElement(redis: Redis, label: string, source: string): Prom
   const pipeline = redis.pipeline();
   for (let i = 0; i < ELEMENTS; i += 1) pipeline.evalsha(sha, 0, `${label}-${i}`, snap);
   await pipeline.exec();
-  const line = (await redis.info('commandstats')).split('\n').find((l) => l.startsWith('cmdstat_evalsha'));
-  return Number(line?.match(/usec_per_call=([\d.]+)/)?.[1]);
+  const evalsha = parseCommandStats(await redis.info('commandstats')).get('evalsha');
+  if (evalsha === undefined || evalsha.calls === 0) throw new Error('redis-server counted no EVALSHA: the script did not run');
+  return evalsha.usec / evalsha.calls;
 }
 
 const server = await startRedis();

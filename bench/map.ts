@@ -82,6 +82,7 @@ import {
   monotonicMs,
   ownCpuSeconds,
   pad,
+  parseCommandStats,
   runBench,
   sleep,
   startRedis,
@@ -190,12 +191,6 @@ function cpuNow(): Cpu {
 function cpuSince(before: Cpu): Cpu {
   const now = cpuNow();
   return { caller: now.caller - before.caller, xrWorkers: now.xrWorkers - before.xrWorkers, bareWorkers: now.bareWorkers - before.bareWorkers, redis: now.redis - before.redis };
-}
-
-function parseCommandStats(info: string): Map<string, { calls: number; usec: number }> {
-  const out = new Map<string, { calls: number; usec: number }>();
-  for (const [, name, calls, usec] of info.matchAll(/cmdstat_([^:]+):calls=(\d+),usec=(\d+)/g)) out.set(name!, { calls: Number(calls), usec: Number(usec) });
-  return out;
 }
 
 /** The services one phase measures with. */

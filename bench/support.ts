@@ -44,6 +44,13 @@ export function linearReactor(defineReactor: typeof Xreactor.defineReactor, name
 // ---------------------------------------------------------------------------------------------
 // Statistics and formatting
 
+/** Redis `INFO commandstats`, by command: calls and total µs. */
+export function parseCommandStats(info: string): Map<string, { calls: number; usec: number }> {
+  const out = new Map<string, { calls: number; usec: number }>();
+  for (const [, name, calls, usec] of info.matchAll(/cmdstat_([^:]+):calls=(\d+),usec=(\d+)/g)) out.set(name!, { calls: Number(calls), usec: Number(usec) });
+  return out;
+}
+
 export function median(values: readonly number[]): number {
   return percentile(values, 50);
 }

@@ -13,7 +13,7 @@ const CONTINUE = fileURLToPath(new URL('./fixtures/continue.ts', import.meta.url
 
 let env: OrchestrationEnv;
 
-async function continueFromAnotherProcess(id: string, by: string): Promise<{ ok: boolean; by: string; status?: string; value?: unknown; code?: string; message?: string }> {
+async function continueFromAnotherProcess(id: string, by: string): Promise<{ ok: boolean; by: string; status?: string; value?: unknown; reason?: string; code?: string; message?: string }> {
   const { stdout } = await run(process.execPath, ['--import', 'tsx', CONTINUE, env.server.url, id, by], {
     cwd: ROOT,
     env: { ...process.env, XREACTOR_TEST_REDIS_URL: env.server.url },
@@ -42,7 +42,7 @@ describe('interrupts across processes', () => {
   it('a continue that finds the run leased elsewhere answers dispatched (run_busy); a worker applies it', async () => {
     const paused = await env.runtime.run(env.fixtures.approvalFlow, {});
     expect(await env.store.acquireLease(paused.executionId, 'another-process', 60_000)).toBe(true);
-    expect(await continueFromAnotherProcess(paused.executionId, 'cy')).toEqual({ ok: true, by: 'cy', status: 'dispatched' });
+    expect(await continueFromAnotherProcess(paused.executionId, 'cy')).toEqual({ ok: true, by: 'cy', status: 'dispatched', reason: 'run_busy' });
     expect(await continueFromAnotherProcess(paused.executionId, 'dee')).toMatchObject({ ok: false, code: 'invalid_state', message: expect.stringMatching(/already resumed/) });
     await env.store.releaseLease(paused.executionId, 'another-process');
     expect(await env.runtime.awaitResult(paused.executionId, { timeoutMs: 10_000 })).toMatchObject({ status: 'completed', value: { order: 'ordered by cy' } });
@@ -63,7 +63,7 @@ describe('interrupts across processes', () => {
       // run_busy): either way the run goes on with the winner's payload.
       const winner = winners[0]!;
       if (winner.status === 'completed') expect(winner.value).toMatchObject({ approval: { by: winner.by } });
-      else expect(winner, JSON.stringify(outcomes)).toMatchObject({ status: 'dispatched' });
+      else expect(winner, JSON.stringify(outcomes)).toMatchObject({ status: 'dispatched', reason: 'run_busy' });
       const by = winner.by;
       const result = await env.runtime.awaitResult(paused.executionId, { timeoutMs: 5_000 });
       expect(result).toMatchObject({ status: 'completed', value: { order: `ordered by ${by}` } });
