@@ -4,7 +4,8 @@
  * process), captured in order on its one connection, then sent again, pipelined, to a fresh
  * `redis-server` with the store's scripts of two trees: this working tree's and those of a git
  * ref (`--before`, default HEAD). Both trees' scripts must take the same arguments; the replies
- * of every call must be identical (the run stops at the first difference), and what differs is
+ * of every call and the data left on the server (TTLs and the active index's clock-based scores
+ * aside) must be identical (the run stops at the first difference), and what differs is
  * the time Redis spends in them. So a change to the Lua alone is measured with the client, the
  * scheduler and the other processes out of the picture, each round on the same commands.
  *
@@ -88,6 +89,8 @@ interface Replay {
   readonly cpuUs: number;
   readonly byScript: Map<string, number>;
   readonly replies: unknown[];
+  /** What the server holds afterwards (when replies are kept): key -> its type and value, TTLs and the active index's scores left out. */
+  readonly state: Map<string, string>;
 }
 
 async function redisCpuUs(redis: Redis): Promise<number> {
@@ -120,7 +123,28 @@ async function replay(redis: Redis, commands: readonly Captured[], shaNames: Rea
   }
   const cpuUs = (await redisCpuUs(redis)) - cpu;
   const evalsha = parseCommandStats(await redis.info('commandstats')).get('evalsha');
-  return { evalshaUs: evalsha?.usec ?? 0, cpuUs, byScript, replies };
+  return { evalshaUs: evalsha?.usec ?? 0, cpuUs, byScript, replies, state: keepReplies ? await stateOf(redis) : new Map() };
+}
+
+/**
+ * Every key with its type and value, for comparing what two trees' scripts wrote. Left out: TTLs
+ * (stamped from the server's clock) and sorted-set scores (the active index scores from `TIME`).
+ */
+async function stateOf(redis: Redis): Promise<Map<string, string>> {
+  const text = (bytes: Buffer) => bytes.toString('latin1');
+  const state = new Map<string, string>();
+  for (const key of (await redis.keys('*')).sort()) {
+    const type = await redis.type(key);
+    const value =
+      type === 'string' ? text((await redis.getBuffer(key))!)
+      : type === 'hash' ? Object.entries(await redis.hgetallBuffer(key)).map(([field, bytes]) => [field, text(bytes)]).sort(([a], [b]) => (a! < b! ? -1 : 1))
+      : type === 'list' ? (await redis.lrangeBuffer(key, 0, -1)).map(text)
+      : type === 'set' ? (await redis.smembers(key)).sort()
+      : type === 'zset' ? await redis.zrange(key, '0', '-1')
+      : type;
+    state.set(key, `${type} ${JSON.stringify(value)}`);
+  }
+  return state;
 }
 
 function firstDifference(a: readonly unknown[], b: readonly unknown[]): number {
@@ -141,13 +165,19 @@ runBench(async () => {
     for (const [kind, commands] of [['forward', forward], ['forward + rollback', [...forward, ...rollback]]] as const) {
       const figures = { before: { evalsha: [] as number[], cpu: [] as number[] }, after: { evalsha: [] as number[], cpu: [] as number[] } };
       let reference: unknown[] | undefined;
+      let referenceState: Map<string, string> | undefined;
       let byScript: Map<string, number> | undefined;
       for (let round = 0; round < ROUNDS; round++) {
         for (const tree of round % 2 === 0 ? (['before', 'after'] as const) : (['after', 'before'] as const)) {
           const r = await replay(redis, commands, shaNames, trees[tree], round < 2);
           if (round < 2) {
-            if (reference === undefined) reference = r.replies;
-            else {
+            if (reference === undefined) {
+              reference = r.replies;
+              referenceState = r.state;
+            } else {
+              for (const key of new Set([...referenceState!.keys(), ...r.state.keys()])) {
+                if (referenceState!.get(key) !== r.state.get(key)) throw new Error(`replay: key ${key} differs between the trees afterwards: ${referenceState!.get(key)?.slice(0, 300) ?? 'absent'} vs ${r.state.get(key)?.slice(0, 300) ?? 'absent'}`);
+              }
               const at = firstDifference(reference, r.replies);
               if (at >= 0) throw new Error(`replay: reply ${at} (${commands[at]!.name} ${shaNames.get(String(commands[at]!.args[0])) ?? ''}) differs between the trees: ${JSON.stringify(reference[at])} vs ${JSON.stringify(r.replies[at])}`);
             }
@@ -164,7 +194,7 @@ runBench(async () => {
       console.log(`  after:  ${line('after')}`);
       const ratio = (of: (v: number[]) => number, what: 'evalsha' | 'cpu') => fmt(of(figures.after[what]) / of(figures.before[what]), 3);
       const least = (v: number[]) => Math.min(...v);
-      console.log(`  after ÷ before: EVALSHA ${ratio(median, 'evalsha')} (least ÷ least ${ratio(least, 'evalsha')}), CPU ${ratio(median, 'cpu')} (${ratio(least, 'cpu')}); replies identical`);
+      console.log(`  after ÷ before: EVALSHA ${ratio(median, 'evalsha')} (least ÷ least ${ratio(least, 'evalsha')}), CPU ${ratio(median, 'cpu')} (${ratio(least, 'cpu')}); replies and the data left identical`);
     }
     console.log(`load average at end: ${loadAverage()}`);
   } finally {
