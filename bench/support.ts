@@ -119,7 +119,15 @@ export interface BenchChild {
 
 /** Start `node --import tsx <file>` from the project root; ready when it prints `readyLine`. */
 export function startTsxProcess(file: string, env: Readonly<Record<string, string>>, readyLine: string): BenchChild {
-  const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  return startNodeProcess(['--import', 'tsx', file], env, readyLine);
+}
+
+/**
+ * Start `node <args>` from the project root (a module of the built package on plain Node, say:
+ * no tsx loader in the measured process); ready when it prints `readyLine`.
+ */
+export function startNodeProcess(args: readonly string[], env: Readonly<Record<string, string>>, readyLine: string): BenchChild {
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   let markReady: () => void = () => undefined;
   let markFailed: (error: Error) => void = () => undefined;
@@ -134,7 +142,7 @@ export function startTsxProcess(file: string, env: Readonly<Record<string, strin
   child.stdout.on('data', onData);
   child.stderr.on('data', onData);
   const exited = new Promise<number | string | null>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
-  void exited.then((code) => markFailed(new Error(`${file} exited (${String(code)}) before it was ready:\n${output.slice(-2000)}`)));
+  void exited.then((code) => markFailed(new Error(`${args.at(-1) ?? 'node'} exited (${String(code)}) before it was ready:\n${output.slice(-2000)}`)));
   return { child, ready, exited, output: () => output };
 }
 
@@ -273,21 +281,5 @@ export function startCliWorker(options: {
 
 /** {@link startTsxProcess} with node flags before `--import tsx` (`--cpu-prof`, ...). */
 export function startTsxProcessWithFlags(file: string, env: Readonly<Record<string, string>>, readyLine: string, nodeArgs: readonly string[]): BenchChild {
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', file], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  let markReady: () => void = () => undefined;
-  let markFailed: (error: Error) => void = () => undefined;
-  const ready = new Promise<void>((resolve, reject) => {
-    markReady = resolve;
-    markFailed = reject;
-  });
-  const onData = (chunk: Buffer) => {
-    output += chunk.toString();
-    if (output.includes(readyLine)) markReady();
-  };
-  child.stdout.on('data', onData);
-  child.stderr.on('data', onData);
-  const exited = new Promise<number | string | null>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
-  void exited.then((code) => markFailed(new Error(`${file} exited (${String(code)}) before it was ready:\n${output.slice(-2000)}`)));
-  return { child, ready, exited, output: () => output };
+  return startNodeProcess([...nodeArgs, '--import', 'tsx', file], env, readyLine);
 }
