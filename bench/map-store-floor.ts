@@ -3,9 +3,11 @@
  * runtime, beside the bare BullMQ flow and the real map, in the same interleaved rounds.
  *
  *   npx tsx bench/map-store-floor.ts      (builds the package, its own redis-server; about 3 minutes)
- *   BENCH_ROUNDS (5), BENCH_ELEMENTS (1,000), BENCH_WARMUP (3,000 of each kind), BENCH_CONCURRENCY (10)
+ *   BENCH_ROUNDS (5), BENCH_ELEMENTS (1,000), BENCH_WARMUP (3,000 of each kind), BENCH_CONCURRENCY (10),
+ *   BENCH_WORKERS (1: worker processes of each kind)
  *
- * One worker process of each kind, at the same concurrency, each on its own queue:
+ * `BENCH_WORKERS` worker processes of each kind (default 1), at the same concurrency, each kind on
+ * its own queue:
  * - **bare**: one `FlowProducer.add` of a parent with N children, as in `bench/map.ts`
  *   (`fixtures/bare-bullmq-worker.ts`, the processor returns 1);
  * - **throws**: the floor's bundle jobs in the same throws, doing nothing: what the map's bounded
@@ -40,6 +42,7 @@ const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 5);
 const ELEMENTS = Number(process.env['BENCH_ELEMENTS'] ?? 1000);
 const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 3000);
 const CONCURRENCY = Number(process.env['BENCH_CONCURRENCY'] ?? 10);
+const WORKER_COUNT = Number(process.env['BENCH_WORKERS'] ?? 1);
 const BATCH_SIZE = 50;
 const BUNDLE_SIZE = 5;
 const TIMEOUT_MS = 300_000;
@@ -61,7 +64,7 @@ interface Sample {
 }
 
 runBench(async () => {
-  console.log(`map-store-floor: ${fmt(ELEMENTS, 0)} positions; the bare flow, the store floor (an element's two commits, no runtime) and the real fan-out map, one worker process each × concurrency ${CONCURRENCY}, ${ROUNDS} interleaved rounds after a warm-up of ${fmt(WARMUP, 0)} of each`);
+  console.log(`map-store-floor: ${fmt(ELEMENTS, 0)} positions; the bare flow, the store floor (an element's two commits, no runtime) and the real fan-out map, ${WORKER_COUNT} worker process${WORKER_COUNT === 1 ? '' : 'es'} of each × concurrency ${CONCURRENCY}, ${ROUNDS} interleaved rounds after a warm-up of ${fmt(WARMUP, 0)} of each`);
   console.log(machineLine());
   execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
   // Paths held in variables: typecheck does not need dist/ to exist; its types are the sources'.
@@ -78,11 +81,13 @@ runBench(async () => {
   const redisPid = Number(/process_id:(\d+)/.exec(await admin.info('server'))?.[1]);
   const env = { XREACTOR_BENCH_REDIS_URL: server.url };
   const queues = { bare: 'bench-floor-bare', floor: 'bench-floor-floor', forward: 'bench-floor-xr' };
-  const children: Record<WorkerKind, BenchChild & { readonly pid?: number }> = {
-    bare: startTsxProcess('bench/fixtures/bare-bullmq-worker.ts', { ...env, BENCH_QUEUE: queues.bare, BENCH_CONCURRENCY: String(CONCURRENCY) }, 'bench worker ready'),
-    floor: startNodeProcess(['bench/fixtures/map-store-floor-worker.mjs'], { ...env, BENCH_QUEUE: queues.floor, BENCH_CONCURRENCY: String(CONCURRENCY), BENCH_PREFIX: `${PREFIX}-store` }, 'bench worker ready'),
-    forward: startCliWorker({ redisUrl: server.url, lib: 'dist', modules: ['bench/fixtures/map-reactors-dist.mjs'], args: ['--queue', queues.forward, '--prefix', `${PREFIX}-xr`, '--concurrency', String(CONCURRENCY)], env }),
+  const fleet = <T,>(start: () => T): T[] => Array.from({ length: WORKER_COUNT }, start);
+  const children: Record<WorkerKind, BenchChild[]> = {
+    bare: fleet(() => startTsxProcess('bench/fixtures/bare-bullmq-worker.ts', { ...env, BENCH_QUEUE: queues.bare, BENCH_CONCURRENCY: String(CONCURRENCY) }, 'bench worker ready')),
+    floor: fleet(() => startNodeProcess(['bench/fixtures/map-store-floor-worker.mjs'], { ...env, BENCH_QUEUE: queues.floor, BENCH_CONCURRENCY: String(CONCURRENCY), BENCH_PREFIX: `${PREFIX}-store` }, 'bench worker ready')),
+    forward: fleet(() => startCliWorker({ redisUrl: server.url, lib: 'dist', modules: ['bench/fixtures/map-reactors-dist.mjs'], args: ['--queue', queues.forward, '--prefix', `${PREFIX}-xr`, '--concurrency', String(CONCURRENCY)], env })),
   };
+  const workersCpu = (kind: WorkerKind): number => children[kind].reduce((sum, c) => sum + (cpuSecondsOf(c.child.pid!) ?? Number.NaN), 0);
   const flow = new FlowProducer({ connection: caller });
   const bareEvents = new QueueEvents(queues.bare, { connection: eventsConnection });
   const floorQueue = new Queue(queues.floor, { connection: caller });
@@ -132,16 +137,16 @@ runBench(async () => {
     },
   };
   const measure = async (kind: Kind, n: number): Promise<Sample> => {
-    const pid = kind === 'forward' ? (children.forward as { pid: number }).pid : children[WORKER_OF[kind]].child.pid!;
-    const before = [ownCpuSeconds(), cpuSecondsOf(pid) ?? Number.NaN, cpuSecondsOf(redisPid) ?? Number.NaN] as const;
+    const workers = WORKER_OF[kind];
+    const before = [ownCpuSeconds(), workersCpu(workers), cpuSecondsOf(redisPid) ?? Number.NaN] as const;
     const start = monotonicMs();
     await batches[kind](n);
     const ms = monotonicMs() - start;
-    return { ms, cpu: [ownCpuSeconds() - before[0], (cpuSecondsOf(pid) ?? Number.NaN) - before[1], (cpuSecondsOf(redisPid) ?? Number.NaN) - before[2]] };
+    return { ms, cpu: [ownCpuSeconds() - before[0], workersCpu(workers) - before[1], (cpuSecondsOf(redisPid) ?? Number.NaN) - before[2]] };
   };
 
   try {
-    await Promise.all(WORKERS.map((kind) => whenReady(children[kind], `${kind} worker`)));
+    await Promise.all(WORKERS.flatMap((kind) => children[kind].map((child) => whenReady(child, `${kind} worker`))));
     await Promise.all([bareEvents.waitUntilReady(), floorEvents.waitUntilReady()]);
     for (let left = WARMUP; left > 0; left -= ELEMENTS) for (const kind of KINDS) await measure(kind, Math.min(ELEMENTS, left));
     const samples: Record<Kind, Sample[]> = { bare: [], throws: [], floor: [], forward: [] };
@@ -158,7 +163,7 @@ runBench(async () => {
       const ms = median(list.map((s) => s.ms));
       const perRound = list.map((s, i) => fmt(s.ms / samples.bare[i]!.ms, 2)).join(' / ');
       console.log(
-        `  ${kind.padEnd(8)} ${fmt(ms, 0).padStart(6)} ms  ${fmt(ms / bareMs, 2)}× the bare flow (by round ${perRound}); CPU per position: this process ${perElement(list, 0)} µs, worker ${perElement(list, 1)} µs, redis-server ${perElement(list, 2)} µs`,
+        `  ${kind.padEnd(8)} ${fmt(ms, 0).padStart(6)} ms  ${fmt(ms / bareMs, 2)}× the bare flow (by round ${perRound}); CPU per position: this process ${perElement(list, 0)} µs, worker${WORKER_COUNT === 1 ? '' : 's'} ${perElement(list, 1)} µs, redis-server ${perElement(list, 2)} µs`,
       );
     }
     const msOf = (kind: Kind) => median(samples[kind].map((s) => s.ms));
@@ -178,7 +183,7 @@ runBench(async () => {
     await runtime.close().catch(() => undefined);
     await Promise.all([xrStore.close(), floorStore.close()]).catch(() => undefined);
     await Promise.all([flow.close(), bareEvents.close(), floorQueue.close(), floorEvents.close()]).catch(() => undefined);
-    await Promise.all(WORKERS.map((kind) => stopChild(children[kind].child, children[kind].exited, 15_000)));
+    await Promise.all(WORKERS.flatMap((kind) => children[kind].map((c) => stopChild(c.child, c.exited, 15_000))));
     plan.closeMarks();
     for (const c of [admin, caller, eventsConnection, floorEventsConnection]) c.disconnect();
     await server.stop();
