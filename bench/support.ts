@@ -205,8 +205,17 @@ export function runBench(main: () => Promise<void>): void {
     })
     .finally(() => {
       process.exitCode = 0;
+      // Something left open (a connection reconnecting to the stopped server, a child, a timer)
+      // would keep a finished benchmark alive with nothing to show for it: name it, then exit.
+      setTimeout(() => {
+        console.error(`bench: still running ${LINGER_MS / 1000} s after it finished; open: ${process.getActiveResourcesInfo().join(', ')}; exiting`);
+        process.exit(0);
+      }, LINGER_MS).unref();
     });
 }
+
+/** How long a finished benchmark may take to exit by itself before {@link runBench} ends it. */
+const LINGER_MS = 10_000;
 
 // ---------------------------------------------------------------------------------------------
 // `xreactor worker` processes that log a lot
