@@ -36,7 +36,7 @@ import type * as Xreactor from '../src/index.js';
 import type * as RedisAdapters from '../src/redis.js';
 import { createMap } from './fixtures/map-store-floor.mjs';
 import type { BenchChild } from './support.js';
-import { cpuSecondsOf, fmt, loadAverage, machineLine, median, monotonicMs, ownCpuSeconds, runBench, startCliWorker, startNodeProcess, startRedis, startTsxProcess, stopChild, whenReady } from './support.js';
+import { cpuSecondsOf, fmt, loadAverage, machineLine, median, monotonicMs, ownCpuSeconds, runBareFlow, runBench, startCliWorker, startNodeProcess, startRedis, startTsxProcess, stopChild, whenReady } from './support.js';
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 5);
 const ELEMENTS = Number(process.env['BENCH_ELEMENTS'] ?? 1000);
@@ -55,7 +55,7 @@ type Kind = (typeof KINDS)[number];
 /** The worker process a kind's jobs run in (the throws without commits run in the floor worker). */
 const WORKER_OF = { bare: 'bare', throws: 'floor', floor: 'floor', forward: 'forward' } as const;
 type WorkerKind = (typeof WORKER_OF)[Kind];
-const WORKERS: readonly WorkerKind[] = ['bare', 'floor', 'forward'];
+const WORKERS: readonly WorkerKind[] = [...new Set(Object.values(WORKER_OF))];
 
 interface Sample {
   readonly ms: number;
@@ -94,9 +94,10 @@ runBench(async () => {
   const floorEvents = new QueueEvents(queues.floor, { connection: floorEventsConnection });
   const floorStore = adapters.createRedisStore({ redis: caller, prefix: `${PREFIX}-store` });
   const xrStore = adapters.createRedisStore({ redis: caller, prefix: `${PREFIX}-xr` });
+  const xrQueue = adapters.createBullmqQueue({ connection: caller, queueName: queues.forward });
   const runtime = xr.createRuntime({
     store: xrStore,
-    queue: adapters.createBullmqQueue({ connection: caller, queueName: queues.forward }),
+    queue: xrQueue,
     worker: false,
     reactors: [reactors.benchMapForward],
     logger: pino({ level: 'silent' }),
@@ -118,15 +119,13 @@ runBench(async () => {
       await Promise.all(jobs.map((job) => job.waitUntilFinished(floorEvents, TIMEOUT_MS)));
     }
     if (!commits) return;
-    const settled = Number(await caller.hget(`${PREFIX}-store:{${root}}:mapstat:${map}`, 'settled'));
-    if (settled !== n) throw new Error(`store floor: ${settled} of ${n} positions reported to the map`);
+    const settled = (await floorStore.readMapStats(map))?.settled;
+    if (settled !== n) throw new Error(`store floor: ${String(settled)} of ${n} positions reported to the map`);
   };
 
   const batches: Record<Kind, (n: number) => Promise<void>> = {
     bare: async (n) => {
-      const children = Array.from({ length: n }, (_, i) => ({ name: 'child', queueName: queues.bare, data: { i }, opts: keep }));
-      const node = await flow.add({ name: 'parent', queueName: queues.bare, data: {}, opts: { ...keep, jobId: `flow-${(serial += 1)}` }, children });
-      if ((await node.job.waitUntilFinished(bareEvents, TIMEOUT_MS)) !== 1) throw new Error('bare flow: the parent did not return 1');
+      if ((await runBareFlow(flow, bareEvents, queues.bare, n, `flow-${(serial += 1)}`, TIMEOUT_MS)) !== 1) throw new Error('bare flow: the parent did not return 1');
     },
     throws: (n) => throwsOf(n, false),
     floor: (n) => throwsOf(n, true),
@@ -180,8 +179,9 @@ runBench(async () => {
     );
     console.log(`load average at end: ${loadAverage()}`);
   } finally {
+    // The store and queue given to the runtime stay ours to close (docs/lifecycle.md).
     await runtime.close().catch(() => undefined);
-    await Promise.all([xrStore.close(), floorStore.close()]).catch(() => undefined);
+    await Promise.all([xrQueue.close(), xrStore.close(), floorStore.close()]).catch(() => undefined);
     await Promise.all([flow.close(), bareEvents.close(), floorQueue.close(), floorEvents.close()]).catch(() => undefined);
     await Promise.all(WORKERS.flatMap((kind) => children[kind].map((c) => stopChild(c.child, c.exited, 15_000))));
     plan.closeMarks();

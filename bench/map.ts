@@ -83,6 +83,7 @@ import {
   ownCpuSeconds,
   pad,
   parseCommandStats,
+  runBareFlow,
   runBench,
   sleep,
   startRedis,
@@ -251,11 +252,8 @@ async function measured(
 async function bareBatch(phase: Phase, n: number, round: number): Promise<Sample> {
   return measured(phase, 'bare', n, round, async () => {
     const id = `flow-${(flowSerial += 1)}`;
-    const keep = { removeOnComplete: { age: 3600 } };
-    const children = Array.from({ length: n }, (_, i) => ({ name: 'child', queueName: phase.bareQueue, data: { i }, opts: keep }));
     const start = monotonicMs();
-    const node = await phase.flow.add({ name: 'parent', queueName: phase.bareQueue, data: {}, opts: { ...keep, jobId: id }, children });
-    const value: unknown = await node.job.waitUntilFinished(phase.events, TIMEOUT_MS);
+    const value = await runBareFlow(phase.flow, phase.events, phase.bareQueue, n, id, TIMEOUT_MS);
     const totalMs = monotonicMs() - start;
     return { totalMs, forwardMs: totalMs, rollbackMs: Number.NaN, ok: value === 1, note: value === 1 ? '' : `parent returned ${JSON.stringify(value)}` };
   });

@@ -8,6 +8,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
+import type { FlowProducer, QueueEvents } from 'bullmq';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -291,4 +292,18 @@ export function startCliWorker(options: {
 /** {@link startTsxProcess} with node flags before `--import tsx` (`--cpu-prof`, ...). */
 export function startTsxProcessWithFlags(file: string, env: Readonly<Record<string, string>>, readyLine: string, nodeArgs: readonly string[]): BenchChild {
   return startNodeProcess([...nodeArgs, '--import', 'tsx', file], env, readyLine);
+}
+
+/** Completed jobs of the bare flow are kept an hour, as xreactor's queue keeps them. */
+const BARE_KEEP = { removeOnComplete: { age: 3600 } };
+
+/**
+ * The bare BullMQ flow the map benchmarks compare against: one `FlowProducer.add` of parent
+ * `jobId` with `n` children on `queueName` (a `bare-bullmq-worker` fleet returns 1 for each),
+ * resolved with the parent's return value once it has completed (seen on `events`).
+ */
+export async function runBareFlow(flow: FlowProducer, events: QueueEvents, queueName: string, n: number, jobId: string, timeoutMs: number): Promise<unknown> {
+  const children = Array.from({ length: n }, (_, i) => ({ name: 'child', queueName, data: { i }, opts: BARE_KEEP }));
+  const node = await flow.add({ name: 'parent', queueName, data: {}, opts: { ...BARE_KEEP, jobId }, children });
+  return node.job.waitUntilFinished(events, timeoutMs);
 }
