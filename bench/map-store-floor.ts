@@ -12,14 +12,15 @@
  *   (`fixtures/bare-bullmq-worker.ts`, the processor returns 1);
  * - **throws**: the floor's bundle jobs in the same throws, doing nothing: what the map's bounded
  *   throws (R-02: the next throw goes out when the previous one has settled) cost on BullMQ alone;
- * - **floor**: the map's throws without the map. For each throw of 50 positions this process
- *   adds 10 bundle jobs of 5 positions (as the xreactor adapter bundles a throw) and waits for
- *   them; the worker (`fixtures/map-store-floor-worker.mjs`, the built package's Redis store, no
- *   runtime) makes each position's two commits through `Store.commit`: its creating start (gated
- *   `started` write, lease, listing) and its end (result, undo and trace entries, report, the
- *   conditional `mapSettled` signal, lease released, unlisted, announced), with snapshots of a real
- *   element's shape and size (`fixtures/map-store-floor.mjs`). What it leaves out, the runtime:
- *   machines, the actor host, the step, the map actor's own commits, wakes and reads;
+ * - **floor**: the map's throws without the map. For each throw of 50 positions this process adds
+ *   bundle jobs of the adapter's default size (`DEFAULT_BUNDLE_SIZE`, as the xreactor adapter
+ *   bundles a throw) and waits for them; the worker (`fixtures/map-store-floor-worker.mjs`, the
+ *   built package's Redis store, no runtime) makes each position's two commits through
+ *   `Store.commit`: its creating start (gated `started` write, lease, listing) and its end (result,
+ *   undo and trace entries, report, the conditional `mapSettled` signal, lease released, unlisted,
+ *   announced), with snapshots of a real element's shape and size (`fixtures/map-store-floor.mjs`).
+ *   What it leaves out, the runtime: machines, the actor host, the step, the map actor's own
+ *   commits, wakes and reads;
  * - **forward**: the real map (`bench_map_forward` of `fixtures/map-reactors-plan.mjs`, an
  *   `xreactor worker` of the built package at `--log-level info`, as in `bench/map.ts`).
  * It prints each kind's median time and CPU per element (this process, the worker, redis-server)
@@ -34,6 +35,7 @@ import { Redis } from 'ioredis';
 import pino from 'pino';
 import type * as Xreactor from '../src/index.js';
 import type * as RedisAdapters from '../src/redis.js';
+import { DEFAULT_BUNDLE_SIZE } from '../src/queue/bullmq-bundles.js';
 import { createMap } from './fixtures/map-store-floor.mjs';
 import type { BenchChild } from './support.js';
 import { cpuSecondsOf, fmt, loadAverage, machineLine, median, monotonicMs, ownCpuSeconds, runBareFlow, runBench, startCliWorker, startNodeProcess, startRedis, startTsxProcess, stopChild, whenReady } from './support.js';
@@ -44,7 +46,7 @@ const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 3000);
 const CONCURRENCY = Number(process.env['BENCH_CONCURRENCY'] ?? 10);
 const WORKER_COUNT = Number(process.env['BENCH_WORKERS'] ?? 1);
 const BATCH_SIZE = 50;
-const BUNDLE_SIZE = 5;
+const BUNDLE_SIZE = DEFAULT_BUNDLE_SIZE;
 const TIMEOUT_MS = 300_000;
 const FORWARD_TARGET = 1.5;
 const ROOT = fileURLToPath(new URL('../', import.meta.url));

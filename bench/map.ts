@@ -5,7 +5,7 @@
  *
  *   npx tsx bench/map.ts
  *     BENCH_ROUNDS=5 (measured rounds per configuration, after the warm-up batches of each kind)
- *     BENCH_BUNDLE_SIZE (the xreactor workers' --bundle-size; unset: the adapter's default, 5)
+ *     BENCH_BUNDLE_SIZE (the xreactor workers' --bundle-size; unset: the adapter's default, 10)
  *     BENCH_ELEMENTS=1000   BENCH_WORKERS=1,4   BENCH_CONCURRENCY=10
  *     BENCH_WARMUP=3000 (elements of each kind before the measured rounds of a phase, in batches of at most
  *       BENCH_ELEMENTS: a worker's code reaches its steady speed only after some thousands of elements)

@@ -52,7 +52,7 @@ options:
                                 reports it element_in_flight (default 20)
   --lock-snooze-delay-ms <ms>   pause between two of those checks (default 5000)
   --bundle-size <n>             the sibling jobs of one map throw this worker sends travel n to a BullMQ job
-                                (default 5, or --concurrency when lower; 1: one BullMQ job each)
+                                (default 10, or --concurrency when lower; 1: one BullMQ job each)
   --middleware <module>         load middleware (hooks) from a module: its default export, or its
                                 export named middleware (an object or an array); repeatable. An
                                 export named redact filters what the step log writes at debug

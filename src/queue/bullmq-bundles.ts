@@ -20,8 +20,15 @@
  */
 import { createHash } from 'node:crypto';
 
-/** Parts per bundle when `bundleSize` is not given. */
-export const DEFAULT_BUNDLE_SIZE = 5;
+/**
+ * Parts per bundle when `bundleSize` is not given (and no consumer of the queue in this process
+ * handles fewer at once): a throw of 50 travels in 5 BullMQ jobs. Ten rather than five shortened
+ * a 1,000-element fan-out map by about a tenth forward and forward + rollback, with one worker and
+ * with four (docs/performance.md, session 24): fewer BullMQ jobs per element, a shorter enqueue at
+ * each throw boundary (the map's critical path), more elements' commits per group-commit call.
+ * Larger bundles leave fewer jobs per throw to share among workers.
+ */
+export const DEFAULT_BUNDLE_SIZE = 10;
 
 /** The sizes of the bundles `count` jobs are cut into, at most `bundleSize` each, in order. */
 export function bundleSizes(count: number, bundleSize: number): number[] {

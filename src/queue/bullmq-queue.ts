@@ -85,12 +85,12 @@ export interface BullmqQueueOptions {
   readonly timeoutMs?: number;
   /**
    * Parts per BullMQ job for the sibling jobs of one fan-out throw (a map's element starts, its
-   * rollback actors' starts): a throw of 50 is 10 BullMQ jobs of 5. Each part is still handled as
+   * rollback actors' starts): a throw of 50 is 5 BullMQ jobs of 10. Each part is still handled as
    * its own job under the consumer's concurrency, and retried alone; 1 sends one BullMQ job per part.
    * A worker holds a bundle's parts until it has handled them all: with workers of concurrency
    * below the bundle size, a throw's last bundle runs part after part in one worker while others
    * may be idle; keep it no larger than the workers' concurrency.
-   * @defaultValue 5, or, while this queue consumes, the highest concurrency of its open consumers when lower
+   * @defaultValue 10, or, while this queue consumes, the highest concurrency of its open consumers when lower
    * (the throws are sent by the workers that advance the maps)
    */
   readonly bundleSize?: number;
@@ -185,7 +185,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
   // Each consumer of this queue, with its concurrency.
   const consumers = new Map<Consumer, number>();
   // Without a bundleSize, a process that consumes bundles no more parts than it handles at once
-  // (a worker holds a bundle's parts until it has handled them all); one that only sends, 5.
+  // (a worker holds a bundle's parts until it has handled them all); one that only sends, DEFAULT_BUNDLE_SIZE.
   const bundleSizeNow = () => Math.max(1, Math.floor(options.bundleSize ?? (consumers.size === 0 ? DEFAULT_BUNDLE_SIZE : Math.min(DEFAULT_BUNDLE_SIZE, Math.max(...consumers.values())))));
   let closed = false;
   const add = (bulk: { name: string; data: BullmqJobData; opts: { jobId: string; delay?: number } }[], first: JobSpec): Promise<unknown> =>

@@ -255,10 +255,10 @@ describe('bundles: the sibling jobs of one throw', () => {
     expect(handled.find((j) => j.id === jobs[3]!.id)).toEqual(jobs[3]);
   });
 
-  it('without a bundleSize, bundles by 5, and once the queue consumes, by no more than its highest consumer concurrency', async () => {
+  it('without a bundleSize, bundles by 10, and once the queue consumes, by no more than its highest consumer concurrency', async () => {
     const sender = newQueue();
-    await sender.enqueue(throwOf(10, 'a.m'), { bundle: true });
-    expect((await stored(sender)).map(([, parts]) => parts)).toEqual([5, 5]);
+    await sender.enqueue(throwOf(20, 'a.m'), { bundle: true });
+    expect((await stored(sender)).map(([, parts]) => parts)).toEqual([10, 10]);
     const worker = newQueue();
     consume(worker, recording().handler, 2);
     await worker.enqueue(throwOf(4, 'b.m'), { bundle: true });
