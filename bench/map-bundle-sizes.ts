@@ -13,9 +13,9 @@
  * rollback (`bench_map_rollback`) of `BENCH_ELEMENTS` elements, from `run()` to `awaitResult()`,
  * after two warm-up rounds. Per size it prints the medians, the median of each round's ratio to
  * the reference size, and the **throw boundary** of the last forward map: for each throw after
- * the first, the time from the last end of the previous throw's elements to the first start of
- * its own (`createdAt` and `updatedAt` of the elements, whole milliseconds), the part of the
- * map's critical path where the workers wait for the next throw (R-02). What bundles change:
+ * the first, the time from the end of the previous throw's last position (whose settle sends the
+ * next throw, R-02) to the first start of its own elements (`updatedAt` and `createdAt` of the
+ * elements, whole milliseconds): the map's own part of the critical path. What bundles change:
  * BullMQ jobs per element, the enqueue on that critical path, how many elements' commits share a
  * group-commit call. docs/performance.md (session 24) has the figures that set the default.
  */
@@ -125,7 +125,7 @@ runBench(async () => {
   }
 });
 
-/** For each throw after the first of the set's last forward map: its first element's start less the previous throw's last end, ms. */
+/** For each throw after the first of the set's last forward map: its first element's start less the end of the previous throw's last position, ms. */
 async function throwGaps(set: SizeSet): Promise<number[]> {
   if (set.lastForwardId === undefined) return [];
   const view = await set.runtime.find(set.lastForwardId);
@@ -139,9 +139,7 @@ async function throwGaps(set: SizeSet): Promise<number[]> {
     ends.push(element.updatedAt);
   }
   const gaps: number[] = [];
-  for (let from = map.batchSize; from < ELEMENTS; from += map.batchSize) {
-    const previousEnd = Math.max(...ends.slice(from - map.batchSize, from));
-    gaps.push(Math.min(...starts.slice(from, from + map.batchSize)) - previousEnd);
-  }
+  // R-02: a throw goes out when the previous throw's last position settles (others may still run).
+  for (let from = map.batchSize; from < ELEMENTS; from += map.batchSize) gaps.push(Math.min(...starts.slice(from, from + map.batchSize)) - ends[from - 1]!);
   return gaps;
 }
