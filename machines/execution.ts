@@ -257,6 +257,12 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       // settle: the epoch tells a later undo's settle apart.
       enqueue({ type: 'xreactor.write.signal' as const, params: { to: context.origin.parentId, event: settled, dedupeKey: `${context.executionId}.settled.${status}.${context.rollbackEpoch}` } });
       }),
+      /** A fan-out element whose map stopped dispatching before it started: it ends skipped, never having run. */
+      skipElement: enqueueActions(({ context, event, enqueue }) => {
+        const e = event as EventOf<'xreactor.element.skip'>;
+        enqueue.assign({ map: { ...context.map!, skipped: true as const }, ending: { ...context.ending, cancelReason: e.reason }, updatedAt: e.at });
+        enqueue({ type: 'xreactor.write.trace', params: { type: 'cancelled', at: e.at, reason: e.reason } });
+      }),
       // An interruption (signal, shutdown) from running or rolling back: no rollback runs.
       recordAbort: enqueueActions(({ context, event, enqueue }) => {
         const e = event as EventOf<'xreactor.execution.abort'>;
@@ -409,6 +415,10 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
             { guard: ({ context }) => context.map?.fanOut === true, target: 'queued', actions: assign({ updatedAt: ({ event }) => event.at }) },
             { target: 'running', actions: 'startElement' },
           ],
+          // A fan-out element built by its start job, its input accepted: its start (gated in the
+          // store) in one transition, to the snapshot `input.accepted` then `element.start` reach.
+          'xreactor.element.start': { guard: ({ context }) => context.map?.fanOut === true, target: 'running', actions: 'startElement' },
+          'xreactor.element.skip': { guard: ({ context }) => context.map?.fanOut === true, target: 'cancelled', actions: 'skipElement' },
           'xreactor.input.rejected': {
             target: 'failed',
             actions: [
@@ -423,13 +433,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
         entry: { type: 'xreactor.effect.element.gate', params: ({ context }) => ({ map: context.map!.id }) },
         on: {
           'xreactor.element.start': { target: 'running', actions: 'startElement' },
-          'xreactor.element.skip': {
-            target: 'cancelled',
-            actions: [
-              assign(({ context, event }) => ({ map: { ...context.map!, skipped: true as const }, ending: { ...context.ending, cancelReason: event.reason }, updatedAt: event.at })),
-              { type: 'xreactor.write.trace', params: ({ event }) => ({ type: 'cancelled', at: event.at, reason: event.reason }) },
-            ],
-          },
+          'xreactor.element.skip': { target: 'cancelled', actions: 'skipElement' },
         },
       },
       running: {

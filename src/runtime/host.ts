@@ -222,10 +222,11 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
   /**
    * A fan-out element from its start job's payload (docs/design/map.md §19), not stored yet: held
    * at revision 0, the first event to drive with it, and its creation for its first commit
-   * (`HeldActor.fromJob.create`), which creates it fenced by its absence. An accepted input is
-   * held `queued` and starts (`element.start`, gated: a closed gate skips it); a rejected one is
-   * held `pending` and fails (`input.rejected`). Either way the element is created by the commit
-   * of that one transition: no `queued` state is ever stored.
+   * (`HeldActor.fromJob.create`), which creates it fenced by its absence. It is held `pending`:
+   * an accepted input starts it (`element.start`, gated: a closed gate skips it, `element.skip`),
+   * a rejected one fails it (`input.rejected`). Either way the element is created by the commit
+   * of that one transition (one transition of the machine: `pending` takes a fan-out element's
+   * start and skip as `queued` does, to the same snapshots).
    */
   async fromStart(id: string, start: ElementStart): Promise<{ readonly held: HeldExecution; readonly event: ExecutionEvent }> {
     const spawn = start.spawn;
@@ -233,16 +234,11 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
     const { snapshot, actions, event, inputs } = await this.#decide(id, 'input' in spawn ? spawn.input : undefined, lineage, { map: start.map, ...('error' in spawn ? { rejected: spawn.error } : {}) });
     // The execution machine enters `pending` with no actions; a start commit would have nowhere to carry them.
     if (actions.length > 0) throw new XreactorError('element_start_unexpected', `element ${id}: the execution machine acts on entering its initial state (${actions.map((a) => a.type).join(', ')}), which an element's start commit does not carry; this build cannot start fan-out elements`);
-    const creating = { create: { reactor: this.#definition.name, input: inputs, parent: start.map.id } };
-    if (event.type !== 'xreactor.input.accepted') {
-      const held = newHeld(id, snapshot, 0, inputs, []);
-      held.fromJob = creating;
-      return { held, event };
-    }
-    const [queued] = this.#stepper.next(snapshot, event);
-    const held = newHeld(id, queued, 0, inputs, []);
-    held.fromJob = creating;
-    return { held, event: { type: 'xreactor.element.start', at: this.#deps.clock.now() } };
+    const held = newHeld(id, snapshot, 0, inputs, []);
+    held.fromJob = { create: { reactor: this.#definition.name, input: inputs, parent: start.map.id } };
+    // Its input accepted, the element starts from `pending` in one transition (gated by the
+    // store: refused, `element.skip` applies to the same held snapshot).
+    return { held, event: event.type === 'xreactor.input.accepted' ? { type: 'xreactor.element.start', at: event.at } : event };
   }
 
   /** A new actor's initial snapshot and actions, and the decision on its input (an element's rejected input fails it). */

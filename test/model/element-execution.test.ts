@@ -91,3 +91,41 @@ describe('an element execution (execution machine 7)', () => {
     ]);
   });
 });
+
+describe('a fan-out element built by its start job (execution machine 10)', () => {
+  const fanOutInput: ExecutionInput = { ...input, map: { ...link, fanOut: true } };
+  const from = (events: readonly ExecutionEvent[]) => {
+    let [snapshot, actions] = initialTransition(machine, fanOutInput) as unknown as [ReturnType<typeof machine.resolveState>, Action[]];
+    for (const event of events) [snapshot, actions] = transition(machine, snapshot, event);
+    return { snapshot, actions };
+  };
+  const accepted = { type: 'xreactor.input.accepted', at: 5 } as const;
+
+  it('starts from pending in one transition, to the snapshot and actions of input.accepted then element.start', () => {
+    const start = { type: 'xreactor.element.start', at: 5 } as const;
+    const two = from([accepted, start]);
+    const one = from([start]);
+    expect(one.snapshot.value).toEqual({ running: 'executing' });
+    expect(one.snapshot.context).toEqual(two.snapshot.context);
+    expect(one.snapshot.value).toEqual(two.snapshot.value);
+    expect(one.actions.map((a) => ({ type: a.type, params: a.params }))).toEqual(two.actions.map((a) => ({ type: a.type, params: a.params })));
+    // The start is gated in the store: the started write carries the gate.
+    expect(of(one.actions, 'xreactor.write.mapReport')).toEqual([{ started: { map: 'r.m', index: 2, gate: true } }]);
+  });
+
+  it('skips from pending as from queued: cancelled, skipped, never ran', () => {
+    const skip = { type: 'xreactor.element.skip', at: 5, reason: 'skipped: its map no longer dispatches (failed:0)' } as const;
+    const two = from([accepted, skip]);
+    const one = from([skip]);
+    expect(one.snapshot.value).toBe('cancelled');
+    expect(one.snapshot.context).toEqual(two.snapshot.context);
+    expect(one.snapshot.context.map).toMatchObject({ skipped: true });
+    expect(one.actions.map((a) => ({ type: a.type, params: a.params }))).toEqual(two.actions.map((a) => ({ type: a.type, params: a.params })));
+  });
+
+  it('an element that is not fanned out takes neither in pending', () => {
+    const [initial] = initialTransition(machine, input);
+    expect(transition(machine, initial, { type: 'xreactor.element.start', at: 5 })[0]).toBe(initial);
+    expect(transition(machine, initial, { type: 'xreactor.element.skip', at: 5, reason: 'x' })[0]).toBe(initial);
+  });
+});

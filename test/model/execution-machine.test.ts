@@ -153,11 +153,16 @@ const NO_MAP = [
   'rolling_back.compensatingChild --xreactor.child.settled--> rolling_back.compensating',
   'rolling_back.compensatingChild --xreactor.child.lost--> rolling_back.compensating',
 ];
-/** Transitions only a fan-out map element takes (version 7): it is created queued and started (or skipped) by its start job. */
+/**
+ * Transitions only a fan-out map element takes (version 7): it is created queued and started (or
+ * skipped) by its start job; built by its start job (since version 10), from pending in one.
+ */
 const NOT_FANOUT_ELEMENT = [
   'pending --xreactor.input.accepted[inline]--> queued',
   'queued --xreactor.element.start--> running',
   'queued --xreactor.element.skip--> cancelled',
+  'pending --xreactor.element.start--> running',
+  'pending --xreactor.element.skip--> cancelled',
 ];
 /** A late unit settle consumed (targetless) in each non-final state that may outlive a unit (version 9). */
 const CONSUMES_UNIT_SETTLE = ['running', 'rolling_back', 'paused', 'completed', 'halted', 'aborted'].map((state) => `${state} --xreactor.unit.settled--> (self, targetless)`);
@@ -601,9 +606,14 @@ function planModel({ plan, input = INPUT, compose: composeSteps = {}, reads = {}
     return [
       { type: 'xreactor.input.accepted', at },
       { type: 'xreactor.input.rejected', at, error: error('input rejected') },
-      // Accepted only by a queued fan-out element (its start job read its map's gate).
-      { type: 'xreactor.element.start', at },
-      { type: 'xreactor.element.skip', at, reason: 'skipped: its map stopped (failed:0)' },
+      // Accepted only by a fan-out element, queued or pending (its start job: the store gates the
+      // start): `pending` guards them, so another run must not be offered them there.
+      ...(input.map?.fanOut === true
+        ? [
+            { type: 'xreactor.element.start', at } as const,
+            { type: 'xreactor.element.skip', at, reason: 'skipped: its map stopped (failed:0)' } as const,
+          ]
+        : []),
       ...(unitHere === undefined ? [{ type: 'xreactor.step.succeeded', at, index, attempt, args: { index }, result: `result-${index}` } as const] : []),
       ...(unitHere !== undefined
         ? [{ type: 'xreactor.unit.dispatch', at, index, attempt, args: { index } } as const]
@@ -1379,8 +1389,8 @@ function replay(model: PlanModel, machine: ExecutionMachine, labels: Map<AnyTran
         }
       }
       if (event.type === 'xreactor.element.skip') {
-        // A queued element whose map had stopped: it never ran, and its report says skipped.
-        expect(before.value, where).toBe('queued');
+        // A fan-out element whose map had stopped: it never ran, and its report says skipped.
+        expect(['queued', 'pending'], where).toContain(before.value);
         expect(status, where).toBe('cancelled');
         expect(c.ending.cancelReason, where).toBe(event.reason);
         expect(c.map?.skipped, where).toBe(true);
@@ -1542,7 +1552,9 @@ describe('execution machine model (xstate/graph)', () => {
     // final state, and `failed` / `cancelled` must ignore it). Then executing's step.succeeded split
     // in four (65): straight into the next step when that is a plain one, else through `next`, each
     // for a tracked and an untracked step (no enqueueActions: half a step's transition cost).
-    expect(allLabels.length).toBe(65);
+    // Then `pending` took a fan-out element's start and skip (67): a start job's element starts
+    // in one transition, to the snapshot `input.accepted` then `element.start` reach.
+    expect(allLabels.length).toBe(67);
   });
 });
 
