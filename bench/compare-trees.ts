@@ -42,6 +42,8 @@ const HARNESS = [
   'bench/fixtures/worker-throughput-reactor.ts',
   'bench/fixtures/worker-throughput-worker.ts',
   'bench/fixtures/chain-bullmq-worker.ts',
+  'bench/fixtures/serve-bench-worker.mjs',
+  'bench/fixtures/serve-bench-worker.d.mts',
 ];
 /** What the harness imports from bench/support.ts, which it takes from the tree it runs in. */
 const SUPPORT_NAMES = ['benchFile', 'cpuSecondsOf', 'fmt', 'loadAverage', 'machineLine', 'median', 'monotonicMs', 'ownCpuSeconds', 'pad', 'runBench', 'sleep', 'startRedis', 'startTsxProcess', 'stopChild', 'whenReady'];

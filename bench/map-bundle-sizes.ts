@@ -19,14 +19,11 @@
  * BullMQ jobs per element, the enqueue on that critical path, how many elements' commits share a
  * group-commit call. docs/performance.md (session 24) has the figures that set the default.
  */
-import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import type * as Xreactor from '../src/index.js';
-import type * as RedisAdapters from '../src/redis.js';
 import type { CliWorker } from './support.js';
-import { benchFile, fmt, loadAverage, machineLine, median, runBench, startCliWorker, startRedis, stopChild, whenReady } from './support.js';
+import { benchFile, fmt, loadAverage, loadBuiltMapBench, machineLine, median, runBench, startCliWorker, startRedis, stopChild, whenReady } from './support.js';
 
 const SIZES = (process.env['BENCH_BUNDLE_SIZES'] ?? '5,10').split(',').map((s) => Number(s.trim()));
 const WORKERS = Number(process.env['BENCH_WORKERS'] ?? 1);
@@ -35,7 +32,6 @@ const ELEMENTS = Number(process.env['BENCH_ELEMENTS'] ?? 1000);
 const CONCURRENCY = Number(process.env['BENCH_CONCURRENCY'] ?? 10);
 const WARMUP_ROUNDS = 2;
 const TIMEOUT_MS = 300_000;
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const REDIS_OPTIONS = { maxRetriesPerRequest: null };
 
 interface SizeSet {
@@ -54,11 +50,7 @@ runBench(async () => {
   if (SIZES.length < 2 || SIZES.some((s) => !Number.isSafeInteger(s) || s < 1)) throw new Error(`BENCH_BUNDLE_SIZES: at least two whole numbers >= 1, comma-separated (got "${process.env['BENCH_BUNDLE_SIZES']}")`);
   console.log(`map-bundle-sizes: ${fmt(ELEMENTS, 0)}-element fan-out maps, --bundle-size ${SIZES.join(' / ')} (reference ${SIZES[0]}), ${WORKERS} worker process${WORKERS === 1 ? '' : 'es'} per size × concurrency ${CONCURRENCY}, ${ROUNDS} interleaved rounds after ${WARMUP_ROUNDS} warm-up rounds`);
   console.log(machineLine());
-  execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
-  // Paths held in variables: typecheck does not need dist/ to exist; its types are the sources'.
-  const [indexPath, redisPath] = ['../dist/src/index.js', '../dist/src/redis.js'];
-  const [xr, adapters, plan] = await Promise.all([import(indexPath) as Promise<typeof Xreactor>, import(redisPath) as Promise<typeof RedisAdapters>, import('./fixtures/map-reactors-plan.mjs')]);
-  const reactors = plan.buildMapReactors(xr);
+  const { xr, adapters, plan, reactors } = await loadBuiltMapBench();
 
   const server = await startRedis();
   process.env['XREACTOR_BENCH_REDIS_URL'] = server.url;
@@ -131,13 +123,9 @@ async function throwGaps(set: SizeSet): Promise<number[]> {
   const view = await set.runtime.find(set.lastForwardId);
   const map = view.maps[0];
   if (map === undefined) return [];
-  const starts: number[] = [];
-  const ends: number[] = [];
-  for (let i = 0; i < ELEMENTS; i++) {
-    const element = await set.runtime.find(`${map.id}.${i}`);
-    starts.push(element.createdAt);
-    ends.push(element.updatedAt);
-  }
+  const elements = await Promise.all(Array.from({ length: ELEMENTS }, (_, i) => set.runtime.find(`${map.id}.${i}`)));
+  const starts = elements.map((element) => element.createdAt);
+  const ends = elements.map((element) => element.updatedAt);
   const gaps: number[] = [];
   // R-02: a throw goes out when the previous throw's last position settles (others may still run).
   for (let from = map.batchSize; from < ELEMENTS; from += map.batchSize) gaps.push(Math.min(...starts.slice(from, from + map.batchSize)) - ends[from - 1]!);

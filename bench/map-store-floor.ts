@@ -28,28 +28,25 @@
  * commits and the runtime. The floor is what the store part of the design costs with this store:
  * when it alone is above 1.5× the bare flow, the forward target is below it.
  */
-import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { FlowProducer, Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import pino from 'pino';
-import type * as Xreactor from '../src/index.js';
-import type * as RedisAdapters from '../src/redis.js';
 import { DEFAULT_BUNDLE_SIZE } from '../src/queue/bullmq-bundles.js';
+import { MAP_BATCH_SIZE } from './fixtures/map-reactors-plan.mjs';
 import { createMap } from './fixtures/map-store-floor.mjs';
 import type { BenchChild } from './support.js';
-import { cpuSecondsOf, fmt, loadAverage, machineLine, median, monotonicMs, ownCpuSeconds, runBareFlow, runBench, startCliWorker, startNodeProcess, startRedis, startTsxProcess, stopChild, whenReady } from './support.js';
+import { cpuSecondsOf, fmt, loadAverage, loadBuiltMapBench, machineLine, median, monotonicMs, ownCpuSeconds, runBareFlow, runBench, startCliWorker, startNodeProcess, startRedis, startTsxProcess, stopChild, whenReady } from './support.js';
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 5);
 const ELEMENTS = Number(process.env['BENCH_ELEMENTS'] ?? 1000);
 const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 3000);
 const CONCURRENCY = Number(process.env['BENCH_CONCURRENCY'] ?? 10);
 const WORKER_COUNT = Number(process.env['BENCH_WORKERS'] ?? 1);
-const BATCH_SIZE = 50;
+/** The maps' throw size: the real map's (`BENCH_MAP_BATCH_SIZE`, default 50), which the floor's throws follow. */
+const BATCH_SIZE = MAP_BATCH_SIZE;
 const BUNDLE_SIZE = DEFAULT_BUNDLE_SIZE;
 const TIMEOUT_MS = 300_000;
 const FORWARD_TARGET = 1.5;
-const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const REDIS_OPTIONS = { maxRetriesPerRequest: null };
 const PREFIX = 'bench-floor';
 const KINDS = ['bare', 'throws', 'floor', 'forward'] as const;
@@ -68,11 +65,7 @@ interface Sample {
 runBench(async () => {
   console.log(`map-store-floor: ${fmt(ELEMENTS, 0)} positions; the bare flow, the store floor (an element's two commits, no runtime) and the real fan-out map, ${WORKER_COUNT} worker process${WORKER_COUNT === 1 ? '' : 'es'} of each × concurrency ${CONCURRENCY}, ${ROUNDS} interleaved rounds after a warm-up of ${fmt(WARMUP, 0)} of each`);
   console.log(machineLine());
-  execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
-  // Paths held in variables: typecheck does not need dist/ to exist; its types are the sources'.
-  const [indexPath, redisPath] = ['../dist/src/index.js', '../dist/src/redis.js'];
-  const [xr, adapters, plan] = await Promise.all([import(indexPath) as Promise<typeof Xreactor>, import(redisPath) as Promise<typeof RedisAdapters>, import('./fixtures/map-reactors-plan.mjs')]);
-  const reactors = plan.buildMapReactors(xr);
+  const { xr, adapters, plan, reactors } = await loadBuiltMapBench();
 
   const server = await startRedis();
   process.env['XREACTOR_BENCH_REDIS_URL'] = server.url;

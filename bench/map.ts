@@ -56,7 +56,6 @@
  * the same phase. Targets (issue): forward ≤ 1.5× the bare flow, rollback ≤ 2× the bare flow.
  * A benchmark reports, it never gates: the exit code is always 0.
  */
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { tmpdir } from 'node:os';
@@ -77,6 +76,7 @@ import {
   cpuSecondsOf,
   fmt,
   loadAverage,
+  loadBuiltMapBench,
   machineLine,
   median,
   monotonicMs,
@@ -477,11 +477,8 @@ function printPhase(samples: readonly Sample[], workers: number, n: number): voi
  */
 async function loadLibrary(): Promise<[typeof Xreactor, typeof RedisAdapters, typeof Fixtures]> {
   if (LIB === 'src') return Promise.all([import('../src/index.js'), import('../src/redis.js'), import('./fixtures/map-reactors.js')]);
-  execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
-  // Paths held in variables: typecheck does not need dist/ to exist; its types are the sources'.
-  const [index, redis] = ['../dist/src/index.js', '../dist/src/redis.js'];
-  const [lib, redisLib, plan] = await Promise.all([import(index) as Promise<typeof Xreactor>, import(redis) as Promise<typeof RedisAdapters>, import('./fixtures/map-reactors-plan.mjs')]);
-  return [lib, redisLib, { ...plan, ...plan.buildMapReactors(lib) }];
+  const { xr, adapters, plan, reactors } = await loadBuiltMapBench();
+  return [xr, adapters, { ...plan, ...reactors }];
 }
 
 async function main(): Promise<void> {

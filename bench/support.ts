@@ -6,7 +6,7 @@
  * Redis servers come from `test/support/redis-server.ts`: a private `redis-server` on a free
  * port, without persistence, killed on `stop()` or when this process exits.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import type { FlowProducer, QueueEvents } from 'bullmq';
 import { readFileSync } from 'node:fs';
@@ -14,6 +14,8 @@ import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type * as Xreactor from '../src/index.js';
 import type { AnyReactorDefinition } from '../src/index.js';
+import type * as RedisAdapters from '../src/redis.js';
+import type * as MapPlan from './fixtures/map-reactors-plan.mjs';
 
 export { startRedis } from '../test/support/redis-server.js';
 export type { RedisServer } from '../test/support/redis-server.js';
@@ -21,6 +23,30 @@ export { startWorkerProcess } from '../test/support/worker-process.js';
 export type { WorkerProcess } from '../test/support/worker-process.js';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
+
+// ---------------------------------------------------------------------------------------------
+// The built package, as the map benchmarks run it
+
+/** The built package's entry points and the map benchmarks' reactors built from it. */
+export interface BuiltMapBench {
+  readonly xr: typeof Xreactor;
+  readonly adapters: typeof RedisAdapters;
+  readonly plan: typeof MapPlan;
+  readonly reactors: MapPlan.MapReactors;
+}
+
+/**
+ * Builds the package (`npm run build`), imports `dist/` (the library and `xreactor/redis`) and
+ * builds the map benchmarks' reactors from it (`fixtures/map-reactors-plan.mjs`, as the workers'
+ * `fixtures/map-reactors-dist.mjs` does), so the caller runs the code its workers run.
+ */
+export async function loadBuiltMapBench(): Promise<BuiltMapBench> {
+  execFileSync('npm', ['run', '--silent', 'build'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+  // Paths held in variables: typecheck does not need dist/ to exist; its types are the sources'.
+  const [indexPath, redisPath] = ['../dist/src/index.js', '../dist/src/redis.js'];
+  const [xr, adapters, plan] = await Promise.all([import(indexPath) as Promise<typeof Xreactor>, import(redisPath) as Promise<typeof RedisAdapters>, import('./fixtures/map-reactors-plan.mjs')]);
+  return { xr, adapters, plan, reactors: plan.buildMapReactors(xr) };
+}
 
 // ---------------------------------------------------------------------------------------------
 // The reactor the per-step benchmarks run
