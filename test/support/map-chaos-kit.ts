@@ -33,6 +33,13 @@ export const MAP_STALL_MS = 20_000;
 const MAX_CRASHES = 3;
 /** Copies of jobs per run at most (a copy is never copied again). */
 const MAX_COPIES = 24;
+/**
+ * Times one job is handled by two workers at once, at most. A real queue does that only when a
+ * job's lock is lost, and the copy that finds the actor's lease held is refused as busy and
+ * retried: the schedule must deliver it alone eventually (fairness), or a cycle of choices that
+ * lands on `concurrent` at every redelivery keeps the two copies in lockstep forever.
+ */
+const MAX_CONCURRENT_PER_JOB = 2;
 
 // ---------------------------------------------------------------------------
 // What the store saw and what the queue was asked
@@ -212,6 +219,7 @@ export function createMapWorld(root: AnyReactorDefinition, delivery: Delivery, m
   let step = 0;
   let copies = 0;
   let deliveries = 0;
+  const concurrent = new Map<string, number>();
 
   const drain = async () => {
     let quiet = 0;
@@ -229,8 +237,10 @@ export function createMapWorld(root: AnyReactorDefinition, delivery: Delivery, m
         queue.reorder([job.id]);
         const crash = run.crash !== undefined && deaths.length < MAX_CRASHES && deliveries >= run.crash.notBefore ? run.crash : undefined;
         deliveries += 1;
-        const dup = run.dup === 'later' && (copies >= MAX_COPIES || job.id.includes('.dup')) ? 'none' : run.dup;
+        const spent = (run.dup === 'later' && (copies >= MAX_COPIES || job.id.includes('.dup'))) || (run.dup === 'concurrent' && (concurrent.get(job.id) ?? 0) >= MAX_CONCURRENT_PER_JOB);
+        const dup = spent ? 'none' : run.dup;
         if (dup === 'later') copies += 1;
+        if (dup === 'concurrent') concurrent.set(job.id, (concurrent.get(job.id) ?? 0) + 1);
         journal.push(`${time.now()}: ${job.id}${crash === undefined ? '' : ` (dies at commit ${crash.commit}, ${crash.mode}, job ${crash.job})`}${dup === 'none' ? '' : ` dup ${dup}`}`);
         if (dup === 'later') {
           const { delayMs: _delay, ...copy } = job;
