@@ -53,6 +53,9 @@ options:
   --lock-snooze-delay-ms <ms>   pause between two of those checks (default 5000)
   --bundle-size <n>             the sibling jobs of one map throw this worker sends travel n to a BullMQ job
                                 (default 10, or --concurrency when lower; 1: one BullMQ job each)
+  --no-eager-bundle             send every bundle of a map throw through BullMQ; by default this worker runs
+                                the first bundle of a throw it sends itself at once, its BullMQ job kept
+                                delayed by --lock-duration-ms until its parts were handled (in case it dies)
   --middleware <module>         load middleware (hooks) from a module: its default export, or its
                                 export named middleware (an object or an array); repeatable. An
                                 export named redact filters what the step log writes at debug
@@ -85,6 +88,7 @@ async function worker(argv: readonly string[]): Promise<void> {
       'lock-snooze-max-attempts': { type: 'string' },
       'lock-snooze-delay-ms': { type: 'string' },
       'bundle-size': { type: 'string' },
+      'no-eager-bundle': { type: 'boolean', default: false },
       middleware: { type: 'string', multiple: true },
       help: { type: 'boolean', default: false },
     },
@@ -150,7 +154,7 @@ async function worker(argv: readonly string[]): Promise<void> {
     queueName: values.queue,
     ...(contextTtlMs === undefined ? {} : { contextTtlMs }),
     worker: { lockDurationMs, stalledIntervalMs },
-    ...(bundleSize === undefined ? {} : { queueOptions: { bundleSize } }),
+    ...(bundleSize === undefined && !values['no-eager-bundle'] ? {} : { queueOptions: { ...(bundleSize === undefined ? {} : { bundleSize }), ...(values['no-eager-bundle'] ? { eagerBundle: false } : {}) } }),
     onError: (error, job) => logger.warn({ event: 'xreactor.queue.error', err: error, jobId: job?.id }, error.message),
   });
   const middleware: Middleware[] = [stepLog(logger, redact === undefined ? {} : { redact }), ...userMiddleware];

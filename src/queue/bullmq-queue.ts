@@ -94,6 +94,17 @@ export interface BullmqQueueOptions {
    * (the throws are sent by the workers that advance the maps)
    */
   readonly bundleSize?: number;
+  /**
+   * Whether a process that consumes this queue runs the first bundle of a throw it sends itself,
+   * at once, instead of waiting for BullMQ to deliver it (the map's next throw is sent by the
+   * worker whose element settled the last one, which is then idle). The bundle is still added,
+   * delayed by the worker's `lockDurationMs` (the delay renewed while its parts run, as a lock is)
+   * and removed once they have been handled: if this process dies meanwhile, the bundle is
+   * delivered to another worker when the delay runs out, as a dead worker's job is when its lock
+   * does. Its parts run under the consumer's concurrency like any others.
+   * @defaultValue true
+   */
+  readonly eagerBundle?: boolean;
 }
 
 /** The BullMQ queue port. */
@@ -125,6 +136,8 @@ const DEFAULT_BACKOFF_MS = 100;
 const DEFAULT_MAX_BACKOFF_MS = 30_000;
 const DEFAULT_MAX_STALLED_COUNT = 25;
 const BACKOFF_TYPE = 'xreactor';
+/** BullMQ's own default `lockDuration`: the delay of an eagerly run bundle's job when no `lockDurationMs` is given. */
+const DEFAULT_LOCK_DURATION_MS = 30_000;
 /** The BullMQ job name of a bundle. */
 const BUNDLE_JOB_NAME = 'bundle';
 
@@ -183,18 +196,19 @@ export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
   const timeoutMs = options.timeoutMs ?? DEFAULT_REDIS_TIMEOUT_MS;
   const target = deadlineTargetOf(options.connection);
   // Each consumer of this queue, with its concurrency.
-  const consumers = new Map<Consumer, number>();
+  const consumers = new Map<LocalConsumer, number>();
+  const eagerBundle = options.eagerBundle ?? true;
   // Without a bundleSize, a process that consumes bundles no more parts than it handles at once
   // (a worker holds a bundle's parts until it has handled them all); one that only sends, DEFAULT_BUNDLE_SIZE.
   const bundleSizeNow = () => Math.max(1, Math.floor(options.bundleSize ?? (consumers.size === 0 ? DEFAULT_BUNDLE_SIZE : Math.min(DEFAULT_BUNDLE_SIZE, Math.max(...consumers.values())))));
   let closed = false;
-  const add = (bulk: { name: string; data: BullmqJobData; opts: { jobId: string; delay?: number } }[], first: JobSpec): Promise<unknown> =>
+  const add = (bulk: { name: string; data: BullmqJobData; opts: { jobId: string; delay?: number } }[], first: JobSpec): Promise<Job<BullmqJobData>[]> =>
     withDeadline(
       target,
       timeoutMs,
       { call: `queue.enqueue (job ${first.id})`, ...(first.actor === undefined ? {} : { executionId: first.actor.id }) },
       // One job (a hand-off, a timer): a plain add is one script call; addBulk wraps its calls in MULTI/EXEC.
-      bulk.length === 1 ? bullQueue.add(bulk[0]!.name, bulk[0]!.data, bulk[0]!.opts) : (bullQueue.addBulk(bulk) as Promise<unknown>),
+      bulk.length === 1 ? bullQueue.add(bulk[0]!.name, bulk[0]!.data, bulk[0]!.opts).then((job) => [job]) : bullQueue.addBulk(bulk),
     );
   const single = (spec: JobSpec, delayMs = spec.delayMs) => ({ name: spec.kind, data: toJobData(spec), opts: { jobId: jobIdOf(spec), ...(delayMs ? { delay: delayMs } : {}) } });
 
@@ -207,7 +221,21 @@ export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
       if (jobs.length === 0) return;
       const bundleSize = bundleSizeNow();
       const bundled = enqueueOptions?.bundle === true && bundleSize > 1 && jobs.length > 1 && jobs.every((spec) => !spec.delayMs);
-      await add(bundled ? bundlesOf(jobs, bundleSize) : jobs.map((spec) => single(spec)), jobs[0]!);
+      if (!bundled) {
+        await add(jobs.map((spec) => single(spec)), jobs[0]!);
+        return;
+      }
+      const bundles = bundlesOf(jobs, bundleSize);
+      const local = eagerBundle ? [...consumers.keys()].find((consumer) => consumer.open()) : undefined;
+      if (local === undefined) {
+        await add(bundles, jobs[0]!);
+        return;
+      }
+      // The first bundle runs here at once; its job waits, delayed, in case this process dies.
+      const first = bundles[0]!;
+      const added = add([{ ...first, opts: { ...first.opts, delay: local.safetyDelayMs } }, ...bundles.slice(1)], jobs[0]!);
+      local.runEagerly(jobs.slice(0, first.data.parts), first.opts.jobId, added.then((list) => list[0]));
+      await added;
     },
 
     async schedule(schedulerId, everyMs, job) {
@@ -219,6 +247,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
       if (closed) throw new XreactorError('queue_closed', `cannot consume: queue "${name}" is closed`);
       checkWorkerConnection(options.connection);
       const consumer = createConsumer(handler, consumeOptions, {
+        bullQueue,
         name,
         connection,
         prefix,
@@ -247,7 +276,22 @@ export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
   };
 }
 
+/** A consumer of this process, which can run a throw's first bundle at once (`eagerBundle`). */
+interface LocalConsumer extends Consumer {
+  /** Whether it takes work: not closing. */
+  open(): boolean;
+  /** How long an eagerly run bundle's job is delayed (and the delay renewed while its parts run): the workers' lock duration. */
+  readonly safetyDelayMs: number;
+  /**
+   * Run a bundle's parts here now, while its job is added delayed (`added`); once they have been
+   * handled the job is removed. Interrupted (a forced close) or unable to add a failed part again
+   * alone, the job is left to be delivered when its delay runs out.
+   */
+  runEagerly(specs: readonly JobSpec[], bundleId: string, added: Promise<Job<BullmqJobData> | undefined>): void;
+}
+
 interface ConsumerContext {
+  readonly bullQueue: BullQueue<BullmqJobData>;
   readonly name: string;
   readonly connection: ConnectionOptions;
   readonly prefix: { readonly prefix?: string };
@@ -272,9 +316,13 @@ function bundlesOf(jobs: readonly JobSpec[], bundleSize: number): { name: string
   });
 }
 
-function createConsumer(handler: JobHandler, options: ConsumeOptions, context: ConsumerContext): Consumer {
+function createConsumer(handler: JobHandler, options: ConsumeOptions, context: ConsumerContext): LocalConsumer {
   const controllers = new Set<AbortController>();
   let forced: Error | undefined;
+  let closing = false;
+  // Bundles run eagerly and not yet done: a graceful close waits for them.
+  const eager = new Set<Promise<void>>();
+  const safetyDelayMs = context.worker.lockDurationMs ?? DEFAULT_LOCK_DURATION_MS;
   // Handlers running at once, the parts of bundles included: the consumer's concurrency.
   const permits = new Permits(options.concurrency ?? 1);
   // Errors a bundle fails with that its parts reported already (the 'failed' event skips them).
@@ -322,7 +370,7 @@ function createConsumer(handler: JobHandler, options: ConsumeOptions, context: C
         }
         return;
       }
-      await controlled(bullSignal, (signal) => handleBundle(specs, job, signal));
+      await controlled(bullSignal, (signal) => handleBundle(specs, String(job.id), signal));
     },
     {
       connection: context.connection,
@@ -342,7 +390,7 @@ function createConsumer(handler: JobHandler, options: ConsumeOptions, context: C
    * the bundle fails instead and is delivered again whole: its parts that were handled find their
    * actors moved on, and do nothing.
    */
-  const handleBundle = async (specs: readonly JobSpec[], job: Job<BullmqJobData>, signal: AbortSignal): Promise<void> => {
+  const handleBundle = async (specs: readonly JobSpec[], bundleId: string, signal: AbortSignal): Promise<void> => {
     const outcomes = await Promise.allSettled(specs.map((spec) => handle(spec, signal)));
     const failed = outcomes.flatMap((outcome, i) =>
       outcome.status === 'fulfilled' ? [] : [{ spec: specs[i]!, error: outcome.reason instanceof Error ? outcome.reason : new Error(String(outcome.reason)) }],
@@ -358,11 +406,36 @@ function createConsumer(handler: JobHandler, options: ConsumeOptions, context: C
     try {
       await context.requeue(again.map(({ spec }) => spec));
     } catch (error) {
-      throw new XreactorError('queue_requeue_failed', `bundle ${String(job.id)}: ${again.length} of its ${specs.length} jobs failed and could not be added again alone (${(error as Error).message}); the bundle is delivered again`, {
+      throw new XreactorError('queue_requeue_failed', `bundle ${bundleId}: ${again.length} of its ${specs.length} jobs failed and could not be added again alone (${(error as Error).message}); the bundle is delivered again`, {
         retryable: true,
         cause: error,
       });
     }
+  };
+  /**
+   * An eagerly run bundle: its parts as a delivered bundle's, its delayed job's delay renewed every
+   * half of it meanwhile, then the job removed. Left in place when the parts were interrupted or a
+   * failed part could not be added again (the bundle is then delivered when the delay runs out),
+   * and when it could not be removed (locked: the delay ran out and a worker took it; its parts
+   * find their actors moved on).
+   */
+  const runBundleEagerly = async (specs: readonly JobSpec[], bundleId: string, added: Promise<Job<BullmqJobData> | undefined>): Promise<void> => {
+    let job: Job<BullmqJobData> | undefined;
+    added.then((j) => void (job = j)).catch(() => undefined);
+    const renew = setInterval(() => void job?.changeDelay(safetyDelayMs).catch(() => undefined), Math.max(1, safetyDelayMs / 2));
+    renew.unref();
+    let handled = true;
+    try {
+      await controlled(undefined, (signal) => handleBundle(specs, bundleId, signal));
+    } catch (error) {
+      handled = false;
+      if (!reportedParts.has(error as Error)) report(error as Error, specs[0]);
+    } finally {
+      clearInterval(renew);
+    }
+    // Not added (the enqueue rejected, and whoever sent it performs it again): nothing to remove.
+    const done = await added.catch(() => undefined);
+    if (handled && done !== undefined) await done.remove().catch(() => undefined);
   };
   worker.on('error', (error) => report(error));
   worker.on('failed', (job, error) => {
@@ -379,7 +452,14 @@ function createConsumer(handler: JobHandler, options: ConsumeOptions, context: C
   });
 
   return {
-    close: (closeOptions) => {
+    open: () => !closing,
+    safetyDelayMs,
+    runEagerly: (specs, bundleId, added) => {
+      const run = runBundleEagerly(specs, bundleId, added).finally(() => eager.delete(run));
+      eager.add(run);
+    },
+    close: async (closeOptions) => {
+      closing = true;
       // A forced close may follow a graceful one that is still waiting: it aborts the jobs then.
       if (closeOptions?.force === true && !forced) {
         forced = new XreactorError('consumer_closed', 'the consumer was closed with force: the job will be delivered again');
@@ -387,8 +467,10 @@ function createConsumer(handler: JobHandler, options: ConsumeOptions, context: C
       }
       // Always BullMQ's graceful close: it waits for the processors (aborted ones end promptly) and
       // records their failures, so aborted jobs are retried after the backoff, not after the lock
-      // expires. Worker.close returns the same promise when called again.
-      return worker.close();
+      // expires. Worker.close returns the same promise when called again. Then the bundles run
+      // eagerly (started by those processors, so after them): aborted, they leave their delayed jobs.
+      await worker.close();
+      while (eager.size > 0) await Promise.allSettled([...eager]);
     },
   };
 }

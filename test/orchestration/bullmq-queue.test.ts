@@ -235,7 +235,8 @@ describe('bundles: the sibling jobs of one throw', () => {
   });
 
   it('carries a throw in bundles, hands every part over once with its data intact, and adds nothing twice when the call is made again', async () => {
-    const queue = newQueue({ bundleSize: 5 });
+    // Sent by a consumer with eagerBundle, the call made again would run its first bundle here again (see below).
+    const queue = newQueue({ bundleSize: 5, eagerBundle: false });
     const jobs = throwOf(12).map((j, i) => (i === 3 ? { ...j, event: { type: 'xreactor.element.start', at: new Date(7), big: 2n ** 70n } } : j));
     await queue.enqueue(jobs, { bundle: true });
     await queue.enqueue(jobs, { bundle: true });
@@ -259,7 +260,7 @@ describe('bundles: the sibling jobs of one throw', () => {
     const sender = newQueue();
     await sender.enqueue(throwOf(20, 'a.m'), { bundle: true });
     expect((await stored(sender)).map(([, parts]) => parts)).toEqual([10, 10]);
-    const worker = newQueue();
+    const worker = newQueue({ eagerBundle: false });
     consume(worker, recording().handler, 2);
     await worker.enqueue(throwOf(4, 'b.m'), { bundle: true });
     expect((await stored(worker)).filter(([id]) => String(id).includes('b.m.')).map(([, parts]) => parts)).toEqual([2, 2]);
@@ -381,7 +382,7 @@ describe('bundles: the sibling jobs of one throw', () => {
   });
 
   it('delivers a bundle whose consumer was closed with force again, whole, to the next consumer', async () => {
-    const queue = newQueue({ bundleSize: 5, backoffMs: 10 });
+    const queue = newQueue({ bundleSize: 5, backoffMs: 10, eagerBundle: false });
     const started = deferred();
     const first = queue.consume(
       async (j, signal) => {
@@ -399,6 +400,150 @@ describe('bundles: the sibling jobs of one throw', () => {
     await until(3);
     expect(handled.map((j) => j.id).sort()).toEqual(['r.m.0.start', 'r.m.1.start', 'r.m.2.start']);
     expect(await queue.bullQueue.getJob('r.m.0.start')).toBeUndefined();
+  });
+
+  describe('eager: a throw sent by a process that consumes the queue', () => {
+    /** Another queue object on the same BullMQ queue (another process's), closed after the test. */
+    const twin = (queue: BullmqQueue & { readonly prefix: string }, options: Partial<BullmqQueueOptions> = {}) => {
+      const other = createBullmqQueue({ connection: { host: '127.0.0.1', port: redis.port }, prefix: queue.prefix, queueName: queue.name, ...options });
+      cleanups.push(() => other.close());
+      return other;
+    };
+    const waitFor = async (what: string, check: () => Promise<boolean>) => {
+      for (let i = 0; i < 200; i++) {
+        if (await check()) return;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      throw new Error(`timed out waiting for ${what}`);
+    };
+
+    it('runs the first bundle here at once, its job delayed by the lock duration meanwhile, removes the job once its parts were handled, and sends the rest through BullMQ', async () => {
+      const queue = newQueue({ bundleSize: 3, worker: { lockDurationMs: 60_000 } });
+      const gate = deferred();
+      const { handled, handler, until } = recording(async (j) => {
+        if (j.id === 'r.m.0.start') await gate.promise;
+      });
+      consume(queue, handler, 6);
+      await queue.enqueue(throwOf(6), { bundle: true });
+      // The first bundle's parts run here before BullMQ could have delivered it: its job waits, delayed.
+      await waitFor('the eager parts', async () => handled.length >= 2);
+      const first = await queue.bullQueue.getJob(bundleOf(0, 3));
+      expect(await first?.getState()).toBe('delayed');
+      expect(first!.delay).toBe(60_000);
+      expect(await queue.bullQueue.getJobState(bundleOf(3, 3))).not.toBe('delayed');
+      gate.resolve();
+      await until(6);
+      await waitFor('the removal of the eager bundle', async () => (await queue.bullQueue.getJob(bundleOf(0, 3))) === undefined);
+      await waitFor('the second bundle to complete', async () => (await queue.bullQueue.getJobState(bundleOf(3, 3))) === 'completed');
+      expect(handled.map((j) => j.id).sort()).toEqual(throwOf(6).map((j) => j.id).sort());
+      expect(await queue.bullQueue.getDelayedCount()).toBe(0);
+    });
+
+    it('renews the delay while the parts run: a part that outlasts the lock duration is not delivered to another worker', async () => {
+      const queue = newQueue({ bundleSize: 2, worker: { lockDurationMs: 200 } });
+      const { handled, handler, until } = recording(async (j) => {
+        if (j.id === 'r.m.0.start') await new Promise((resolve) => setTimeout(resolve, 800));
+      });
+      consume(queue, handler, 2);
+      const elsewhere = recording();
+      consume(twin(queue), elsewhere.handler, 2);
+      await queue.enqueue(throwOf(2), { bundle: true });
+      await until(2);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(handled.map((j) => j.id).sort()).toEqual(['r.m.0.start', 'r.m.1.start']);
+      expect(elsewhere.handled).toEqual([]);
+      expect(await queue.bullQueue.getJob(bundleOf(0, 2))).toBeUndefined();
+    });
+
+    it('leaves the delayed job of parts cut off by a forced close: another worker gets the bundle when the delay runs out', async () => {
+      const queue = newQueue({ bundleSize: 3, backoffMs: 10, worker: { lockDurationMs: 300 } });
+      const started = deferred();
+      const consumer = queue.consume(
+        async (j, signal) => {
+          if (j.id !== 'r.m.0.start') return;
+          started.resolve();
+          await new Promise<void>((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error)));
+        },
+        { concurrency: 3 },
+      );
+      await queue.enqueue(throwOf(3), { bundle: true });
+      await started.promise;
+      await consumer.close({ force: true });
+      expect(await queue.bullQueue.getJobState(bundleOf(0, 3))).toBe('delayed');
+      const elsewhere = recording();
+      consume(twin(queue), elsewhere.handler, 3);
+      await elsewhere.until(3);
+      expect(elsewhere.handled.map((j) => j.id).sort()).toEqual(['r.m.0.start', 'r.m.1.start', 'r.m.2.start']);
+    });
+
+    it('delivers the bundle a killed worker process was running eagerly to another worker once its delay runs out', async () => {
+      const worker = { lockDurationMs: 1000, stalledIntervalMs: 500 };
+      const queue = newQueue({ queueName: 'eager-crash', worker, bundleSize: 2 });
+      const child = spawnConsumer({ url: redis.url, queueName: 'eager-crash', prefix: queue.prefix, ...worker, throwOf: 4, bundleSize: 2 });
+      cleanups.push(() => killChild(child.process));
+      await child.line('ready');
+      await queue.enqueue([job('trigger')]);
+      // The child sends the throw and runs its first bundle itself: both parts are in its hands.
+      await child.line('thrown');
+      await child.line('handling r.m.0.start');
+      await child.line('handling r.m.1.start');
+      expect(await queue.bullQueue.getJobState(bundleOf(0, 2))).toBe('delayed');
+      await killChild(child.process);
+      const killedAt = Date.now();
+      const at = new Map<string, number>();
+      const { handled, handler, until } = recording(async (j) => void at.set(j.id, Date.now() - killedAt));
+      consume(queue, handler, 4);
+      // The trigger (and the other bundle, if the child had fetched it) after their locks expired; the eager bundle when its delay runs out.
+      await until(5);
+      expect(handled.map((j) => j.id).sort()).toEqual(['r.m.0.start', 'r.m.1.start', 'r.m.2.start', 'r.m.3.start', 'trigger']);
+      expect(at.get('r.m.0.start')!).toBeGreaterThanOrEqual(500);
+    });
+
+    it('adds a part that threw again alone and still removes the bundle; a graceful close waits for the parts', async () => {
+      const errors: string[] = [];
+      const queue = newQueue({ bundleSize: 3, backoffMs: 10, worker: { lockDurationMs: 60_000 }, onError: (error, j) => errors.push(`${j?.id}: ${error.message}`) });
+      let failures = 0;
+      const slow = deferred();
+      const { handled, handler, until } = recording(async (j) => {
+        if (j.id === 'r.m.1.start' && failures === 0) {
+          failures += 1;
+          throw new Error('transient');
+        }
+        if (j.id === 'r.m.2.start') await slow.promise;
+      });
+      const consumer = consume(queue, handler, 3);
+      await queue.enqueue(throwOf(3), { bundle: true });
+      await waitFor('the first part', async () => handled.length >= 1);
+      let closed = false;
+      const closing = consumer.close().then(() => void (closed = true));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(closed).toBe(false);
+      slow.resolve();
+      await closing;
+      expect(errors).toEqual(['r.m.1.start: transient']);
+      expect(await queue.bullQueue.getJob(bundleOf(0, 3))).toBeUndefined();
+      // Added again alone, after the first backoff.
+      expect(['delayed', 'waiting']).toContain(await queue.bullQueue.getJobState('r.m.1.start'));
+      consume(queue, handler, 3);
+      await until(3);
+      expect(handled.map((j) => j.id).sort()).toEqual(['r.m.0.start', 'r.m.1.start', 'r.m.2.start']);
+    });
+
+    it('is off with eagerBundle false, and for a queue that only sends', async () => {
+      const off = newQueue({ bundleSize: 2, eagerBundle: false });
+      const untilAborted: JobHandler = (_j, signal) =>
+        new Promise((_resolve, reject) => {
+          if (signal.aborted) reject(signal.reason as Error);
+          signal.addEventListener('abort', () => reject(signal.reason as Error));
+        });
+      consume(off, untilAborted, 1);
+      await off.enqueue(throwOf(4, 'a.m'), { bundle: true });
+      const sender = newQueue({ bundleSize: 2 });
+      await sender.enqueue(throwOf(4, 'b.m'), { bundle: true });
+      expect(await off.bullQueue.getDelayedCount()).toBe(0);
+      expect(await sender.bullQueue.getDelayedCount()).toBe(0);
+      expect((await stored(sender)).map(([, parts]) => parts)).toEqual([2, 2]);
+    });
   });
 });
 

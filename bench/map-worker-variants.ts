@@ -1,23 +1,27 @@
 /**
- * Bundle sizes of a fan-out map's throws, compared in one run: the same maps on worker sets that
- * differ only in `--bundle-size`, in interleaved rounds, with paired ratios to the first size.
+ * Worker variants on a fan-out map, compared in one run: the same maps on worker sets that differ
+ * only in some `xreactor worker` flags, in interleaved rounds, with paired ratios to the first.
  *
- *   npx tsx bench/map-bundle-sizes.ts      (builds the package, its own redis-server; about 4 minutes)
- *   BENCH_BUNDLE_SIZES (5,10: the first is the reference), BENCH_WORKERS (1: worker processes per
- *   size), BENCH_ROUNDS (8), BENCH_ELEMENTS (1,000), BENCH_CONCURRENCY (10), BENCH_MAP_BATCH_SIZE (50)
+ *   npx tsx bench/map-worker-variants.ts   (builds the package, its own redis-server; about 4 minutes)
+ *   BENCH_VARIANTS: the variants' flags, separated by `;`, the first the reference
+ *     (default `--no-eager-bundle;`: throws sent through BullMQ whole, against the default that runs
+ *     a throw's first bundle in the worker that sends it);
+ *   BENCH_BUNDLE_SIZES (`5,10`): shorthand for `--bundle-size 5;--bundle-size 10`;
+ *   BENCH_WORKERS (1: worker processes per variant), BENCH_ROUNDS (8), BENCH_ELEMENTS (1,000),
+ *   BENCH_CONCURRENCY (10), BENCH_MAP_BATCH_SIZE (50)
  *
- * Each size gets its own queue, prefix and `xreactor worker` processes of the built package (at
+ * Each variant gets its own queue, prefix and `xreactor worker` processes of the built package (at
  * `--log-level info`, as in `bench/map.ts`), all started before the first round, so the other
- * sizes' workers sit idle beside the measured ones. A round runs, for every size in turn (the
- * order reversed every other round), a forward map (`bench_map_forward`) and a forward + full
+ * variants' workers sit idle beside the measured ones. A round runs, for every variant in turn
+ * (the order reversed every other round), a forward map (`bench_map_forward`) and a forward + full
  * rollback (`bench_map_rollback`) of `BENCH_ELEMENTS` elements, from `run()` to `awaitResult()`,
- * after two warm-up rounds. Per size it prints the medians, the median of each round's ratio to
- * the reference size, and the **throw boundary** of the last forward map: for each throw after
- * the first, the time from the end of the previous throw's last position (whose settle sends the
+ * after two warm-up rounds. Per variant it prints the medians, the median of each round's ratio to
+ * the reference, and the **throw boundary** of the last forward map: for each throw after the
+ * first, the time from the end of the previous throw's last position (whose settle sends the
  * next throw, R-02) to the first start of its own elements (`updatedAt` and `createdAt` of the
- * elements, whole milliseconds): the map's own part of the critical path. What bundles change:
- * BullMQ jobs per element, the enqueue on that critical path, how many elements' commits share a
- * group-commit call. docs/performance.md (session 24) has the figures that set the default.
+ * elements, whole milliseconds): the map's own part of the critical path. docs/performance.md has
+ * the figures that set the bundle size (session 24, when this was `map-bundle-sizes.ts`) and eager
+ * bundles (session 25).
  */
 import { Redis } from 'ioredis';
 import pino from 'pino';
@@ -25,7 +29,10 @@ import type * as Xreactor from '../src/index.js';
 import type { CliWorker } from './support.js';
 import { benchFile, fmt, loadAverage, loadBuiltMapBench, machineLine, median, runBench, startCliWorker, startRedis, stopChild, whenReady } from './support.js';
 
-const SIZES = (process.env['BENCH_BUNDLE_SIZES'] ?? '5,10').split(',').map((s) => Number(s.trim()));
+const SIZES = process.env['BENCH_BUNDLE_SIZES']?.split(',').map((s) => s.trim());
+/** Each variant's extra worker flags. */
+const VARIANTS = (SIZES === undefined ? (process.env['BENCH_VARIANTS'] ?? '--no-eager-bundle;') : SIZES.map((size) => `--bundle-size ${size}`).join(';')).split(';').map((v) => v.trim().split(/\s+/).filter((arg) => arg !== ''));
+const labelOf = (flags: readonly string[]) => (flags.length === 0 ? '(defaults)' : flags.join(' '));
 const WORKERS = Number(process.env['BENCH_WORKERS'] ?? 1);
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 8);
 const ELEMENTS = Number(process.env['BENCH_ELEMENTS'] ?? 1000);
@@ -34,8 +41,8 @@ const WARMUP_ROUNDS = 2;
 const TIMEOUT_MS = 300_000;
 const REDIS_OPTIONS = { maxRetriesPerRequest: null };
 
-interface SizeSet {
-  readonly size: number;
+interface VariantSet {
+  readonly label: string;
   readonly runtime: Xreactor.Runtime;
   /** The store and queue given to the runtime: ours to close (docs/lifecycle.md). */
   readonly store: Xreactor.Store;
@@ -47,8 +54,8 @@ interface SizeSet {
 }
 
 runBench(async () => {
-  if (SIZES.length < 2 || SIZES.some((s) => !Number.isSafeInteger(s) || s < 1)) throw new Error(`BENCH_BUNDLE_SIZES: at least two whole numbers >= 1, comma-separated (got "${process.env['BENCH_BUNDLE_SIZES']}")`);
-  console.log(`map-bundle-sizes: ${fmt(ELEMENTS, 0)}-element fan-out maps, --bundle-size ${SIZES.join(' / ')} (reference ${SIZES[0]}), ${WORKERS} worker process${WORKERS === 1 ? '' : 'es'} per size × concurrency ${CONCURRENCY}, ${ROUNDS} interleaved rounds after ${WARMUP_ROUNDS} warm-up rounds`);
+  if (VARIANTS.length < 2) throw new Error(`BENCH_VARIANTS: at least two sets of worker flags, separated by ";" (got "${process.env['BENCH_VARIANTS']}")`);
+  console.log(`map-worker-variants: ${fmt(ELEMENTS, 0)}-element fan-out maps, workers with ${VARIANTS.map(labelOf).join(' / ')} (reference: the first), ${WORKERS} worker process${WORKERS === 1 ? '' : 'es'} per variant × concurrency ${CONCURRENCY}, ${ROUNDS} interleaved rounds after ${WARMUP_ROUNDS} warm-up rounds`);
   console.log(machineLine());
   const { xr, adapters, plan, reactors } = await loadBuiltMapBench();
 
@@ -56,29 +63,30 @@ runBench(async () => {
   process.env['XREACTOR_BENCH_REDIS_URL'] = server.url;
   const redis = new Redis(server.url, REDIS_OPTIONS);
   const logger = pino({ level: 'silent' });
-  const sets: SizeSet[] = [];
+  const sets: VariantSet[] = [];
   try {
-    for (const size of SIZES) {
-      const name = `bench-bundle-${size}`;
+    for (const [v, flags] of VARIANTS.entries()) {
+      const label = labelOf(flags);
+      const name = `bench-variant-${v}`;
       const workers = Array.from({ length: WORKERS }, () =>
         startCliWorker({
           redisUrl: server.url,
           lib: 'dist',
           modules: [benchFile('fixtures/map-reactors-dist.mjs')],
-          args: ['--queue', name, '--prefix', name, '--concurrency', String(CONCURRENCY), '--bundle-size', String(size)],
+          args: ['--queue', name, '--prefix', name, '--concurrency', String(CONCURRENCY), ...flags],
         }),
       );
       const store = adapters.createRedisStore({ redis, prefix: name });
       const queue = adapters.createBullmqQueue({ connection: redis, queueName: name });
-      sets.push({ size, workers, store, queue, forward: [], total: [], runtime: xr.createRuntime({ store, queue, worker: false, reactors: Object.values(reactors), logger }) });
-      for (const worker of workers) await whenReady(worker, `xreactor worker (--bundle-size ${size})`);
+      sets.push({ label, workers, store, queue, forward: [], total: [], runtime: xr.createRuntime({ store, queue, worker: false, reactors: Object.values(reactors), logger }) });
+      for (const worker of workers) await whenReady(worker, `xreactor worker (${label})`);
     }
     const items = Array.from({ length: ELEMENTS }, (_, i) => i);
-    const once = async (set: SizeSet, reactor: Xreactor.AnyReactorDefinition, expected: string) => {
+    const once = async (set: VariantSet, reactor: Xreactor.AnyReactorDefinition, expected: string) => {
       const from = performance.now();
       const { executionId } = await set.runtime.run(reactor, { items });
       const result = await set.runtime.awaitResult(executionId, { timeoutMs: TIMEOUT_MS });
-      if (result.status !== expected) throw new Error(`--bundle-size ${set.size}: ${reactor.name} ended ${result.status}, not ${expected}`);
+      if (result.status !== expected) throw new Error(`${set.label}: ${reactor.name} ended ${result.status}, not ${expected}`);
       return { ms: performance.now() - from, executionId };
     };
     for (let round = -WARMUP_ROUNDS; round < ROUNDS; round++) {
@@ -90,17 +98,18 @@ runBench(async () => {
         set.total.push(total.ms);
         set.lastForwardId = forward.executionId;
       }
-      if (round >= 0) console.log(`  round ${round + 1}: ${sets.map((s) => `${s.size}: ${fmt(s.forward.at(-1)!, 0)} / ${fmt(s.total.at(-1)!, 0)} ms`).join(', ')} (load ${loadAverage()})`);
+      if (round >= 0) console.log(`  round ${round + 1}: ${sets.map((s) => `${s.label}: ${fmt(s.forward.at(-1)!, 0)} / ${fmt(s.total.at(-1)!, 0)} ms`).join(', ')} (load ${loadAverage()})`);
     }
 
     console.log('');
-    console.log(`bundle size | forward ms (median) | forward + rollback ms | ÷ ${SIZES[0]}, forward | ÷ ${SIZES[0]}, forward + rollback | throw boundary ms, median (least / most), last forward map`);
     const reference = sets[0]!;
+    const width = Math.max(...sets.map((s) => s.label.length));
+    console.log(`${'variant'.padEnd(width)} | forward ms (median) | forward + rollback ms | ÷ first, forward | ÷ first, forward + rollback | throw boundary ms, median (least / most), last forward map`);
     for (const set of sets) {
       const ratio = (mine: number[], theirs: number[]) => median(mine.map((v, i) => v / theirs[i]!));
       const gaps = await throwGaps(set);
       console.log(
-        `${String(set.size).padStart(11)} | ${fmt(median(set.forward), 0).padStart(19)} | ${fmt(median(set.total), 0).padStart(21)} | ${fmt(ratio(set.forward, reference.forward), 3).padStart(12)} | ${fmt(ratio(set.total, reference.total), 3).padStart(23)} | ` +
+        `${set.label.padEnd(width)} | ${fmt(median(set.forward), 0).padStart(19)} | ${fmt(median(set.total), 0).padStart(21)} | ${fmt(ratio(set.forward, reference.forward), 3).padStart(16)} | ${fmt(ratio(set.total, reference.total), 3).padStart(27)} | ` +
           (gaps.length === 0 ? '-' : `${fmt(median(gaps), 1)} (${Math.min(...gaps)} / ${Math.max(...gaps)}) over ${gaps.length} throws`),
       );
     }
@@ -118,7 +127,7 @@ runBench(async () => {
 });
 
 /** For each throw after the first of the set's last forward map: its first element's start less the end of the previous throw's last position, ms. */
-async function throwGaps(set: SizeSet): Promise<number[]> {
+async function throwGaps(set: VariantSet): Promise<number[]> {
   if (set.lastForwardId === undefined) return [];
   const view = await set.runtime.find(set.lastForwardId);
   const map = view.maps[0];
