@@ -54,6 +54,11 @@ export class Permits {
     this.#free = Math.max(1, size);
   }
 
+  /** Permits free now (0 while any work waits for one). */
+  get free(): number {
+    return this.#free;
+  }
+
   /** Run `work` under a permit. */
   async with<T>(work: () => Promise<T>): Promise<T> {
     if (this.#free > 0) this.#free -= 1;

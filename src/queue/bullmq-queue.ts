@@ -97,7 +97,9 @@ export interface BullmqQueueOptions {
   /**
    * Whether a process that consumes this queue runs the first bundle of a throw it sends itself,
    * at once, instead of waiting for BullMQ to deliver it (the map's next throw is sent by the
-   * worker whose element settled the last one, which is then idle). The bundle is still added,
+   * worker whose element settled the last one, which is then idle), when its consumer has room
+   * to start at least half of the bundle's parts now (else the bundle goes through BullMQ, to
+   * whichever worker is free). The bundle is still added,
    * delayed by the worker's `lockDurationMs` (the delay renewed while its parts run, as a lock is)
    * and removed once they have been handled: if this process dies meanwhile, the bundle is
    * delivered to another worker when the delay runs out, as a dead worker's job is when its lock
@@ -226,13 +228,14 @@ export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
         return;
       }
       const bundles = bundlesOf(jobs, bundleSize);
-      const local = eagerBundle ? [...consumers.keys()].find((consumer) => consumer.open()) : undefined;
+      const first = bundles[0]!;
+      // A consumer with room to start at least half of the first bundle now; a busier one leaves it to other workers.
+      const local = eagerBundle ? [...consumers.keys()].find((consumer) => consumer.open() && consumer.room() >= Math.ceil(first.data.parts! / 2)) : undefined;
       if (local === undefined) {
         await add(bundles, jobs[0]!);
         return;
       }
       // The first bundle runs here at once; its job waits, delayed, in case this process dies.
-      const first = bundles[0]!;
       const added = add([{ ...first, opts: { ...first.opts, delay: local.safetyDelayMs } }, ...bundles.slice(1)], jobs[0]!);
       local.runEagerly(jobs.slice(0, first.data.parts), first.opts.jobId, added.then((list) => list[0]));
       await added;
@@ -247,7 +250,6 @@ export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
       if (closed) throw new XreactorError('queue_closed', `cannot consume: queue "${name}" is closed`);
       checkWorkerConnection(options.connection);
       const consumer = createConsumer(handler, consumeOptions, {
-        bullQueue,
         name,
         connection,
         prefix,
@@ -280,6 +282,8 @@ export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
 interface LocalConsumer extends Consumer {
   /** Whether it takes work: not closing. */
   open(): boolean;
+  /** Handlers it could start now (free permits of its concurrency). */
+  room(): number;
   /** How long an eagerly run bundle's job is delayed (and the delay renewed while its parts run): the workers' lock duration. */
   readonly safetyDelayMs: number;
   /**
@@ -291,7 +295,6 @@ interface LocalConsumer extends Consumer {
 }
 
 interface ConsumerContext {
-  readonly bullQueue: BullQueue<BullmqJobData>;
   readonly name: string;
   readonly connection: ConnectionOptions;
   readonly prefix: { readonly prefix?: string };
@@ -453,6 +456,7 @@ function createConsumer(handler: JobHandler, options: ConsumeOptions, context: C
 
   return {
     open: () => !closing,
+    room: () => permits.free,
     safetyDelayMs,
     runEagerly: (specs, bundleId, added) => {
       const run = runBundleEagerly(specs, bundleId, added).finally(() => eager.delete(run));

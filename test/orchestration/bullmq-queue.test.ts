@@ -529,6 +529,34 @@ describe('bundles: the sibling jobs of one throw', () => {
       expect(handled.map((j) => j.id).sort()).toEqual(['r.m.0.start', 'r.m.1.start', 'r.m.2.start']);
     });
 
+    it('sends the bundle through BullMQ when this consumer has no room for half of it now', async () => {
+      const queue = newQueue({ bundleSize: 4, worker: { lockDurationMs: 60_000 } });
+      const busy = deferred();
+      const started = deferred();
+      // Three of its four permits are held: room for one part, less than half the bundle.
+      const here = recording(async (j) => {
+        if (j.id.startsWith('busy')) {
+          started.resolve();
+          await busy.promise;
+        }
+      });
+      consume(queue, here.handler, 4);
+      // Released however the test ends, so the consumer can close.
+      cleanups.push(async () => busy.resolve());
+      await queue.enqueue([job('busy-1'), job('busy-2'), job('busy-3')]);
+      await started.promise;
+      await waitFor('three busy jobs', async () => (await queue.bullQueue.getActiveCount()) === 3);
+      await queue.enqueue(throwOf(4), { bundle: true });
+      // Sent through BullMQ, not delayed: whichever worker has a free slot takes it (this one too: its parts then take turns on its one free permit).
+      expect(await queue.bullQueue.getDelayedCount()).toBe(0);
+      expect(await queue.bullQueue.getJobState(bundleOf(0, 4))).not.toBe('delayed');
+      const elsewhere = recording();
+      consume(twin(queue), elsewhere.handler, 4);
+      busy.resolve();
+      await waitFor('every part', async () => [...here.handled, ...elsewhere.handled].filter((j) => j.id.startsWith('r.m.')).length === 4);
+      expect([...here.handled, ...elsewhere.handled].filter((j) => j.id.startsWith('r.m.')).map((j) => j.id).sort()).toEqual(throwOf(4).map((j) => j.id).sort());
+    });
+
     it('is off with eagerBundle false, and for a queue that only sends', async () => {
       const off = newQueue({ bundleSize: 2, eagerBundle: false });
       const untilAborted: JobHandler = (_j, signal) =>
