@@ -154,7 +154,7 @@ async function worker(argv: readonly string[]): Promise<void> {
     queueName: values.queue,
     ...(contextTtlMs === undefined ? {} : { contextTtlMs }),
     worker: { lockDurationMs, stalledIntervalMs },
-    ...(bundleSize === undefined && !values['no-eager-bundle'] ? {} : { queueOptions: { ...(bundleSize === undefined ? {} : { bundleSize }), ...(values['no-eager-bundle'] ? { eagerBundle: false } : {}) } }),
+    queueOptions: { ...(bundleSize === undefined ? {} : { bundleSize }), eagerBundle: !values['no-eager-bundle'] },
     onError: (error, job) => logger.warn({ event: 'xreactor.queue.error', err: error, jobId: job?.id }, error.message),
   });
   const middleware: Middleware[] = [stepLog(logger, redact === undefined ? {} : { redact }), ...userMiddleware];

@@ -43,6 +43,23 @@ function deferred<T = void>() {
   return { promise, resolve };
 }
 
+/** Rejects with the signal's reason once it aborts (at once when it has already). */
+function untilAborted(signal: AbortSignal): Promise<never> {
+  return new Promise<never>((_resolve, reject) => {
+    if (signal.aborted) reject(signal.reason as Error);
+    signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
+  });
+}
+
+/** A handler that holds part `r.m.0.start` until its signal aborts (resolving `started` as it begins) and handles every other job at once. */
+function holdingFirstPart(started: { resolve: () => void }): JobHandler {
+  return async (j, signal) => {
+    if (j.id !== 'r.m.0.start') return;
+    started.resolve();
+    await untilAborted(signal);
+  };
+}
+
 /** A fresh queue (own name and key prefix) on the test Redis, closed after the test. */
 function newQueue(options: Partial<BullmqQueueOptions> = {}): BullmqQueue & { readonly prefix: string } {
   const prefix = `t-${randomUUID().slice(0, 8)}`;
@@ -169,12 +186,10 @@ describe('bullmq queue', () => {
     let reason: unknown;
     const first = queue.consume(async (_j, signal) => {
       started.resolve();
-      await new Promise<void>((_resolve, reject) =>
-        signal.addEventListener('abort', () => {
-          reason = signal.reason;
-          reject(signal.reason as Error);
-        }),
-      );
+      await untilAborted(signal).catch((error: unknown) => {
+        reason = error;
+        throw error;
+      });
     });
     await queue.enqueue([job('long')]);
     await started.promise;
@@ -384,14 +399,7 @@ describe('bundles: the sibling jobs of one throw', () => {
   it('delivers a bundle whose consumer was closed with force again, whole, to the next consumer', async () => {
     const queue = newQueue({ bundleSize: 5, backoffMs: 10, eagerBundle: false });
     const started = deferred();
-    const first = queue.consume(
-      async (j, signal) => {
-        if (j.id !== 'r.m.0.start') return;
-        started.resolve();
-        await new Promise<void>((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error)));
-      },
-      { concurrency: 5 },
-    );
+    const first = queue.consume(holdingFirstPart(started), { concurrency: 5 });
     await queue.enqueue(throwOf(3), { bundle: true });
     await started.promise;
     await first.close({ force: true });
@@ -458,14 +466,7 @@ describe('bundles: the sibling jobs of one throw', () => {
     it('leaves the delayed job of parts cut off by a forced close: another worker gets the bundle when the delay runs out', async () => {
       const queue = newQueue({ bundleSize: 3, backoffMs: 10, worker: { lockDurationMs: 300 } });
       const started = deferred();
-      const consumer = queue.consume(
-        async (j, signal) => {
-          if (j.id !== 'r.m.0.start') return;
-          started.resolve();
-          await new Promise<void>((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error)));
-        },
-        { concurrency: 3 },
-      );
+      const consumer = queue.consume(holdingFirstPart(started), { concurrency: 3 });
       await queue.enqueue(throwOf(3), { bundle: true });
       await started.promise;
       await consumer.close({ force: true });
@@ -559,12 +560,7 @@ describe('bundles: the sibling jobs of one throw', () => {
 
     it('is off with eagerBundle false, and for a queue that only sends', async () => {
       const off = newQueue({ bundleSize: 2, eagerBundle: false });
-      const untilAborted: JobHandler = (_j, signal) =>
-        new Promise((_resolve, reject) => {
-          if (signal.aborted) reject(signal.reason as Error);
-          signal.addEventListener('abort', () => reject(signal.reason as Error));
-        });
-      consume(off, untilAborted, 1);
+      consume(off, (_j, signal) => untilAborted(signal), 1);
       await off.enqueue(throwOf(4, 'a.m'), { bundle: true });
       const sender = newQueue({ bundleSize: 2 });
       await sender.enqueue(throwOf(4, 'b.m'), { bundle: true });
