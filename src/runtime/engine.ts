@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import type { Logger } from 'pino';
 import type { AnyReactorDefinition } from '../definition/compiled.js';
-import { DefinitionError, DeserializationError, ExecutionNotFoundError, PlanMismatchError, UnknownReactorError, XreactorError } from '../errors/index.js';
+import { DefinitionError, DeserializationError, ExecutionNotFoundError, PlanMismatchError, StaleRevisionError, UnknownReactorError, XreactorError } from '../errors/index.js';
 import { describePlanMismatch } from '../definition/fingerprint.js';
 import { findMapStep } from '../definition/compile-map.js';
 import { ElementRollbackHost, MapHost } from './map-host.js';
@@ -127,7 +127,9 @@ export interface Engine {
    * with). `busy`: another live owner holds the lease; `missing`: no such actor (yet: a hand-off
    * job can reach a worker before the commit that asked for it lands). Nothing is taken in
    * either case. The held actor carries the lease. With `undoTop`, an execution also carries its
-   * undo stack's top entry (`HeldExecution.undoTop`), read in the same call.
+   * undo stack's top entry (`HeldExecution.undoTop`), read in the same call. With `unlessExists`
+   * (an actor not created yet, asking from its start job), nothing is taken when that actor
+   * exists: StaleRevisionError for it, the refusal its creating commit would have met.
    * @throws DeserializationError (the lease is not kept), UnknownReactorError, PlanMismatchError,
    * XreactorError `actor_kind_unknown` (retryable) for a kind this engine has no host for
    */
@@ -304,6 +306,10 @@ export function createEngine(options: EngineOptions): Engine {
     },
     async loadLeased(lease, options) {
       const found = await store.acquireAndLoad(lease.id, lease.request, options);
+      if (found.status === 'exists') {
+        const asker = options?.unlessExists ?? lease.id;
+        throw new StaleRevisionError(asker, 0, 0, { code: 'stale_revision', message: `actor ${asker} exists already (its start job was delivered again): it is read from the store instead` });
+      }
       if (found.status !== 'leased') return found.status;
       lease.taken();
       try {

@@ -859,7 +859,11 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
         // (A load that throws has given the lease back already.)
         const lease = this.#deps.lease(element);
         // With its undo stack's top entry: the undo it is signalled next reads nothing either.
-        const found = await this.#deps.loadLeased(lease, { undoTop: true });
+        // Built from its start job and not created yet, it takes nothing if it exists after all (a
+        // duplicate start): the job then reads it from the store, and the element's lease, which a
+        // live rollback of it may need, is not taken for the round trip its refused creation took.
+        const unlessExists = held.fromJob?.create === undefined ? undefined : held.id;
+        const found = await this.#deps.loadLeased(lease, { undoTop: true, ...(unlessExists === undefined ? {} : { unlessExists }) });
         if (found === 'missing') return { type: 'xreactor.rollback.unavailable', at: clock.now(), attempt };
         if (found === 'busy') {
           // Held by a live process: one that ended failed, halted or cancelled needs nothing (read

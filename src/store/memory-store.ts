@@ -393,6 +393,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       return r.revision;
     },
     async acquireAndLoad(id, lease, options): Promise<LeasedLoad> {
+      if (options?.unlessExists !== undefined && rows.has(options.unlessExists)) return { status: 'exists' };
       const r = rows.get(id);
       if (r === undefined) return { status: 'missing' };
       if (!takeLease(id, lease.owner, lease.ttlMs)) return { status: 'busy' };

@@ -49,7 +49,7 @@ export const SCRIPTS = {
   readInbox: { file: 'readInbox-2.lua', numberOfKeys: 2 },
   signalActor: { file: 'signalActor-1.lua', numberOfKeys: 1 },
   acquireLease: { file: 'acquireLease-1.lua', numberOfKeys: 1 },
-  acquireAndLoad: { file: 'acquireAndLoad-4.lua', numberOfKeys: 4 },
+  acquireAndLoad: { file: 'acquireAndLoad-5.lua', numberOfKeys: 5 },
   releaseLease: { file: 'releaseLease-1.lua', numberOfKeys: 1 },
   markActive: { file: 'markActive-1.lua', numberOfKeys: 1 },
   markUnreadable: { file: 'markUnreadable-1.lua', numberOfKeys: 1 },
@@ -364,9 +364,15 @@ export function readBatchReplies(reply: unknown, n: number): unknown[] {
   return reply.map((one: unknown) => (Array.isArray(one) && Number(one[0]) === -1 ? new RedisReplyError(`${String(one[1])} (in ${SCRIPTS.commitBatch.file})`) : one));
 }
 
-/** Arguments of `acquireAndLoad-4.lua`; with `undoTop`, it also reads the undo stack's top entry. */
-export function acquireAndLoadArgs(keys: ExecutionKeys, lease: LeaseRequest, undoTop = false): ScriptCall {
-  return { keys: [keys.execution, keys.lease, keys.inbox, keys.undo], argv: [lease.owner, ttlArg(lease.ttlMs), undoTop ? '1' : '0'] };
+/**
+ * Arguments of `acquireAndLoad-5.lua`; with `undoTop`, it also reads the undo stack's top entry;
+ * with `unlessExists` (the asking actor's hash key), it takes nothing while that actor exists.
+ */
+export function acquireAndLoadArgs(keys: ExecutionKeys, lease: LeaseRequest, undoTop = false, unlessExists?: string): ScriptCall {
+  return {
+    keys: [keys.execution, keys.lease, keys.inbox, keys.undo, unlessExists ?? keys.execution],
+    argv: [lease.owner, ttlArg(lease.ttlMs), undoTop ? '1' : '0', unlessExists === undefined ? '0' : '1'],
+  };
 }
 
 /** Arguments of `loadExecution-4.lua`: with `results`, the steps whose results it also reads when the execution is completed (`'all'`: every step's). */
@@ -490,7 +496,7 @@ export function readCreateReply(id: string, reply: unknown): number {
 /** Stored inbox entries as a script replies them: seq and entry bytes, in the order HGETALL listed them. */
 export type InboxReplyEntries = readonly (readonly [seq: number, bytes: Buffer])[];
 
-/** An execution's stored fields as `loadExecution-4.lua` and `acquireAndLoad-4.lua` reply them, still bytes (the store decodes and checks them). */
+/** An execution's stored fields as `loadExecution-4.lua` and `acquireAndLoad-5.lua` reply them, still bytes (the store decodes and checks them). */
 export interface LoadReply {
   readonly revision: Buffer | null;
   readonly snapshot: Buffer | null;
@@ -501,14 +507,18 @@ export interface LoadReply {
 }
 
 /**
- * The reply of `acquireAndLoad-4.lua`, read: the stored fields are still bytes (the store decodes
+ * The reply of `acquireAndLoad-5.lua`, read: the stored fields are still bytes (the store decodes
  * and checks them). `undoTop`, when it was asked for and the stack is not empty: the position and
  * bytes of the stack's last entry.
  */
 export type AcquireAndLoadReply =
   | ({ readonly status: 'leased'; readonly input: Buffer | null; readonly undoTop?: { readonly position: number; readonly bytes: Buffer } } & LoadReply)
   | { readonly status: 'busy' }
-  | { readonly status: 'missing' };
+  | { readonly status: 'missing' }
+  | { readonly status: 'exists' };
+
+/** `acquireAndLoad-5.lua`'s reply when the asker it was given exists (`unlessExists`). */
+const ASKER_EXISTS = 3;
 
 /** A field of a script reply as bytes: Buffers as they are, strings and numbers (a reply read as text) encoded. */
 const bytesOrNull = (value: unknown, script: string): Buffer | null => {
@@ -595,7 +605,7 @@ export function readSignalReply(reply: unknown): { readonly landed: string[]; re
 }
 
 /**
- * Reads the reply of `acquireAndLoad-4.lua` (run with binary replies): the lease was taken with
+ * Reads the reply of `acquireAndLoad-5.lua` (run with binary replies): the lease was taken with
  * the stored fields, or another owner holds it, or the execution does not exist.
  * @throws XreactorError `script_reply_invalid` for a reply that is not one of those.
  */
@@ -614,6 +624,7 @@ export function readAcquireAndLoadReply(reply: unknown): AcquireAndLoadReply {
   }
   if (code === REPLY.conflict) return { status: 'busy' };
   if (code === REPLY.missing) return { status: 'missing' };
+  if (code === ASKER_EXISTS) return { status: 'exists' };
   throw new XreactorError('script_reply_invalid', `${file} replied with unknown code ${String(reply[0])}`);
 }
 

@@ -350,7 +350,8 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     },
     async acquireAndLoad(id, lease, options): Promise<LeasedLoad> {
       const k = keys.executionKeys(id);
-      const found = readAcquireAndLoadReply(await read(id, run('acquireAndLoad', acquireAndLoadArgs(k, lease, options?.undoTop === true), true)));
+      const asker = options?.unlessExists === undefined ? undefined : keys.executionKeys(options.unlessExists).execution;
+      const found = readAcquireAndLoadReply(await read(id, run('acquireAndLoad', acquireAndLoadArgs(k, lease, options?.undoTop === true, asker), true)));
       if (found.status !== 'leased') return found;
       try {
         const execution = loaded(id, found);

@@ -523,6 +523,12 @@ export interface AcquireAndLoadOptions {
    * the execution undoes first, for a caller about to roll it back (a map's element rollback).
    */
   readonly undoTop?: boolean;
+  /**
+   * The id of an actor of the same root (the one asking, not created yet) whose existence makes
+   * the call take and read nothing (`{ status: 'exists' }`): a duplicate start job of that actor
+   * learns it was created without taking the lease of the actor it would have worked on.
+   */
+  readonly unlessExists?: string;
 }
 
 /** What `acquireAndLoad` found. */
@@ -535,7 +541,8 @@ export type LeasedLoad =
       readonly undoTop?: { readonly position: number; readonly entry: UndoEntry };
     }
   | { readonly status: 'busy' } // another owner holds the lease; nothing taken
-  | { readonly status: 'missing' }; // no such execution; no lease taken
+  | { readonly status: 'missing' } // no such execution; no lease taken
+  | { readonly status: 'exists' }; // the actor named by `unlessExists` exists; nothing taken nor read
 
 /**
  * The error `create` with a `lease`, or `commit` with `takeLease`, throws when another owner holds

@@ -601,6 +601,21 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Sto
         expect(await store.acquireAndLoad('e1', lease('host-b'), { undoTop: true })).toEqual({ status: 'busy' });
       });
 
+      it('with unlessExists, takes and reads nothing while the actor it names exists (a duplicate start of that actor), before it looks at the lease', async () => {
+        const store = await created();
+        // The asker not created yet: taken and read as without the option.
+        expect(await store.acquireAndLoad('e1', lease('host-a'), { unlessExists: 'e1.rb-0' })).toMatchObject({ status: 'leased', input: { order: 7 } });
+        await store.releaseLease('e1', 'host-a');
+        await store.create({ id: 'e1.rb-0', reactor: 'r', input: null, commit: commit('running') });
+        expect(await store.acquireAndLoad('e1', lease('host-b'), { unlessExists: 'e1.rb-0', undoTop: true })).toEqual({ status: 'exists' });
+        expect(await store.hasLease('e1')).toBe(false);
+        // Another owner's lease does not hide it: the asker's existence is checked first.
+        expect(await store.acquireLease('e1', 'host-c', 60_000)).toBe(true);
+        expect(await store.acquireAndLoad('e1', lease('host-b'), { unlessExists: 'e1.rb-0' })).toEqual({ status: 'exists' });
+        // Without the option, as before.
+        expect(await store.acquireAndLoad('e1', lease('host-b'))).toEqual({ status: 'busy' });
+      });
+
       it('reports an unknown id as missing, taking no lease', async () => {
         const store = await fresh();
         expect(await store.acquireAndLoad('nope', lease('host-a'))).toEqual({ status: 'missing' });

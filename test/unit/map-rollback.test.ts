@@ -144,17 +144,27 @@ describe('fan-out map rollback: throws', () => {
 describe('fan-out map rollback: rollback actors created by their start jobs', () => {
   /**
    * A fan-out world whose store records the calls naming a rollback actor (`<map>.rb-<position>`):
-   * its reads, its lease calls, and its commits with the lease they take or release; the run is
+   * its reads, its lease calls, and its commits with the lease they take or release; and, apart,
+   * each `acquireAndLoad` of an element, with what it found (`elementTakes`). The run is
    * dispatched and its forward phase drained.
    */
   const recordedWorld = async (name: string, items: readonly number[], options: ReactorOptions) => {
     const calls: string[] = [];
+    const elementTakes: string[] = [];
     const rollbackActor = (id: string) => /\.rb-\d+$/.test(id);
     const record = (method: string) => (next: () => Promise<unknown>, id: string) => (rollbackActor(id) && calls.push(`${method} ${id}`), next());
     const world = fanOutWorld({
       intercepts: {
         load: record('load'),
-        acquireAndLoad: record('acquireAndLoad'),
+        acquireAndLoad: async (next: () => Promise<{ status: string }>, id: string) => {
+          if (rollbackActor(id)) {
+            calls.push(`acquireAndLoad ${id}`);
+            return next();
+          }
+          const found = await next();
+          if (/\.\d+$/.test(id)) elementTakes.push(`${id} ${found.status}`);
+          return found;
+        },
         acquireLease: record('acquireLease'),
         releaseLease: record('releaseLease'),
         commit: (next: () => Promise<unknown>, id: string, _revision: number, commit: { status: string }, commitOptions?: { takeLease?: unknown; releaseLease?: unknown }) => {
@@ -168,7 +178,7 @@ describe('fan-out map rollback: rollback actors created by their start jobs', ()
     await world.queue.drainRounds({ only: FORWARD, delayed: 'as-due' });
     /** The recorded calls other than commits (reads and lease calls). */
     const reads = () => calls.filter((c) => !c.startsWith('commit '));
-    return { world, log, id, mapId, calls, reads };
+    return { world, log, id, mapId, calls, reads, elementTakes };
   };
 
   it('each rollback actor is created by its start job: its first commit creates it and takes the lease, nothing of it is read', async () => {
@@ -222,21 +232,26 @@ describe('fan-out map rollback: rollback actors created by their start jobs', ()
     }
   });
 
-  it('a duplicate start job finds its rollback actor created and reads the store instead (nothing is done twice)', async () => {
-    const { world, log, id, mapId, calls, reads } = await recordedWorld('rb-stale', range(2), { batchSize: 2 });
+  it('a duplicate start job finds its rollback actor created before it takes the element, and reads the store instead (nothing is done twice)', async () => {
+    const { world, log, id, mapId, calls, reads, elementTakes } = await recordedWorld('rb-stale', range(2), { batchSize: 2 });
     const [first] = world.queue.pending({ purpose: 'element-rollback' });
     expect(first?.start).toBeDefined();
     await world.queue.runNext();
     expect(reads()).toEqual([]);
-    // The same job delivered again: its creating commit is refused (the actor exists), so it reads
-    // the store (taking the lease with the read), finds the actor reported, commits nothing and lets the lease go.
+    // Position 0 is the newest-started element, 1; its rollback took it with its lease.
+    expect(elementTakes).toEqual([`${mapId}.1 leased`]);
+    // The same job delivered again: its resolve learns, in the one call that would take the
+    // element, that the actor exists, so the element's lease is not taken (a live rollback of it
+    // would otherwise find it held and snooze); nothing is committed for it, and the job reads
+    // the store (taking the actor's lease with the read), finds it reported and lets the lease go.
     const before = (await world.store.load(`${mapId}.rb-0`))?.revision;
     calls.length = 0;
+    elementTakes.length = 0;
     await world.queue.enqueue([{ ...first!, id: `${first!.id}.again` }]);
     await world.queue.drainRounds({ delayed: 'as-due' });
+    expect(elementTakes.filter((t) => t.startsWith(`${mapId}.1 `))).toEqual([`${mapId}.1 exists`]);
     expect(reads()).toEqual([`acquireAndLoad ${mapId}.rb-0`, `releaseLease ${mapId}.rb-0`]);
-    // One commit attempted for it: the creating commit, refused by its fence (the revision below is unchanged).
-    expect(calls.filter((c) => c.startsWith(`commit ${mapId}.rb-0 `))).toEqual([`commit ${mapId}.rb-0 completed take release`]);
+    expect(calls.filter((c) => c.startsWith(`commit ${mapId}.rb-0 `))).toEqual([]);
     expect((await world.store.load(`${mapId}.rb-0`))?.revision).toBe(before);
     expect((await world.runtime.awaitResult(id, { timeoutMs: 1_000 })).status).toBe('failed');
     expect(log.filter((l) => l.startsWith('undo:e'))).toEqual([...undone(1), ...undone(0)]);

@@ -311,7 +311,8 @@ describe('createArgs', () => {
 
 describe('acquireAndLoadArgs', () => {
   it('names the execution hash, the lease, the inbox and the undo list, the owner, the TTL in whole milliseconds and whether to read the undo top', () => {
-    expect(acquireAndLoadArgs(keys, { owner: 'host-1', ttlMs: 30_000 })).toEqual({ keys: [keys.execution, keys.lease, keys.inbox, keys.undo], argv: ['host-1', '30000', '0'] });
+    expect(acquireAndLoadArgs(keys, { owner: 'host-1', ttlMs: 30_000 })).toEqual({ keys: [keys.execution, keys.lease, keys.inbox, keys.undo, keys.execution], argv: ['host-1', '30000', '0', '0'] });
+    expect(acquireAndLoadArgs(keys, { owner: 'host-1', ttlMs: 30_000 }, false, 'asker-hash')).toEqual({ keys: [keys.execution, keys.lease, keys.inbox, keys.undo, 'asker-hash'], argv: ['host-1', '30000', '0', '1'] });
     expect(acquireAndLoadArgs(keys, { owner: 'host-1', ttlMs: 0.2 }).argv[1]).toBe('1');
     expect(acquireAndLoadArgs(keys, { owner: 'host-1', ttlMs: 30_000 }, true).argv[2]).toBe('1');
   });
@@ -407,7 +408,7 @@ describe('script replies', () => {
     expect(() => readCreateReply('e1', [9])).toThrow(/createExecution-5\.lua replied with unknown code 9/);
   });
 
-  it('reads an acquireAndLoad reply: leased with the stored bytes, busy, or missing', () => {
+  it('reads an acquireAndLoad reply: leased with the stored bytes, busy, missing, or its asker exists', () => {
     const rev = Buffer.from('3');
     const snapshot = Buffer.from([1, 2]);
     const outbox = Buffer.from([3]);
@@ -420,7 +421,8 @@ describe('script replies', () => {
     expect(readAcquireAndLoadReply([0, rev, snapshot, outbox, input, Buffer.from('4'), [Buffer.from('4'), entry, '2', entry]])).toMatchObject({ inboxSeq: 4, entries: [[4, entry], [2, entry]] });
     expect(readAcquireAndLoadReply([1])).toEqual({ status: 'busy' });
     expect(readAcquireAndLoadReply([2])).toEqual({ status: 'missing' });
-    expect(() => readAcquireAndLoadReply('OK')).toThrow(/acquireAndLoad-4\.lua replied "OK", not a reply code/);
+    expect(readAcquireAndLoadReply([3])).toEqual({ status: 'exists' });
+    expect(() => readAcquireAndLoadReply('OK')).toThrow(/acquireAndLoad-5\.lua replied "OK", not a reply code/);
     expect(() => readAcquireAndLoadReply([])).toThrow(/not a reply code/);
     expect(() => readAcquireAndLoadReply([7])).toThrow(/unknown code 7/);
     expect(() => readAcquireAndLoadReply([0, rev, { not: 'bytes' }, outbox, input])).toThrow(/not bytes/);
@@ -430,9 +432,9 @@ describe('script replies', () => {
     const top = Buffer.from([7]);
     expect(readAcquireAndLoadReply([0, rev, snapshot, outbox, input, null, [], 3, top])).toMatchObject({ status: 'leased', undoTop: { position: 2, bytes: top } });
     expect(readAcquireAndLoadReply([0, rev, snapshot, outbox, input, null, [], 0, null])).not.toHaveProperty('undoTop');
-    expect(() => readAcquireAndLoadReply([0, rev, snapshot, outbox, input, null, [], 2, null])).toThrow(/acquireAndLoad-4\.lua replied/);
-    expect(() => readAcquireAndLoadReply([0, rev, snapshot, outbox, input, null, [], 0, top])).toThrow(/acquireAndLoad-4\.lua replied/);
-    expect(() => readAcquireAndLoadReply([0, rev, snapshot, outbox, input, null, [], -1, top])).toThrow(/acquireAndLoad-4\.lua replied/);
+    expect(() => readAcquireAndLoadReply([0, rev, snapshot, outbox, input, null, [], 2, null])).toThrow(/acquireAndLoad-5\.lua replied/);
+    expect(() => readAcquireAndLoadReply([0, rev, snapshot, outbox, input, null, [], 0, top])).toThrow(/acquireAndLoad-5\.lua replied/);
+    expect(() => readAcquireAndLoadReply([0, rev, snapshot, outbox, input, null, [], -1, top])).toThrow(/acquireAndLoad-5\.lua replied/);
   });
 
   it('reads a load reply: the stored fields, the inbox seq, the entries as listed, whether the lease is held, whether it is marked unreadable, and the results read', () => {

@@ -1,7 +1,8 @@
 --[[
-  acquireAndLoad-4.lua: takes an execution's liveness lease (or renews it for the same owner)
+  acquireAndLoad-5.lua: takes an execution's liveness lease (or renews it for the same owner)
   and reads its revision, snapshot, outbox, input and inbox, in one atomic step; asked to, also
-  the top entry of its undo stack (what its rollback undoes first). Reads before it writes: an
+  the top entry of its undo stack (what its rollback undoes first), and asked to, only while
+  another actor (the one asking, not created yet) does not exist. Reads before it writes: an
   unknown id takes no lease, and a key of another type fails (WRONGTYPE) before the lease is
   touched.
 
@@ -9,10 +10,14 @@
   KEYS[2]  lease string     the owner, with the lease TTL
   KEYS[3]  inbox hash       seq -> encoded { event, dedupeKey }
   KEYS[4]  undo list        encoded undo entries, oldest first
+  KEYS[5]  asker hash       with ARGV[4] = '1': the actor whose existence makes this call take
+                            nothing (a rollback actor's duplicate start job finds it created);
+                            else unused (the caller passes KEYS[1] again)
 
   ARGV[1]  owner
   ARGV[2]  lease TTL, ms
   ARGV[3]  '1': read the undo stack's top entry too; '0' (or absent): do not
+  ARGV[4]  '1': take nothing when KEYS[5] holds a created actor (a revision); '0' (or absent): no such check
 
   Returns
     {0, rev, snapshot, outbox, input, iseq, {seq, entry, ...}, undoLength, topEntry}
@@ -24,7 +29,9 @@
                                         without ARGV[3])
     {1}                                 another owner holds the lease; nothing written
     {2}                                 no such execution (no rev, snapshot nor outbox); nothing written
+    {3}                                 ARGV[4] = '1' and the asker exists; nothing read nor written
 ]]
+if ARGV[4] == '1' and redis.call('HEXISTS', KEYS[5], 'rev') == 1 then return {3} end
 local fields = redis.call('HMGET', KEYS[1], 'rev', 'snapshot', 'outbox', 'input', 'iseq')
 if not fields[1] and not fields[2] and not fields[3] then return {2} end
 local entries = fields[5] and redis.call('HGETALL', KEYS[3]) or {}
