@@ -132,17 +132,38 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
    * success straight into it. Not when it is the hand-off point, an interrupt, or the end: `next`
    * decides those.
    */
-  const nextIsPlain = (context: ExecutionContext) => {
-    const n = context.cursor + 1;
-    return n < stepCount && stepAt(n).interrupt === undefined && !(plan.handoffIndex !== null && !context.handedOff && n === plan.handoffIndex);
-  };
+  /** What `running.next` does at position `n`: hand off, pause or resume an interrupt, run a plain step, or complete. */
+  const handsOffAt = (context: ExecutionContext, n: number) => plan.handoffIndex !== null && !context.handedOff && n === plan.handoffIndex;
+  const isPlainAt = (context: ExecutionContext, n: number) => n < stepCount && stepAt(n).interrupt === undefined && !handsOffAt(context, n);
+  const completesAt = (context: ExecutionContext, n: number) => n >= stepCount && !handsOffAt(context, n);
+  const nextIsPlain = (context: ExecutionContext) => isPlainAt(context, context.cursor + 1);
   type Succeeded = { readonly context: ExecutionContext; readonly event: ExecutionEvent };
   /** A guard: the event is the current step's success, of a tracked step or not, with a plain next step or not (checked in that order of the transitions, so `toPlain: false` is the rest). */
   const currentSuccess =
     ({ tracked, toPlain }: { readonly tracked: boolean; readonly toPlain: boolean }) =>
     ({ context, event }: Succeeded) =>
       isCurrent(context, event as EventOf<'xreactor.step.succeeded'>) && stepAt(context.cursor).tracked === tracked && (!toPlain || nextIsPlain(context));
+  /** A guard: the event is the last step's success (tracked or not), and nothing waits at the end (no hand-off there): the run completes. */
+  const currentLastSuccess =
+    ({ tracked }: { readonly tracked: boolean }) =>
+    ({ context, event }: Succeeded) =>
+      isCurrent(context, event as EventOf<'xreactor.step.succeeded'>) && stepAt(context.cursor).tracked === tracked && completesAt(context, context.cursor + 1);
   const succeededOf = (event: ExecutionEvent) => event as EventOf<'xreactor.step.succeeded'>;
+  const undoneOf = (event: ExecutionEvent) => event as EventOf<'xreactor.undo.finished'>;
+  /** What an undone entry writes: the entry popped, its trace entry. */
+  const popUndone = { type: 'xreactor.write.popUndo' as const, params: ({ event }: Succeeded) => ({ position: undoneOf(event).position }) };
+  const traceUndone = {
+    type: 'xreactor.write.trace' as const,
+    params: ({ event }: Succeeded) => {
+      const e = undoneOf(event);
+      return { type: e.failure === null ? ('undo' as const) : ('undo_failure' as const), step: e.step, at: e.at, ...(e.failure === null ? {} : { error: e.failure.error, reason: e.failure.reason }) };
+    },
+  };
+  /** The event is the outcome of the undo entry the rollback is at (its epoch, its position). */
+  const isCurrentUndo = (context: ExecutionContext, event: ExecutionEvent) => {
+    const e = event as EventOf<'xreactor.undo.finished'>;
+    return e.epoch === context.rollbackEpoch && e.position === context.undoDepth - 1;
+  };
   /** What a success writes: its result, its undo entry (a tracked step), its trace entry. */
   const writeSuccessResult = { type: 'xreactor.write.result' as const, params: ({ event }: Succeeded) => ({ step: stepAt(succeededOf(event).index).name, value: succeededOf(event).result }) };
   const pushSuccessUndo = {
@@ -335,6 +356,15 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
         enqueue.assign({ ending: { ...context.ending, cancelReason: e.reason }, interrupts: unpaused(context), awaiting: null, updatedAt: e.at });
         if (context.awaiting !== null || context.interrupts.paused?.child != null) enqueue({ type: 'xreactor.write.awaits', params: { actors: [] } });
       }),
+      /** An undo entry's outcome counted: one entry less, its failures kept. */
+      recordUndone: assign(({ context, event }) => {
+        const e = undoneOf(event);
+        return {
+          undoDepth: context.undoDepth - 1,
+          rollbackFailures: [...context.rollbackFailures, ...(e.nested ?? []), ...(e.failure === null ? [] : [{ step: e.step, kind: 'undo', ...e.failure } satisfies RollbackFailure])],
+          updatedAt: e.at,
+        };
+      }),
       recordOperatorUndo: assign(({ context, event }) => ({
         // An element undone for its map's rollback tells the rollback actor that asked (`from`) when it ends.
         ending: { ...context.ending, rollbackReason: 'operator' as const, undoBy: context.map !== null ? ((event as EventOf<'xreactor.operator.undo'>).from ?? null) : context.ending.undoBy },
@@ -345,6 +375,9 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
     guards: {
       isCurrentTrackedSuccessToPlain: currentSuccess({ tracked: true, toPlain: true }),
       isCurrentUntrackedSuccessToPlain: currentSuccess({ tracked: false, toPlain: true }),
+      isCurrentTrackedSuccessToEnd: currentLastSuccess({ tracked: true }),
+      isCurrentUntrackedSuccessToEnd: currentLastSuccess({ tracked: false }),
+      firstIsPlain: ({ context }) => context.map?.fanOut === true && isPlainAt(context, context.cursor),
       isCurrentTrackedSuccess: currentSuccess({ tracked: true, toPlain: false }),
       hasNextStep: ({ context }) => context.cursor < stepCount,
       atResumedInterrupt: ({ context }) => context.cursor < stepCount && stepAt(context.cursor).interrupt !== undefined && context.interrupts.resumed.includes(stepAt(context.cursor).name),
@@ -370,10 +403,10 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       compensationPending: ({ context }) => context.failure?.compensationPending === true,
       hasUndoLeft: ({ context }) => context.undoDepth > 0,
       isOperatorUndo: ({ context }) => context.ending.rollbackReason === 'operator',
-      isCurrentUndo: ({ context, event }) => {
-        const e = event as EventOf<'xreactor.undo.finished'>;
-        return e.epoch === context.rollbackEpoch && e.position === context.undoDepth - 1;
-      },
+      isCurrentUndo: ({ context, event }) => isCurrentUndo(context, event),
+      isCurrentUndoWithMoreLeft: ({ context, event }) => isCurrentUndo(context, event) && context.undoDepth - 1 > 0,
+      isCurrentLastUndoOfOperator: ({ context, event }) => isCurrentUndo(context, event) && context.undoDepth - 1 === 0 && context.ending.rollbackReason === 'operator',
+      undoesAnEntryFirst: ({ context }) => context.failure?.compensationPending !== true && context.undoDepth > 0,
       isCurrentCompensation: ({ context, event }) => (event as EventOf<'xreactor.compensate.finished'>).epoch === context.rollbackEpoch,
     },
   }).createMachine({
@@ -417,7 +450,12 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
           ],
           // A fan-out element built by its start job, its input accepted: its start (gated in the
           // store) in one transition, to the snapshot `input.accepted` then `element.start` reach.
-          'xreactor.element.start': { guard: ({ context }) => context.map?.fanOut === true, target: 'running', actions: 'startElement' },
+          // Its first step plain (the common case), straight into it: the state and actions
+          // `running.next` would reach in a second microstep, without it.
+          'xreactor.element.start': [
+            { guard: 'firstIsPlain', target: '#execution.running.executing', actions: 'startElement' },
+            { guard: ({ context }) => context.map?.fanOut === true, target: 'running', actions: 'startElement' },
+          ],
           'xreactor.element.skip': { guard: ({ context }) => context.map?.fanOut === true, target: 'cancelled', actions: 'skipElement' },
           'xreactor.input.rejected': {
             target: 'failed',
@@ -472,13 +510,17 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
             },
             on: {
               // A success moves to the next step directly when that is a plain step (the common
-              // case: no hand-off, interrupt or end there), else through `next`, which decides.
+              // case: no hand-off, interrupt or end there), or to `completed` when it was the last
+              // and no hand-off waits at the end; else through `next`, which decides.
               // Tracked and untracked successes are apart, rather than one transition whose undo
               // push is an enqueueActions: together that halves a step's transition cost
               // (docs/performance.md, "Fewer arguments, fewer microsteps, a smaller context").
               'xreactor.step.succeeded': [
                 { guard: 'isCurrentTrackedSuccessToPlain', target: 'executing', reenter: true, actions: [writeSuccessResult, pushSuccessUndo, traceSuccess, 'advancePastSuccess'] },
                 { guard: 'isCurrentUntrackedSuccessToPlain', target: 'executing', reenter: true, actions: [writeSuccessResult, traceSuccess, 'advancePastSuccess'] },
+                // The last step's success completes the run directly (nothing waits at the end), as `next` would in a second microstep.
+                { guard: 'isCurrentTrackedSuccessToEnd', target: '#execution.completed', actions: [writeSuccessResult, pushSuccessUndo, traceSuccess, 'advancePastSuccess'] },
+                { guard: 'isCurrentUntrackedSuccessToEnd', target: '#execution.completed', actions: [writeSuccessResult, traceSuccess, 'advancePastSuccess'] },
                 // The same writes, through `next`.
                 { guard: 'isCurrentTrackedSuccess', target: 'next', actions: [writeSuccessResult, pushSuccessUndo, traceSuccess, 'advancePastSuccess'] },
                 { guard: 'isCurrentSuccess', target: 'next', actions: [writeSuccessResult, traceSuccess, 'advancePastSuccess'] },
@@ -698,31 +740,13 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
                   enqueue({ type: 'xreactor.write.trace', params: { type: 'awaiting', step: event.step, at: event.at, actors: [child] } });
                 }),
               },
-              'xreactor.undo.finished': {
-                guard: 'isCurrentUndo',
-                target: 'undoing',
-                actions: [
-                  { type: 'xreactor.write.popUndo', params: ({ event }) => ({ position: event.position }) },
-                  {
-                    type: 'xreactor.write.trace',
-                    params: ({ event }) => ({
-                      type: event.failure === null ? 'undo' : 'undo_failure',
-                      step: event.step,
-                      at: event.at,
-                      ...(event.failure === null ? {} : { error: event.failure.error, reason: event.failure.reason }),
-                    }),
-                  },
-                  assign(({ context, event }) => ({
-                    undoDepth: context.undoDepth - 1,
-                    rollbackFailures: [
-                      ...context.rollbackFailures,
-                      ...(event.nested ?? []),
-                      ...(event.failure === null ? [] : [{ step: event.step, kind: 'undo', ...event.failure } satisfies RollbackFailure]),
-                    ],
-                    updatedAt: event.at,
-                  })),
-                ],
-              },
+              // An undone entry: the next one straight away, or the end of the rollback, in one
+              // microstep each (the states `undoing` and `done` would reach in two or three).
+              'xreactor.undo.finished': [
+                { guard: 'isCurrentUndoWithMoreLeft', target: 'undoingEntry', reenter: true, actions: [popUndone, traceUndone, 'recordUndone'] },
+                { guard: 'isCurrentLastUndoOfOperator', target: '#execution.cancelled', actions: [popUndone, traceUndone, 'recordUndone'] },
+                { guard: 'isCurrentUndo', target: '#execution.failed', actions: [popUndone, traceUndone, 'recordUndone'] },
+              ],
             },
           },
           undoingChild: {
@@ -824,7 +848,14 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       completed: {
         tags: tagsAt('completed'),
         entry: terminal('completed'),
-        on: { ...consumeUnitSettle, 'xreactor.operator.undo': { target: 'rolling_back', actions: 'recordOperatorUndo' } },
+        on: {
+          ...consumeUnitSettle,
+          // Straight to its newest undo entry (what `deciding` and `undoing` would reach in two more microsteps).
+          'xreactor.operator.undo': [
+            { guard: 'undoesAnEntryFirst', target: '#execution.rolling_back.undoingEntry', actions: 'recordOperatorUndo' },
+            { target: 'rolling_back', actions: 'recordOperatorUndo' },
+          ],
+        },
       },
       halted: {
         tags: tagsAt('halted'),
