@@ -378,6 +378,7 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
       isCurrentTrackedSuccessToEnd: currentLastSuccess({ tracked: true }),
       isCurrentUntrackedSuccessToEnd: currentLastSuccess({ tracked: false }),
       firstIsPlain: ({ context }) => context.map?.fanOut === true && isPlainAt(context, context.cursor),
+      startsPlain: ({ context }) => isPlainAt(context, context.cursor),
       isCurrentTrackedSuccess: currentSuccess({ tracked: true, toPlain: false }),
       hasNextStep: ({ context }) => context.cursor < stepCount,
       atResumedInterrupt: ({ context }) => context.cursor < stepCount && stepAt(context.cursor).interrupt !== undefined && context.interrupts.resumed.includes(stepAt(context.cursor).name),
@@ -446,6 +447,8 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
           'xreactor.input.accepted': [
             // A fan-out element waits for its start job, which reads its map's gate first.
             { guard: ({ context }) => context.map?.fanOut === true, target: 'queued', actions: assign({ updatedAt: ({ event }) => event.at }) },
+            // Its first step plain (the common case), straight into it, as `running.next` would in a second microstep.
+            { guard: 'startsPlain', target: '#execution.running.executing', actions: 'startElement' },
             { target: 'running', actions: 'startElement' },
           ],
           // A fan-out element built by its start job, its input accepted: its start (gated in the

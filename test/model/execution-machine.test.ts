@@ -210,6 +210,11 @@ const UNDO_OF_COMPLETED = {
   entryFirst: 'completed --xreactor.operator.undo[undoesAnEntryFirst]--> rolling_back.undoingEntry',
   nothingToUndo: 'completed --xreactor.operator.undo[else]--> rolling_back',
 } as const;
+/** How a run (not a fan-out element) starts: straight into its first step when that is a plain one, else through `next`. */
+const START = {
+  plain: 'pending --xreactor.input.accepted[startsPlain]--> running.executing',
+  viaNext: 'pending --xreactor.input.accepted[else]--> running',
+} as const;
 const NO_RETRY = ['running.executing --xreactor.step.failed[canRetry]--> running.parked', 'running.parked --xreactor.timer.fired--> running.executing'];
 /**
  * How a step's success leaves `executing`: straight into the next step when that is a plain one
@@ -253,28 +258,29 @@ const PLANS: readonly ModelPlan[] = [
       'aborted --xreactor.operator.undo--> rolling_back',
       // Nothing runs, so nothing can be cancelled.
       'running --xreactor.operator.cancel--> cancelled',
+      START.plain,
     ],
   },
   {
     title: 'one step, no retry',
     plan: { reactor: 'one', steps: [step('only', 1)], handoffIndex: null },
-    unreachable: [...successesBut('trackedToEnd'), ...NO_ASYNC, ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NO_RETRY, ...NEVER_PAUSES, ...NO_COMPOSE, UNDO_FINISHED.moreLeft, UNDO_FINISHED.lastOfFailure],
+    unreachable: [...successesBut('trackedToEnd'), ...NO_ASYNC, ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NO_RETRY, ...NEVER_PAUSES, ...NO_COMPOSE, UNDO_FINISHED.moreLeft, UNDO_FINISHED.lastOfFailure, START.viaNext, 'running.next --always[hasNextStep]--> running.executing'],
   },
   {
     title: 'a tracked step, then an untracked one last',
     plan: { reactor: 'notify-last', steps: [step('reserve', 1), step('notify', 1, false)], handoffIndex: null },
-    unreachable: [...successesBut('trackedToPlain', 'untrackedToEnd'), ...NO_ASYNC, ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NO_RETRY, ...NEVER_PAUSES, ...NO_COMPOSE, UNDO_FINISHED.moreLeft],
+    unreachable: [...successesBut('trackedToPlain', 'untrackedToEnd'), ...NO_ASYNC, ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NO_RETRY, ...NEVER_PAUSES, ...NO_COMPOSE, UNDO_FINISHED.moreLeft, START.viaNext],
   },
   {
     title: 'two steps, the second retried up to 2 attempts',
     plan: { reactor: 'two', steps: [step('reserve', 1), step('charge', 2)], handoffIndex: null },
-    unreachable: [...successesBut('trackedToPlain', 'trackedToEnd'), ...NO_ASYNC, ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NEVER_PAUSES, ...NO_COMPOSE],
+    unreachable: [...successesBut('trackedToPlain', 'trackedToEnd'), ...NO_ASYNC, ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NEVER_PAUSES, ...NO_COMPOSE, START.viaNext],
   },
   {
     title: 'three steps, an untracked one in the middle, in a composed child',
     plan: { reactor: 'mixed', steps: [step('reserve', 2), step('notify', 1, false), step('charge', 2)], handoffIndex: null },
     input: CHILD_INPUT,
-    unreachable: [...successesBut('trackedToPlain', 'untrackedToPlain', 'trackedToEnd'), ...NO_ASYNC, ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NEVER_PAUSES, ...NO_COMPOSE],
+    unreachable: [...successesBut('trackedToPlain', 'untrackedToPlain', 'trackedToEnd'), ...NO_ASYNC, ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NEVER_PAUSES, ...NO_COMPOSE, START.viaNext],
   },
   {
     title: 'two interrupts ready together, between two steps',
@@ -283,51 +289,51 @@ const PLANS: readonly ModelPlan[] = [
       steps: [step('quote', 1), interrupt('manager', ['manager', 'finance'], 1_000), interrupt('finance', ['finance']), step('order', 1)],
       handoffIndex: null,
     },
-    unreachable: [...successesBut('trackedToNext', 'trackedToEnd'), ...NO_ASYNC, ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NO_RETRY, ...NO_COMPOSE],
+    unreachable: [...successesBut('trackedToNext', 'trackedToEnd'), ...NO_ASYNC, ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NO_RETRY, ...NO_COMPOSE, START.viaNext],
   },
   {
     title: 'background hand-off after the first of two steps',
     plan: { reactor: 'background', steps: [step('reserve', 1), step('charge', 2)], handoffIndex: 1 },
-    unreachable: [...successesBut('trackedToNext', 'trackedToEnd'), ...NO_ASYNC, ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NEVER_PAUSES, ...NO_COMPOSE],
+    unreachable: [...successesBut('trackedToNext', 'trackedToEnd'), ...NO_ASYNC, ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NEVER_PAUSES, ...NO_COMPOSE, START.viaNext],
   },
   {
     // An untracked step's success where the next position is not a plain step: through `next`.
     title: 'an untracked step, then a background hand-off before the last step',
     plan: { reactor: 'notify-background', steps: [step('notify', 1, false), step('charge', 1)], handoffIndex: 1 },
-    unreachable: [...successesBut('untrackedToNext', 'trackedToEnd'), ...NO_ASYNC, ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NEVER_PAUSES, ...NO_COMPOSE, ...NO_RETRY, UNDO_FINISHED.moreLeft, UNDO_FINISHED.lastOfFailure],
+    unreachable: [...successesBut('untrackedToNext', 'trackedToEnd'), ...NO_ASYNC, ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NEVER_PAUSES, ...NO_COMPOSE, ...NO_RETRY, UNDO_FINISHED.moreLeft, UNDO_FINISHED.lastOfFailure, START.viaNext],
   },
   {
     title: 'a compose step between two steps, its child never pausing, in a composed child',
     plan: { reactor: 'checkout', steps: [step('reserve', 1), compose('payment'), step('ship', 2)], handoffIndex: null },
     input: CHILD_INPUT,
     compose: { payment: { pauses: false } },
-    unreachable: [...successesBut('trackedToPlain', 'trackedToEnd'), ...NO_ASYNC, ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NEVER_PAUSES, ...NO_CHILD_PAUSE, UNDO_OF_COMPLETED.nothingToUndo],
+    unreachable: [...successesBut('trackedToPlain', 'trackedToEnd'), ...NO_ASYNC, ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NEVER_PAUSES, ...NO_CHILD_PAUSE, UNDO_OF_COMPLETED.nothingToUndo, START.viaNext],
   },
   {
     title: 'an interrupt, then a compose step whose child pauses, in a composed child',
     plan: { reactor: 'approved-checkout', steps: [interrupt('approve', ['approve']), compose('payment'), step('ship', 1)], handoffIndex: null },
     input: CHILD_INPUT,
     compose: { payment: { pauses: true } },
-    unreachable: [...successesBut('trackedToPlain', 'trackedToEnd'), ...NO_ASYNC, ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NO_RETRY, UNDO_OF_COMPLETED.nothingToUndo],
+    unreachable: [...successesBut('trackedToPlain', 'trackedToEnd'), ...NO_ASYNC, ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NO_RETRY, UNDO_OF_COMPLETED.nothingToUndo, START.plain],
   },
   {
     title: 'two compose steps, the second child pausing, in a root',
     plan: { reactor: 'fulfilment', steps: [compose('payment'), compose('shipping')], handoffIndex: null },
     compose: { payment: { pauses: false }, shipping: { pauses: true } },
-    unreachable: [...successesBut('trackedToPlain', 'trackedToEnd'), ...NO_ASYNC, ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NO_RETRY, ...NO_INTERRUPT, ...ONLY_COMPOSE, 'running.next --always[else]--> completed', UNDO_OF_COMPLETED.nothingToUndo],
+    unreachable: [...successesBut('trackedToPlain', 'trackedToEnd'), ...NO_ASYNC, ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NO_RETRY, ...NO_INTERRUPT, ...ONLY_COMPOSE, 'running.next --always[else]--> completed', UNDO_OF_COMPLETED.nothingToUndo, START.viaNext, 'running.next --always[hasNextStep]--> running.executing'],
   },
   {
     title: 'a map step between two steps, in a composed child',
     plan: { reactor: 'billing', steps: [step('open', 1), mapStep('charges'), step('close', 2)], handoffIndex: null },
     input: CHILD_INPUT,
     compose: { charges: { pauses: false, map: true } },
-    unreachable: [...successesBut('trackedToPlain', 'trackedToEnd'), ...NO_ASYNC, ...NOT_FANOUT_ELEMENT, ...NO_HANDOFF, ...NEVER_PAUSES, ...NO_CHILD_PAUSE, 'running.executing --xreactor.compose.spawn--> running.awaiting', UNDO_OF_COMPLETED.nothingToUndo],
+    unreachable: [...successesBut('trackedToPlain', 'trackedToEnd'), ...NO_ASYNC, ...NOT_FANOUT_ELEMENT, ...NO_HANDOFF, ...NEVER_PAUSES, ...NO_CHILD_PAUSE, 'running.executing --xreactor.compose.spawn--> running.awaiting', UNDO_OF_COMPLETED.nothingToUndo, START.viaNext],
   },
   {
     title: 'a fan-out map element of two steps, the second retried up to 2 attempts',
     plan: { reactor: 'charge', steps: [step('authorize', 1), step('capture', 2)], handoffIndex: null },
     input: { executionId: 'order.charges.0', reactor: 'charge', at: 1_000, parentId: 'order.charges', path: ['charges', '0'], map: { id: 'order.charges', index: 0, throw: 0, lastOfThrow: true, fanOut: true, atomic: true } },
-    unreachable: [...successesBut('trackedToPlain', 'trackedToEnd'), ...NO_ASYNC, ...NO_MAP, ...NO_HANDOFF, ...NEVER_PAUSES, ...NO_COMPOSE, 'pending --xreactor.input.accepted[else]--> running', 'pending --xreactor.element.start[inline]--> running'],
+    unreachable: [...successesBut('trackedToPlain', 'trackedToEnd'), ...NO_ASYNC, ...NO_MAP, ...NO_HANDOFF, ...NEVER_PAUSES, ...NO_COMPOSE, 'pending --xreactor.input.accepted[else]--> running', 'pending --xreactor.element.start[inline]--> running', START.plain],
   },
   {
     // A fan-out element whose first position is not a plain step (it has none): its start goes through `next`.
@@ -359,6 +365,7 @@ const PLANS: readonly ModelPlan[] = [
       'halted --xreactor.operator.undo--> rolling_back',
       'aborted --xreactor.operator.undo--> rolling_back',
       'running --xreactor.operator.cancel--> cancelled',
+      START.plain,
     ],
   },
   {
@@ -366,20 +373,20 @@ const PLANS: readonly ModelPlan[] = [
     plan: { reactor: 'signup', steps: [step('reserve', 1), asyncStep('email', 'unit', 3), asyncStep('provision', 'execution'), step('confirm', 2)], handoffIndex: null },
     input: CHILD_INPUT,
     reads: { confirm: ['email', 'provision'] },
-    unreachable: [...successesBut('trackedToPlain', 'trackedToEnd'), ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NEVER_PAUSES, ...NO_COMPOSE_BUT_UNIT_WAITS, 'paused --xreactor.unit.settled--> (self, targetless)'],
+    unreachable: [...successesBut('trackedToPlain', 'trackedToEnd'), ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NEVER_PAUSES, ...NO_COMPOSE_BUT_UNIT_WAITS, 'paused --xreactor.unit.settled--> (self, targetless)', START.viaNext],
   },
   {
     title: 'an async step, an interrupt, then its reader, in a root',
     plan: { reactor: 'notify', steps: [asyncStep('email', 'unit', 2), interrupt('approve', ['approve']), step('confirm', 1)], handoffIndex: null },
     reads: { confirm: ['email'] },
     // The async step's retry policy is its unit's: the owner never retries it (its failures never started a body).
-    unreachable: [...successesBut('trackedToEnd'), ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NO_RETRY, ...NO_COMPOSE_BUT_UNIT_WAITS, UNDO_FINISHED.moreLeft, UNDO_FINISHED.lastOfFailure],
+    unreachable: [...successesBut('trackedToEnd'), ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NO_RETRY, ...NO_COMPOSE_BUT_UNIT_WAITS, UNDO_FINISHED.moreLeft, UNDO_FINISHED.lastOfFailure, START.viaNext],
   },
   {
     title: "an async reactor's child: an interrupt between two steps",
     plan: { reactor: 'provision', steps: [step('create', 1), interrupt('verify', ['verify'], 5_000), step('welcome', 2)], handoffIndex: null },
     input: ASYNC_CHILD_INPUT,
-    unreachable: [...successesBut('trackedToNext', 'trackedToEnd'), ...NO_ASYNC, ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NO_COMPOSE],
+    unreachable: [...successesBut('trackedToNext', 'trackedToEnd'), ...NO_ASYNC, ...NOT_FANOUT_ELEMENT, ...NO_MAP, ...NO_HANDOFF, ...NO_COMPOSE, START.viaNext],
   },
 ];
 
@@ -1615,8 +1622,9 @@ describe('execution machine model (xstate/graph)', () => {
     // gained the last step's success straight into `completed`, for a tracked and an untracked step.
     // Likewise in the rollback (73): an undone entry goes straight to the next entry or to the
     // rollback's end (three transitions instead of one into `undoing`), and a completed run's undo
-    // straight to its newest entry when it has one (split on `undoesAnEntryFirst`).
-    expect(allLabels.length).toBe(73);
+    // straight to its newest entry when it has one (split on `undoesAnEntryFirst`). And a run's
+    // start, straight into its first step when that is plain (74: input.accepted split on `startsPlain`).
+    expect(allLabels.length).toBe(74);
   });
 });
 
