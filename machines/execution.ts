@@ -127,15 +127,16 @@ export function createExecutionMachine(plan: ExecutionPlanView) {
   const childId = (context: ExecutionContext, step: string) => `${context.executionId}.${step}`;
   /** The interrupt bookkeeping once the run no longer waits in a pause. */
   const unpaused = (context: ExecutionContext) => (context.interrupts.paused === null ? context.interrupts : { ...context.interrupts, paused: null });
-  /**
-   * Whether the step after the current one is a plain step to run at once: the run goes on past a
-   * success straight into it. Not when it is the hand-off point, an interrupt, or the end: `next`
-   * decides those.
+  /*
+   * What `running.next` decides at position `n`, read ahead so that a transition can go where it
+   * would send the run without the extra microstep: position `n` is the hand-off point, a plain
+   * step to run at once (not the hand-off point, not an interrupt), or the end with nothing
+   * waiting there (the run completes). An interrupt, a hand-off and the rest are left to `next`.
    */
-  /** What `running.next` does at position `n`: hand off, pause or resume an interrupt, run a plain step, or complete. */
   const handsOffAt = (context: ExecutionContext, n: number) => plan.handoffIndex !== null && !context.handedOff && n === plan.handoffIndex;
   const isPlainAt = (context: ExecutionContext, n: number) => n < stepCount && stepAt(n).interrupt === undefined && !handsOffAt(context, n);
   const completesAt = (context: ExecutionContext, n: number) => n >= stepCount && !handsOffAt(context, n);
+  /** Whether the step after the current one is a plain step: the run goes on past a success straight into it. */
   const nextIsPlain = (context: ExecutionContext) => isPlainAt(context, context.cursor + 1);
   type Succeeded = { readonly context: ExecutionContext; readonly event: ExecutionEvent };
   /** A guard: the event is the current step's success, of a tracked step or not, with a plain next step or not (checked in that order of the transitions, so `toPlain: false` is the rest). */
