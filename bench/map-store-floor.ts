@@ -133,18 +133,27 @@ runBench(async () => {
   const keep = { removeOnComplete: { age: 3600 } };
   let serial = 0;
 
-  /** The map's throws of bundle jobs; with `commits`, each position's two commits in the worker (else the jobs do nothing). Returns the map's id (with `commits`). */
-  const throwsOf = async (n: number, commits: boolean, root = `floor-${(serial += 1)}`): Promise<string> => {
-    const map = commits ? await createMap(floorStore, xr.EXECUTION_MACHINE_VERSION, root, n, BATCH_SIZE) : root;
+  /**
+   * `n` positions in the map's throws (`BATCH_SIZE` each, the next sent when the last settled),
+   * each throw in bundle jobs of `BUNDLE_SIZE` positions at most (never across a throw's end):
+   * `bundle(at, positions)` is the job data of the bundle of `positions` from `at`, `jobId(at)` its id.
+   */
+  const sendThrows = async (n: number, bundle: (at: number, positions: number[]) => object, jobId: (at: number) => string): Promise<void> => {
     for (let from = 0; from < n; from += BATCH_SIZE) {
-      const bundles: { name: string; data: { map: string; indexes: number[]; commits: boolean }; opts: typeof keep & { jobId: string } }[] = [];
+      const bundles = [];
       for (let at = from; at < Math.min(n, from + BATCH_SIZE); at += BUNDLE_SIZE) {
-        const indexes = Array.from({ length: Math.min(BUNDLE_SIZE, n - at) }, (_, i) => at + i);
-        bundles.push({ name: 'bundle', data: { map, indexes, commits }, opts: { ...keep, jobId: `${map}.${at}` } });
+        const positions = Array.from({ length: Math.min(BUNDLE_SIZE, n - at, from + BATCH_SIZE - at) }, (_, i) => at + i);
+        bundles.push({ name: 'bundle', data: bundle(at, positions), opts: { ...keep, jobId: jobId(at) } });
       }
       const jobs = await floorQueue.addBulk(bundles);
       await Promise.all(jobs.map((job) => job.waitUntilFinished(floorEvents, TIMEOUT_MS)));
     }
+  };
+
+  /** The map's throws of bundle jobs; with `commits`, each position's two commits in the worker (else the jobs do nothing). Returns the map's id (with `commits`). */
+  const throwsOf = async (n: number, commits: boolean, root = `floor-${(serial += 1)}`): Promise<string> => {
+    const map = commits ? await createMap(floorStore, xr.EXECUTION_MACHINE_VERSION, root, n, BATCH_SIZE) : root;
+    await sendThrows(n, (_, indexes) => ({ map, indexes, commits }), (at) => `${map}.${at}`);
     if (!commits) return map;
     const settled = (await floorStore.readMapStats(map))?.settled;
     if (settled !== n) throw new Error(`store floor: ${String(settled)} of ${n} positions reported to the map`);
@@ -164,15 +173,11 @@ runBench(async () => {
     if (started.length !== n) throw new Error(`store floor, rollback: ${started.length} of ${n} positions in the started list`);
     window.from();
     await startRollback(floorStore, xr.EXECUTION_MACHINE_VERSION, map, n);
-    for (let from = 0; from < n; from += BATCH_SIZE) {
-      const bundles: { name: string; data: { map: string; rollback: { total: number; positions: [number, number][] } }; opts: typeof keep & { jobId: string } }[] = [];
-      for (let at = from; at < Math.min(n, from + BATCH_SIZE); at += BUNDLE_SIZE) {
-        const positions = Array.from({ length: Math.min(BUNDLE_SIZE, n - at, from + BATCH_SIZE - at) }, (_, i): [number, number] => [at + i, started[at + i]!]);
-        bundles.push({ name: 'bundle', data: { map, rollback: { total: n, positions } }, opts: { ...keep, jobId: `${map}.rb.${at}` } });
-      }
-      const jobs = await floorQueue.addBulk(bundles);
-      await Promise.all(jobs.map((job) => job.waitUntilFinished(floorEvents, TIMEOUT_MS)));
-    }
+    await sendThrows(
+      n,
+      (_, positions) => ({ map, rollback: { total: n, positions: positions.map((p): [number, number] => [p, started[p]!]) } }),
+      (at) => `${map}.rb.${at}`,
+    );
     window.to();
     // Every position reported undone, each throw's end and the rollback's end signalled to the map.
     const stats = await floorStore.readMapStats(map);
@@ -278,11 +283,10 @@ runBench(async () => {
     console.log(
       `  per position of wall time: the throws of bundle jobs alone ${perPosition(msOf('throws'))} (the bare flow ${perPosition(bareMs)}); on them the store's commits add ${perPosition(msOf('floor') - msOf('throws'))}, and the runtime ${perPosition(msOf('forward') - msOf('floor'))} more`,
     );
-    console.log(
-      floorRatio > FORWARD_TARGET
-        ? `the store floor alone is ${fmt(floorRatio, 2)}× the bare flow: the forward target (${FORWARD_TARGET}×) is below this store's floor`
-        : `the store floor alone is ${fmt(floorRatio, 2)}× the bare flow: it leaves the runtime ${perPosition((FORWARD_TARGET - floorRatio) * bareMs)} per position of wall time under the forward target (${FORWARD_TARGET}×)`,
-    );
+    /** What a floor at `ratio` of the bare flow leaves the runtime under a target of `target` (or that the target is below it). */
+    const underTarget = (ratio: number, target: number, what: string) =>
+      ratio > target ? `the ${what} target (${target}×) is below this store's floor` : `it leaves the runtime ${perPosition((target - ratio) * bareMs)} per position of wall time under the ${what} target (${target}×)`;
+    console.log(`the store floor alone is ${fmt(floorRatio, 2)}× the bare flow: ${underTarget(floorRatio, FORWARD_TARGET, 'forward')}`);
     if (ROLLBACK) {
       const ratios = (kind: Kind) => median(samples[kind].map((s, i) => s.ms / samples.bare[i]!.ms));
       const rbFloorRatio = msOf('rb-floor') / bareMs;
@@ -292,9 +296,7 @@ runBench(async () => {
       );
       console.log(
         `the rollback's store floor alone is ${fmt(rbFloorRatio, 2)}× the bare flow (median of the rounds' ratios ${fmt(ratios('rb-floor'), 2)}), the real rollback ${fmt(msOf('rollback') / bareMs, 2)}× (${fmt(ratios('rollback'), 2)}): ` +
-          (rbFloorRatio > ROLLBACK_TARGET
-            ? `the rollback target (${ROLLBACK_TARGET}×) is below this store's floor`
-            : `it leaves the runtime ${perPosition((ROLLBACK_TARGET - rbFloorRatio) * bareMs)} per position of wall time under the rollback target (${ROLLBACK_TARGET}×)`),
+          underTarget(rbFloorRatio, ROLLBACK_TARGET, 'rollback'),
       );
     }
     console.log(`load average at end: ${loadAverage()}`);
