@@ -15,23 +15,30 @@
  * variants' workers sit idle beside the measured ones. A round runs, for every variant in turn
  * (the order reversed every other round), a forward map (`bench_map_forward`) and a forward + full
  * rollback (`bench_map_rollback`) of `BENCH_ELEMENTS` elements, from `run()` to `awaitResult()`,
- * after two warm-up rounds. Per variant it prints the medians, the median of each round's ratio to
- * the reference, and the **throw boundary** of the last forward map: for each throw after the
- * first, the time from the end of the previous throw's last position (whose settle sends the
- * next throw, R-02) to the first start of its own elements (`updatedAt` and `createdAt` of the
- * elements, whole milliseconds): the map's own part of the critical path. docs/performance.md has
- * the figures that set the bundle size (session 24, when this was `map-bundle-sizes.ts`) and eager
- * bundles (session 25).
+ * after two warm-up rounds. A variant's `--log-level` replaces the default `info`. Per variant it
+ * prints the medians, the median of each round's ratio to the reference, the worker processes'
+ * CPU per element over each round's two maps (from /proc) and its paired ratio, and the **throw
+ * boundary** of the last forward map: for each throw after the first, the time from the end of
+ * the previous throw's last position (whose settle sends the next throw, R-02) to the first start
+ * of its own elements (`updatedAt` and `createdAt` of the elements, whole milliseconds): the map's
+ * own part of the critical path. docs/performance.md has the figures that set the bundle size
+ * (session 24, when this was `map-bundle-sizes.ts`), eager bundles (session 25) and the step log's
+ * level (session 27).
  */
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import type * as Xreactor from '../src/index.js';
 import type { CliWorker } from './support.js';
-import { benchFile, fmt, loadAverage, loadBuiltMapBench, machineLine, median, runBench, startCliWorker, startRedis, stopChild, whenReady } from './support.js';
+import { benchFile, cpuSecondsOf, fmt, loadAverage, loadBuiltMapBench, machineLine, median, runBench, startCliWorker, startRedis, stopChild, whenReady } from './support.js';
 
 const SIZES = process.env['BENCH_BUNDLE_SIZES']?.split(',').map((s) => s.trim());
 /** Each variant's extra worker flags. */
 const VARIANTS = (SIZES === undefined ? (process.env['BENCH_VARIANTS'] ?? '--no-eager-bundle;') : SIZES.map((size) => `--bundle-size ${size}`).join(';')).split(';').map((v) => v.trim().split(/\s+/).filter((arg) => arg !== ''));
+/** A variant's `--log-level` goes to startCliWorker (which then knows when a quiet worker is ready); its other flags to the CLI. */
+const splitLogLevel = (flags: readonly string[]): { logLevel?: string; rest: readonly string[] } => {
+  const at = flags.indexOf('--log-level');
+  return at < 0 ? { rest: flags } : { logLevel: flags[at + 1]!, rest: [...flags.slice(0, at), ...flags.slice(at + 2)] };
+};
 const labelOf = (flags: readonly string[]) => (flags.length === 0 ? '(defaults)' : flags.join(' '));
 const WORKERS = Number(process.env['BENCH_WORKERS'] ?? 1);
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 8);
@@ -50,6 +57,8 @@ interface VariantSet {
   readonly workers: readonly CliWorker[];
   readonly forward: number[];
   readonly total: number[];
+  /** The worker processes' CPU per element of each measured round (forward and forward + rollback maps together), µs. */
+  readonly cpu: number[];
   lastForwardId?: string;
 }
 
@@ -73,12 +82,13 @@ runBench(async () => {
           redisUrl: server.url,
           lib: 'dist',
           modules: [benchFile('fixtures/map-reactors-dist.mjs')],
-          args: ['--queue', name, '--prefix', name, '--concurrency', String(CONCURRENCY), ...flags],
+          args: ['--queue', name, '--prefix', name, '--concurrency', String(CONCURRENCY), ...splitLogLevel(flags).rest],
+          ...(splitLogLevel(flags).logLevel === undefined ? {} : { logLevel: splitLogLevel(flags).logLevel }),
         }),
       );
       const store = adapters.createRedisStore({ redis, prefix: name });
       const queue = adapters.createBullmqQueue({ connection: redis, queueName: name });
-      sets.push({ label, workers, store, queue, forward: [], total: [], runtime: xr.createRuntime({ store, queue, worker: false, reactors: Object.values(reactors), logger }) });
+      sets.push({ label, workers, store, queue, forward: [], total: [], cpu: [], runtime: xr.createRuntime({ store, queue, worker: false, reactors: Object.values(reactors), logger }) });
       for (const worker of workers) await whenReady(worker, `xreactor worker (${label})`);
     }
     const items = Array.from({ length: ELEMENTS }, (_, i) => i);
@@ -91,9 +101,11 @@ runBench(async () => {
     };
     for (let round = -WARMUP_ROUNDS; round < ROUNDS; round++) {
       for (const set of round % 2 === 0 ? sets : [...sets].reverse()) {
+        const cpuBefore = workerCpu(set);
         const forward = await once(set, reactors.benchMapForward, 'completed');
         const total = await once(set, reactors.benchMapRollback, 'failed');
         if (round < 0) continue;
+        set.cpu.push(((workerCpu(set) - cpuBefore) * 1e6) / (2 * ELEMENTS));
         set.forward.push(forward.ms);
         set.total.push(total.ms);
         set.lastForwardId = forward.executionId;
@@ -104,12 +116,12 @@ runBench(async () => {
     console.log('');
     const reference = sets[0]!;
     const width = Math.max(...sets.map((s) => s.label.length));
-    console.log(`${'variant'.padEnd(width)} | forward ms (median) | forward + rollback ms | ÷ first, forward | ÷ first, forward + rollback | throw boundary ms, median (least / most), last forward map`);
+    console.log(`${'variant'.padEnd(width)} | forward ms (median) | forward + rollback ms | ÷ first, forward | ÷ first, forward + rollback | workers' CPU µs per element (both maps) | ÷ first | throw boundary ms, median (least / most), last forward map`);
     for (const set of sets) {
       const ratio = (mine: number[], theirs: number[]) => median(mine.map((v, i) => v / theirs[i]!));
       const gaps = await throwGaps(set);
       console.log(
-        `${set.label.padEnd(width)} | ${fmt(median(set.forward), 0).padStart(19)} | ${fmt(median(set.total), 0).padStart(21)} | ${fmt(ratio(set.forward, reference.forward), 3).padStart(16)} | ${fmt(ratio(set.total, reference.total), 3).padStart(27)} | ` +
+        `${set.label.padEnd(width)} | ${fmt(median(set.forward), 0).padStart(19)} | ${fmt(median(set.total), 0).padStart(21)} | ${fmt(ratio(set.forward, reference.forward), 3).padStart(16)} | ${fmt(ratio(set.total, reference.total), 3).padStart(27)} | ${fmt(median(set.cpu), 0).padStart(39)} | ${fmt(ratio(set.cpu, reference.cpu), 3).padStart(7)} | ` +
           (gaps.length === 0 ? '-' : `${fmt(median(gaps), 1)} (${Math.min(...gaps)} / ${Math.max(...gaps)}) over ${gaps.length} throws`),
       );
     }
@@ -125,6 +137,11 @@ runBench(async () => {
     await server.stop();
   }
 });
+
+/** CPU seconds of a set's worker processes so far. */
+function workerCpu(set: VariantSet): number {
+  return set.workers.reduce((sum, worker) => sum + (cpuSecondsOf(worker.pid) ?? 0), 0);
+}
 
 /** For each throw after the first of the set's last forward map: its first element's start less the end of the previous throw's last position, ms. */
 async function throwGaps(set: VariantSet): Promise<number[]> {

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { createRuntime, defineReactor, fail, stepLog } from '../../src/index.js';
+import { createRuntime, defineReactor, fail, halt, stepLog } from '../../src/index.js';
 import { middlewareOf } from '../../src/cli/load-module.js';
 
 /** A pino logger at `level` whose lines are collected as objects. */
@@ -22,19 +22,39 @@ const reactor = defineReactor({ name: 'logged' })
   .build();
 
 describe('stepLog', () => {
-  it('writes one info line per step outcome with id, reactor, step, outcome and duration, and no values', async () => {
+  it('writes a failed step at info with id, reactor, step, outcome, duration and error, no values; a succeeded one only at debug', async () => {
     const { logger, lines } = capture('info');
     const runtime = createRuntime({ logger: pino({ level: 'silent' }), middleware: [stepLog(logger)] });
     const result = await runtime.run(reactor, undefined as never);
     const steps = lines.filter((l) => l['event'] === 'xreactor.step');
-    expect(steps.map((l) => [l['step'], l['outcome']])).toEqual([['a', 'succeeded'], ['b', 'failed']]);
-    for (const l of steps) {
-      expect(l).toMatchObject({ level: 30, executionId: result.executionId, reactor: 'logged', attempt: 1 });
-      expect(typeof l['durationMs']).toBe('number');
-      expect(l).not.toHaveProperty('args');
-      expect(l).not.toHaveProperty('result');
-    }
-    expect(steps[1]).toMatchObject({ error: { message: 'declined' } });
+    expect(steps.map((l) => [l['step'], l['outcome']])).toEqual([['b', 'failed']]);
+    expect(steps[0]).toMatchObject({ level: 30, executionId: result.executionId, reactor: 'logged', attempt: 1, error: { message: 'declined' } });
+    expect(typeof steps[0]!['durationMs']).toBe('number');
+    expect(steps[0]).not.toHaveProperty('args');
+    expect(steps[0]).not.toHaveProperty('result');
+  });
+
+  it('writes every step outcome at debug, a succeeded one at level 20 with its duration', async () => {
+    const { logger, lines } = capture('debug');
+    const runtime = createRuntime({ logger: pino({ level: 'silent' }), middleware: [stepLog(logger)] });
+    const result = await runtime.run(reactor, undefined as never);
+    const steps = lines.filter((l) => l['event'] === 'xreactor.step');
+    expect(steps.map((l) => [l['step'], l['outcome'], l['level']])).toEqual([['a', 'succeeded', 20], ['b', 'failed', 30]]);
+    expect(steps[0]).toMatchObject({ executionId: result.executionId, reactor: 'logged', attempt: 1 });
+    expect(typeof steps[0]!['durationMs']).toBe('number');
+  });
+
+  it('writes a halted step and a retry at info', async () => {
+    const { logger, lines } = capture('info');
+    let calls = 0;
+    const retried = defineReactor({ name: 'retried' })
+      .step('flaky', { retries: { maxAttempts: 2, backoff: 'fixed', baseDelayMs: 0 }, run: () => (++calls === 1 ? fail(new Error('blip'), { retry: true }) : 1) })
+      .step('stop', { run: () => halt('enough') })
+      .build();
+    const runtime = createRuntime({ logger: pino({ level: 'silent' }), middleware: [stepLog(logger)] });
+    await runtime.run(retried, undefined as never);
+    const steps = lines.filter((l) => l['event'] === 'xreactor.step');
+    expect(steps.map((l) => [l['step'], l['outcome'], l['level']])).toEqual([['flaky', 'retrying', 30], ['stop', 'halted', 30]]);
   });
 
   it('adds arguments and results at debug, through redact', async () => {
