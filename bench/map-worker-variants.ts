@@ -3,7 +3,11 @@
  * only in some `xreactor worker` flags, in interleaved rounds, with paired ratios to the first.
  *
  *   npx tsx bench/map-worker-variants.ts   (builds the package, its own redis-server; about 4 minutes)
- *   BENCH_VARIANTS: the variants' flags, separated by `;`, the first the reference
+ *   BENCH_VARIANTS: the variants' flags, separated by `;`, the first the reference; a flag
+ *     `@<dir>` runs that variant's workers from another tree (a checkout of another ref, with its
+ *     node_modules, built: `git worktree add <dir> <ref> && (cd <dir> && npm ci && npm run build)`),
+ *     so two builds are compared in paired rounds (this tree's caller starts the maps: the two
+ *     builds must read each other's stored data)
  *     (default `--no-eager-bundle;`: throws sent through BullMQ whole, against the default that runs
  *     a throw's first bundle in the worker that sends it);
  *   BENCH_BUNDLE_SIZES (`5,10`): shorthand for `--bundle-size 5;--bundle-size 10`;
@@ -25,6 +29,7 @@
  * (session 24, when this was `map-bundle-sizes.ts`), eager bundles (session 25) and the step log's
  * level (session 27).
  */
+import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import type * as Xreactor from '../src/index.js';
@@ -38,6 +43,11 @@ const VARIANTS = (SIZES === undefined ? (process.env['BENCH_VARIANTS'] ?? '--no-
 const splitLogLevel = (flags: readonly string[]): { logLevel?: string; rest: readonly string[] } => {
   const at = flags.indexOf('--log-level');
   return at < 0 ? { rest: flags } : { logLevel: flags[at + 1]!, rest: [...flags.slice(0, at), ...flags.slice(at + 2)] };
+};
+/** A variant's `@<dir>`: the workers run that tree's built CLI and fixtures (another checkout, built) instead of this one's. */
+const splitTree = (flags: readonly string[]): { root?: string; rest: readonly string[] } => {
+  const tree = flags.find((flag) => flag.startsWith('@'));
+  return tree === undefined ? { rest: flags } : { root: resolve(tree.slice(1)), rest: flags.filter((flag) => flag !== tree) };
 };
 const labelOf = (flags: readonly string[]) => (flags.length === 0 ? '(defaults)' : flags.join(' '));
 const WORKERS = Number(process.env['BENCH_WORKERS'] ?? 1);
@@ -77,13 +87,16 @@ runBench(async () => {
     for (const [v, flags] of VARIANTS.entries()) {
       const label = labelOf(flags);
       const name = `bench-variant-${v}`;
+      const { root, rest } = splitTree(flags);
+      const { logLevel, rest: cliFlags } = splitLogLevel(rest);
       const workers = Array.from({ length: WORKERS }, () =>
         startCliWorker({
           redisUrl: server.url,
           lib: 'dist',
-          modules: [benchFile('fixtures/map-reactors-dist.mjs')],
-          args: ['--queue', name, '--prefix', name, '--concurrency', String(CONCURRENCY), ...splitLogLevel(flags).rest],
-          ...(splitLogLevel(flags).logLevel === undefined ? {} : { logLevel: splitLogLevel(flags).logLevel }),
+          modules: [root === undefined ? benchFile('fixtures/map-reactors-dist.mjs') : join(root, 'bench/fixtures/map-reactors-dist.mjs')],
+          args: ['--queue', name, '--prefix', name, '--concurrency', String(CONCURRENCY), ...cliFlags],
+          ...(logLevel === undefined ? {} : { logLevel }),
+          ...(root === undefined ? {} : { root }),
         }),
       );
       const store = adapters.createRedisStore({ redis, prefix: name });

@@ -12,6 +12,7 @@ import type { FlowProducer, QueueEvents } from 'bullmq';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import type * as Xreactor from '../src/index.js';
 import type { AnyReactorDefinition } from '../src/index.js';
 import type * as RedisAdapters from '../src/redis.js';
@@ -276,13 +277,16 @@ export function startCliWorker(options: {
   readonly markers?: readonly string[];
   /** Node options before the CLI (e.g. `--log-deopt --logfile=...` to see what V8 deoptimizes). */
   readonly nodeArgs?: readonly string[];
+  /** The tree whose CLI runs (its root directory; default this one): another checkout built beside it, for before / after comparisons. */
+  readonly root?: string;
 }): CliWorker {
   const dist = options.lib === 'dist';
-  const cli = fileURLToPath(new URL(dist ? '../dist/src/cli/xreactor.js' : '../src/cli/xreactor.ts', import.meta.url));
+  const root = options.root ?? ROOT;
+  const cli = join(root, dist ? 'dist/src/cli/xreactor.js' : 'src/cli/xreactor.ts');
   const child = spawn(
     process.execPath,
     [...(options.nodeArgs ?? []), ...(dist ? [] : ['--import', 'tsx']), cli, 'worker', '--redis', options.redisUrl, '--log-level', options.logLevel ?? 'info', ...(options.args ?? []), ...options.modules],
-    { cwd: ROOT, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] },
+    { cwd: root, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const counts = new Map<string, number>((options.markers ?? []).map((m) => [m, 0]));
   let tail = '';

@@ -10,10 +10,9 @@
  * applies or refuses each exactly as `commitExecution-5.lua` would alone, in the order given.
  * Calls go out on one connection, so Redis runs them in the order sent (short of ioredis sending
  * one again after a NOSCRIPT reply: harmless, as two calls in flight never carry commits of the
- * same actor, and each commit is fenced). When to send is {@link batchedCommits}' rule: at once
- * while no commit call is in flight; at the end of the turn while fewer than
- * {@link MAX_CALLS_IN_FLIGHT} are; else with the next call, once one of them is answered (or once
- * {@link MAX_GROUP_COMMIT} commits wait).
+ * same actor, and each commit is fenced). When to send is {@link batchedCommits}' rule: at the end
+ * of the turn while fewer than {@link MAX_CALLS_IN_FLIGHT} calls are in flight; else with the next
+ * call, once one of them is answered (or once {@link MAX_GROUP_COMMIT} commits wait).
  */
 import { commitBatchArgs, readBatchReplies } from './redis-scripts.js';
 import type { CommitCall, ScriptRunner } from './redis-scripts.js';
@@ -50,20 +49,24 @@ export const MAX_CALLS_IN_FLIGHT = 2;
 
 /**
  * A sender that groups commits into script calls, as a database groups the commits of concurrent
- * transactions into one log write. A commit sent while none of this sender's calls is in flight
- * goes out at once, alone (an idle process, a lone run: nothing to wait for). One sent while a
- * call is in flight waits for the end of the turn (`process.nextTick`: for commits issued from
- * promise continuations, as an actor's are, after the other actors answered in that turn have
- * issued theirs) and goes out with every commit issued meanwhile, as one call, while fewer than
+ * transactions into one log write. A commit waits for the end of the turn it is sent in
+ * (`process.nextTick`: for commits issued from promise continuations, as an actor's are, after the
+ * other actors answered in that turn have issued theirs) and goes out with every commit issued
+ * meanwhile, as one call (a lone commit alone, with the single-commit script), while fewer than
  * `maxInFlight` calls are in flight; otherwise it waits until one of them is answered, and goes
  * out at the end of that turn with every other commit that waited. A full batch
  * ({@link MAX_GROUP_COMMIT}) goes out at once whatever is in flight. A busy worker thus sends one
  * call per group of runs a reply answered rather than one per commit: its runs split into groups
- * whose sizes follow when their replies arrive (from idle, a first commit alone and the rest of
- * its turn together), and while Redis applies one group's commits the worker computes another's
- * steps. Commits go out in the order they were issued; the actors a reply answers join the next
- * call only when their next commit follows through microtasks (one that first reads or
- * subscribes joins a later one).
+ * whose sizes follow when their replies arrive, and while Redis applies one group's commits the
+ * worker computes another's steps. Commits go out in the order they were issued; the actors a
+ * reply answers join the next call only when their next commit follows through microtasks (one
+ * that first reads or subscribes joins a later one).
+ *
+ * An idle sender used to send a commit at once, alone: a worker taking a bundle of ten elements
+ * from idle then sent the first element's commit alone and the other nine together, at both of
+ * their commits. Waiting for the end of the turn costs a lone commit nothing measurable (the turn
+ * ends in microseconds) and took the script calls of a forward fan-out element from 0.85 to 0.70
+ * (docs/performance.md, session 27, with the paired figures).
  */
 export function batchedCommits(run: ScriptRunner, maxBatch = MAX_GROUP_COMMIT, maxInFlight = MAX_CALLS_IN_FLIGHT): CommitSender {
   let pending: Pending[] | undefined;
@@ -127,11 +130,6 @@ export function batchedCommits(run: ScriptRunner, maxBatch = MAX_GROUP_COMMIT, m
     if (batch !== undefined) send(batch);
   }
   return (call) => {
-    if (pending === undefined && inFlight === 0 && !scheduled) {
-      const reply = run('commitExecution', call);
-      track(reply);
-      return reply;
-    }
     const waiting = (pending ??= []);
     const reply = new Promise((resolve, reject) => waiting.push({ call, resolve, reject }));
     if (waiting.length >= maxBatch) {

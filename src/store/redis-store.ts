@@ -95,9 +95,9 @@ export interface RedisStoreOptions {
    * Group commit: the commits that several actors issue while the store's commit calls are in
    * flight (per-step ones and those with signals, spawns or map writes alike) go to Redis
    * together, in one script call, each still fenced and answered on its own: at the end of the
-   * turn while one call is in flight, once one is answered while two are (see
-   * `src/store/commit-batcher.ts`); 128 waiting commits go out at once, as one call. A commit
-   * issued while no commit call is in flight is sent at once, so a lone run waits for nothing.
+   * turn while fewer than two calls are in flight, once one is answered while two are (see
+   * `src/store/commit-batcher.ts`); 128 waiting commits go out at once, as one call. A lone run's
+   * commit waits only for the end of the turn it is issued in.
    * Not available on a Redis Cluster, whose executions live in different slots.
    * @defaultValue true on a single Redis server, false on a Cluster
    */

@@ -433,14 +433,14 @@ describe('redis store: group commit', () => {
   };
   const ten = Array.from({ length: 10 }, (_, i) => `batch-${i}`);
 
-  it('sends the first commit of an idle turn at once, alone, and the rest of the turn as one script call, each to its own keys', async () => {
+  it('sends the commits of an idle turn as one script call at its end, each to its own keys', async () => {
     const { redis, store, cleanup } = open();
     try {
       for (const id of ten) await store.create({ id, reactor: 'r', input: {}, commit: first() });
       const traced = await Promise.all(ten.map(async (id) => (await store.readTrace(id)).length));
       await redis.config('RESETSTAT');
       expect(await Promise.all(ten.map((id) => store.commit(id, 1, quiet())))).toEqual(ten.map(() => 2));
-      expect(await scriptCalls(redis)).toBe(2);
+      expect(await scriptCalls(redis)).toBe(1);
       // The script builds each commit's results, undo, trace and lease keys from its base and id.
       for (const [i, id] of ten.entries()) {
         expect(await store.readResults(id)).toEqual(new Map([['a', 1], ['s', 1]]));
@@ -454,9 +454,9 @@ describe('redis store: group commit', () => {
   /**
    * Creates `ids`, 'ahead' and 'ahead-2', then keeps the server busy with a script sent ahead on
    * the store's connection, so that no reply to the commits sent behind it can arrive before
-   * `issue` has issued its commits: the commit of 'ahead' goes out at once (nothing was in
-   * flight), and with `twoAhead` the commit of 'ahead-2' goes out at the end of a later turn, a
-   * second call in flight. Returns the script calls the server counted (the busy script and the
+   * `issue` has issued its commits: the commit of 'ahead' goes out at the end of its turn (nothing
+   * was in flight), and with `twoAhead` the commit of 'ahead-2' goes out at the end of a later
+   * turn, a second call in flight. Returns the script calls the server counted (the busy script and the
    * commits ahead included), once every commit landed at revision 2.
    */
   const behindBusyCall = async (redis: Redis, store: Store, ids: readonly string[], issue: () => Promise<Promise<number>[]>, twoAhead = false): Promise<number> => {
@@ -524,7 +524,7 @@ describe('redis store: group commit', () => {
     }
   });
 
-  it('sends a lone commit of an idle turn at once, alone, with its lease taken', async () => {
+  it('sends a lone commit of an idle turn alone, with its lease taken', async () => {
     const { redis, store, prefix, cleanup } = open();
     try {
       await store.create({ id: 'alone', reactor: 'r', input: {}, commit: first() });
@@ -545,7 +545,7 @@ describe('redis store: group commit', () => {
       await redis.set(k.executionKeys('batch-3').lease, 'other', 'PX', 60_000);
       await redis.config('RESETSTAT');
       const outcomes = await Promise.allSettled(ten.map((id) => store.commit(id, 1, quiet(), { takeLease: { owner: `w-${id}`, ttlMs: 60_000 } })));
-      expect(await scriptCalls(redis)).toBe(2);
+      expect(await scriptCalls(redis)).toBe(1);
       outcomes.forEach((outcome, i) => expect(outcome.status, ten[i]).toBe(i === 3 ? 'rejected' : 'fulfilled'));
       for (const id of ten) expect(await redis.get(k.executionKeys(id).lease), id).toBe(id === 'batch-3' ? 'other' : `w-${id}`);
     } finally {
@@ -575,7 +575,7 @@ describe('redis store: group commit', () => {
       await redis.set(createKeyBuilder(prefix).executionKeys('batch-4').results, 'foreign');
       await redis.config('RESETSTAT');
       const outcomes = await Promise.allSettled(ten.map((id) => store.commit(id, 1, quiet())));
-      expect(await scriptCalls(redis)).toBe(2);
+      expect(await scriptCalls(redis)).toBe(1);
       outcomes.forEach((outcome, i) => {
         if (i === 4) expect(outcome).toMatchObject({ status: 'rejected', reason: { message: expect.stringMatching(/WRONGTYPE/) } });
         else expect(outcome, ten[i]).toEqual({ status: 'fulfilled', value: 2 });
@@ -591,7 +591,7 @@ describe('redis store: group commit', () => {
       const children = ten.map((id) => `k.${id}`);
       for (const id of ['k', ...children, 'ahead']) await store.create({ id, reactor: 'r', input: {}, commit: first() });
       await redis.config('RESETSTAT');
-      // A busy script ahead on the store's connection: the commit sent behind it (at once) stays in flight while the turn below is issued.
+      // A busy script ahead on the store's connection: the commit sent behind it (at the end of its turn) stays in flight while the turn below is issued.
       const busy = redis.eval('local i = 0 while i < 20000000 do i = i + 1 end return i', 0);
       const ahead = store.commit('ahead', 1, quiet());
       await new Promise((resolve) => setImmediate(resolve));

@@ -1,8 +1,8 @@
 /**
  * The group commit's sending rule (`batchedCommits`), against a fake script runner whose replies
- * the test releases: when a commit goes out alone, at the end of its turn (one call in flight),
- * or waits (two in flight); when waiting commits go out together, the cut-off of a full batch, and
- * that every commit's promise settles on every path.
+ * the test releases: a turn's commits go out together at its end (a lone one alone) while fewer
+ * than two calls are in flight, or wait (two in flight); when waiting commits go out together, the
+ * cut-off of a full batch, and that every commit's promise settles on every path.
  */
 import { describe, expect, it } from 'vitest';
 import { batchedCommits } from '../../src/store/commit-batcher.js';
@@ -34,36 +34,42 @@ const commit = (id: string): CommitCall => ({ keys: [id], argv: ['x'], actor: { 
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('group commit: batchedCommits', () => {
-  it('sends a commit at once, alone, while none is in flight', async () => {
+  it('sends a lone commit at the end of its turn, alone, with the single-commit script', async () => {
     const { run, sent } = fakeRunner();
     const send = batchedCommits(run);
     const reply = send(commit('a'));
+    expect(sent).toHaveLength(0);
+    await settle();
     expect(sent.map((s) => [s.name, s.ids])).toEqual([['commitExecution', ['a']]]);
     sent[0]!.answer(7);
     expect(await reply).toBe(7);
   });
 
-  it('sends the commits of a turn as one call at its end while one call is in flight', async () => {
+  it('sends the commits of a turn as one call at its end, from idle and while one call is in flight', async () => {
     const { run, sent } = fakeRunner();
     const send = batchedCommits(run);
-    const first = send(commit('a'));
-    const turn = [send(commit('b')), send(commit('c'))];
-    expect(sent).toHaveLength(1);
+    // From idle: the first commit of a turn waits for the others (a bundle's parts start together).
+    const first = [send(commit('a')), send(commit('b'))];
+    expect(sent).toHaveLength(0);
     await settle();
-    // Not waiting for the reply to 'a': two calls may be in flight.
+    const second = [send(commit('c')), send(commit('d'))];
+    await settle();
+    // Not waiting for the reply to the first call: two calls may be in flight.
     expect(sent.map((s) => [s.name, s.ids])).toEqual([
-      ['commitExecution', ['a']],
-      ['commitBatch', ['b', 'c']],
+      ['commitBatch', ['a', 'b']],
+      ['commitBatch', ['c', 'd']],
     ]);
-    sent[1]!.answer([2, 3]);
-    sent[0]!.answer();
-    expect(await Promise.all([first, ...turn])).toEqual([1, 2, 3]);
+    sent[1]!.answer([3, 4]);
+    sent[0]!.answer([1, 2]);
+    expect(await Promise.all([...first, ...second])).toEqual([1, 2, 3, 4]);
   });
 
   it('holds commits issued while two calls are in flight, over several turns, and sends them as one call once one is answered', async () => {
     const { run, sent } = fakeRunner();
     const send = batchedCommits(run);
-    const inFlight = [send(commit('a')), send(commit('b'))];
+    const a = send(commit('a'));
+    await settle();
+    const b = send(commit('b'));
     await settle();
     const early = send(commit('c'));
     await settle();
@@ -79,13 +85,14 @@ describe('group commit: batchedCommits', () => {
     ]);
     sent[0]!.answer();
     sent[2]!.answer([3, 4]);
-    expect(await Promise.all([...inFlight, early, late])).toEqual([1, 1, 3, 4]);
+    expect(await Promise.all([a, b, early, late])).toEqual([1, 1, 3, 4]);
   });
 
   it('includes in the next call the commits that the answered actors issue right away', async () => {
     const { run, sent } = fakeRunner();
     const send = batchedCommits(run);
     const waiting = send(commit('w'));
+    await settle();
     // An actor whose commit is in flight issues its next one as soon as it is answered.
     const chained = send(commit('a')).then(() => send(commit('a2')));
     await settle();
@@ -107,66 +114,63 @@ describe('group commit: batchedCommits', () => {
     const { run, sent } = fakeRunner();
     const send = batchedCommits(run, 3);
     const replies = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'].map((id) => send(commit(id)));
-    // 'a' alone; 'b'–'d' and 'e'–'g' full batches, the second beyond two calls in flight; 'h' waits.
-    expect(sent.map((s) => s.ids)).toEqual([['a'], ['b', 'c', 'd'], ['e', 'f', 'g']]);
+    // 'a'–'c' and 'd'–'f' full batches, at once; 'g' and 'h' wait for the turn's end, then for a reply.
+    expect(sent.map((s) => s.ids)).toEqual([['a', 'b', 'c'], ['d', 'e', 'f']]);
     await settle();
-    expect(sent).toHaveLength(3);
+    expect(sent).toHaveLength(2);
     sent[0]!.answer();
     await settle();
-    // Two calls still in flight.
-    expect(sent).toHaveLength(3);
+    expect(sent.map((s) => s.ids)).toEqual([['a', 'b', 'c'], ['d', 'e', 'f'], ['g', 'h']]);
     sent[1]!.answer();
-    await settle();
-    expect(sent.map((s) => s.ids)).toEqual([['a'], ['b', 'c', 'd'], ['e', 'f', 'g'], ['h']]);
     sent[2]!.answer();
-    sent[3]!.answer();
     expect(await Promise.all(replies)).toEqual([1, 1, 1, 1, 1, 1, 1, 1]);
   });
 
   it('does not send while two calls are in flight, even when a flush was already queued', async () => {
     const { run, sent } = fakeRunner();
     const send = batchedCommits(run, 2);
+    // 'a' queues a flush at the turn's end; 'b' fills the batch, which goes out at once; so do 'c' and 'd': two in flight.
     const a = send(commit('a'));
-    // 'b' queues a flush at the turn's end; 'c' fills the batch, which goes out at once: two in flight.
     const b = send(commit('b'));
     const c = send(commit('c'));
     const d = send(commit('d'));
-    expect(sent.map((s) => s.ids)).toEqual([['a'], ['b', 'c']]);
+    const e = send(commit('e'));
+    expect(sent.map((s) => s.ids)).toEqual([['a', 'b'], ['c', 'd']]);
     await settle();
-    // The queued flush found two calls in flight: 'd' waits.
+    // The queued flush found two calls in flight: 'e' waits.
     expect(sent).toHaveLength(2);
     sent[0]!.answer();
     await settle();
-    expect(sent.map((s) => s.ids)).toEqual([['a'], ['b', 'c'], ['d']]);
+    expect(sent.map((s) => s.ids)).toEqual([['a', 'b'], ['c', 'd'], ['e']]);
     sent[1]!.answer();
     sent[2]!.answer();
-    expect(await Promise.all([a, b, c, d])).toEqual([1, 1, 1, 1]);
+    expect(await Promise.all([a, b, c, d, e])).toEqual([1, 1, 1, 1, 1]);
   });
 
   it('rejects each commit of a batch on its own error, every commit of it when the call fails, and goes on', async () => {
     const { run, sent } = fakeRunner();
     const send = batchedCommits(run);
-    void send(commit('a'));
     const batch = [send(commit('b')), send(commit('c'))].map((p) => p.then(
       (value) => ({ value }),
       (error: Error) => ({ error: error.message }),
     ));
-    sent[0]!.answer();
     await settle();
-    sent[1]!.answer([1, [-1, 'WRONGTYPE']]);
+    sent[0]!.answer([1, [-1, 'WRONGTYPE']]);
     const [b, c] = await Promise.all(batch);
     expect(b).toEqual({ value: 1 });
     expect(c).toMatchObject({ error: expect.stringContaining('WRONGTYPE') });
 
     const held = send(commit('e'));
+    await settle();
     const failing = [send(commit('f')), send(commit('g'))];
-    sent[2]!.fail(new Error('connection lost'));
+    sent[1]!.fail(new Error('connection lost'));
     await expect(held).rejects.toThrow('connection lost');
     await settle();
-    sent[3]!.fail(new Error('connection lost again'));
+    sent[2]!.fail(new Error('connection lost again'));
     for (const p of failing) await expect(p).rejects.toThrow('connection lost again');
-    // Nothing is stuck: the next commit goes out at once.
+    // Nothing is stuck: the next commit goes out at the end of its turn.
     const next = send(commit('h'));
+    await settle();
     expect(sent.at(-1)!.ids).toEqual(['h']);
     sent.at(-1)!.answer(9);
     expect(await next).toBe(9);
@@ -181,14 +185,12 @@ describe('group commit: batchedCommits', () => {
       return new Promise((resolve) => answers.push(resolve));
     };
     const send = batchedCommits(run);
-    const first = send(commit('a'));
     const batch = [send(commit('b')), send(commit('c'))];
-    answers[0]!(1);
-    expect(await first).toBe(1);
     for (const p of batch) await expect(p).rejects.toThrow('bad arguments');
-    expect(calls).toBe(2);
     const next = send(commit('d'));
-    answers[1]!(2);
+    await settle();
+    answers[0]!(2);
     expect(await next).toBe(2);
+    expect(calls).toBe(2);
   });
 });
