@@ -125,6 +125,15 @@ describe('waitSettled on Redis', () => {
       await store.commit('n2', 1, commit([['a', 1]]), { announce: true });
       expect(await plain.settled).toBe(true);
       expect(plain.notice?.()).toBeUndefined();
+
+      // Nobody subscribed: the notice is neither built nor published (a later waiter subscribes, then reads).
+      await store.create({ id: 'n3', reactor: 'r', input: {}, commit: { ...commit([]), snapshot: { ...snapshot, value: 'running' }, status: 'running' } });
+      await redis.config('RESETSTAT');
+      await store.commit('n3', 1, commit([['alpha', 1]]), { announce: true, announceResults: ['alpha'] });
+      const stats = await redis.info('commandstats');
+      expect(stats).toMatch(/cmdstat_pubsub\|numsub:calls=1,/);
+      expect(stats).not.toMatch(/cmdstat_publish:/);
+      expect((await store.load('n3'))?.snapshot.value).toBe('completed');
     } finally {
       await store.close();
       redis.disconnect();

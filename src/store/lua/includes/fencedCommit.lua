@@ -50,11 +50,18 @@ end
 -- revision and the snapshot's length as 32-bit big-endian integers, the snapshot, the number of
 -- results (16-bit), then each result's name (16-bit length) and bytes (32-bit length), a result
 -- the hash lacks left out), so the waiter needs no read; past NOTICE_MAX bytes, the id alone.
+-- A notice goes only to a channel someone subscribes to: nil (nothing published) when none does.
+-- That loses nothing: a waiter subscribes, then reads, so one whose SUBSCRIBE comes after this
+-- script reads what it wrote. Notices are asked for on a standalone server only (the store sends
+-- no result names on a Cluster, where PUBSUB NUMSUB would count one node's subscribers); most
+-- settling actors (a map's elements, rollback actors) have no waiter, and their notice (the
+-- snapshot and results, about a kilobyte) was built and published for no one.
 local NOTICE_MAX = 65536
 local function settledMessage(k, o)
   local spec = A[o + 7]
   local cut = string.find(spec, '\0', 1, true)
   if not cut then return spec end
+  if redis.call('PUBSUB', 'NUMSUB', A[o + 6])[2] == 0 then return nil end
   local snapshot = A[o + 16]
   local size = 14 + #snapshot
   local results = {}
@@ -74,5 +81,8 @@ end
 local function finishCommit(k, o)
   if A[o + 8] == '1' then redis.call('SET', k[5], A[o + 9], 'PX', A[o + 10]) end
   if A[o + 4] == '1' and redis.call('GET', k[5]) == A[o + 5] then redis.call('DEL', k[5]) end
-  if A[o + 6] ~= '' then redis.call('PUBLISH', A[o + 6], settledMessage(k, o)) end
+  if A[o + 6] ~= '' then
+    local message = settledMessage(k, o)
+    if message then redis.call('PUBLISH', A[o + 6], message) end
+  end
 end
