@@ -1,7 +1,9 @@
 /**
  * A middleware that writes one log line per step outcome that asks for attention at `info`
  * (`failed`, `retrying`, `halted`: the execution id, reactor, step, attempt, outcome, duration and
- * error), and one per uneventful outcome (`succeeded`, `skipped`) at `debug` only; the step's
+ * error), a failed undo or compensation (`undo_failed`, `compensate_failed`: something the
+ * rollback left in place) at `warn`, and one per uneventful outcome (`succeeded`, `skipped`,
+ * `undone`, `compensated`) at `debug` only; the step's
  * arguments and result also only at `debug`, and only through `redact` (a function that returns
  * what may be logged of them). A line whose level is off is not built. The worker CLI installs it;
  * a runtime or worker of your own can too: `middleware: [stepLog(logger)]`.
@@ -24,6 +26,9 @@ export interface StepLogOptions {
   readonly redact?: (value: unknown, about: { readonly reactor: string; readonly step: string; readonly what: 'args' | 'result' }) => unknown;
 }
 
+/** What a line says of an error: its name, message and code. */
+const errorFields = (error: Error) => ({ name: error.name, message: error.message, ...('code' in error ? { code: (error as { code: unknown }).code } : {}) });
+
 /** Steps whose start is remembered at once (a step that never ends, its process killed, is forgotten oldest first). */
 const OPEN_STEPS = 10_000;
 
@@ -31,10 +36,14 @@ export function stepLog(logger: Logger, options: StepLogOptions = {}): Middlewar
   const redact = options.redact ?? ((value: unknown) => value);
   const started = new Map<string, number>();
   const keyOf = (e: StepHook) => `${e.executionId}\u0000${e.step}\u0000${e.attempt}`;
-  const line = (level: 'info' | 'debug', e: StepHook, outcome: string, extra: Record<string, unknown>, result?: { readonly value: unknown }) => {
-    const key = keyOf(e);
-    const at = started.get(key);
-    started.delete(key);
+  /** `timed`: the outcome of a step's run, whose start `stepStart` remembered (not an undo's or a compensation's). */
+  const line = (level: 'warn' | 'info' | 'debug', e: StepHook, outcome: string, extra: Record<string, unknown>, result?: { readonly value: unknown }, timed = true) => {
+    let at: number | undefined;
+    if (timed) {
+      const key = keyOf(e);
+      at = started.get(key);
+      started.delete(key);
+    }
     if (!logger.isLevelEnabled(level)) return;
     const fields: Record<string, unknown> = {
       event: 'xreactor.step',
@@ -65,7 +74,22 @@ export function stepLog(logger: Logger, options: StepLogOptions = {}): Middlewar
       line('info', e, 'retrying', { delayMs: e.delayMs, nextAttempt: e.nextAttempt, error: { name: e.error.name, message: e.error.message } });
     },
     stepFail(e) {
-      line('info', e, 'failed', { error: { name: e.error.name, message: e.error.message, ...('code' in e.error ? { code: (e.error as { code: unknown }).code } : {}) } });
+      line('info', e, 'failed', { error: errorFields(e.error) });
+    },
+    // The rollback: an undo or a compensation that failed left something in place (the run's
+    // `rollbackFailures`): warn. One that succeeded: debug, as a step that succeeded. (No
+    // duration: timing every undo's start would cost each rolled-back element for a debug field.)
+    compensateComplete(e) {
+      line('debug', e, 'compensated', {}, undefined, false);
+    },
+    compensateFail(e) {
+      line('warn', e, 'compensate_failed', { error: errorFields(e.error) }, undefined, false);
+    },
+    undoComplete(e) {
+      line('debug', e, 'undone', {}, undefined, false);
+    },
+    undoFail(e) {
+      line('warn', e, 'undo_failed', { error: errorFields(e.error) }, undefined, false);
     },
   };
 }

@@ -39,7 +39,8 @@ describe('stepLog', () => {
     const runtime = createRuntime({ logger: pino({ level: 'silent' }), middleware: [stepLog(logger)] });
     const result = await runtime.run(reactor, undefined as never);
     const steps = lines.filter((l) => l['event'] === 'xreactor.step');
-    expect(steps.map((l) => [l['step'], l['outcome'], l['level']])).toEqual([['a', 'succeeded', 20], ['b', 'failed', 30]]);
+    // The rollback passes through every step: b's compensation and a's undo (none declared) at debug too.
+    expect(steps.map((l) => [l['step'], l['outcome'], l['level']])).toEqual([['a', 'succeeded', 20], ['b', 'failed', 30], ['b', 'compensated', 20], ['a', 'undone', 20]]);
     expect(steps[0]).toMatchObject({ executionId: result.executionId, reactor: 'logged', attempt: 1 });
     expect(typeof steps[0]!['durationMs']).toBe('number');
   });
@@ -55,6 +56,34 @@ describe('stepLog', () => {
     await runtime.run(retried, undefined as never);
     const steps = lines.filter((l) => l['event'] === 'xreactor.step');
     expect(steps.map((l) => [l['step'], l['outcome'], l['level']])).toEqual([['flaky', 'retrying', 30], ['stop', 'halted', 30]]);
+  });
+
+  it('writes a failed undo or compensation at warn, with its error, and a successful one only at debug', async () => {
+    const failing = defineReactor({ name: 'unwound' })
+      .step('a', { run: () => 1, undo: () => { throw new Error('refund down'); } })
+      .step('b', { run: () => 2 })
+      .step('c', { run: () => fail(new Error('declined')), compensate: () => { throw new Error('cleanup down'); } })
+      .build();
+    const atInfo = capture('info');
+    const result = await createRuntime({ logger: pino({ level: 'silent' }), middleware: [stepLog(atInfo.logger)] }).run(failing, undefined as never);
+    expect(result.status).toBe('failed');
+    const lines = atInfo.lines.filter((l) => l['event'] === 'xreactor.step');
+    expect(lines.map((l) => [l['step'], l['outcome'], l['level']]).sort()).toEqual([['a', 'undo_failed', 40], ['c', 'compensate_failed', 40], ['c', 'failed', 30]]);
+    expect(lines.find((l) => l['outcome'] === 'undo_failed')).toMatchObject({ executionId: result.executionId, reactor: 'unwound', error: { message: 'refund down' } });
+    expect(lines.find((l) => l['outcome'] === 'compensate_failed')).toMatchObject({ error: { message: 'cleanup down' } });
+
+    const clean = defineReactor({ name: 'unwound_cleanly' })
+      .step('a', { run: () => 1, undo: () => undefined })
+      .step('c', { run: () => fail(new Error('declined')), compensate: () => undefined })
+      .build();
+    const atDebug = capture('debug');
+    await createRuntime({ logger: pino({ level: 'silent' }), middleware: [stepLog(atDebug.logger)] }).run(clean, undefined as never);
+    expect(atDebug.lines.filter((l) => l['event'] === 'xreactor.step').map((l) => [l['step'], l['outcome'], l['level']]).sort()).toEqual([
+      ['a', 'succeeded', 20],
+      ['a', 'undone', 20],
+      ['c', 'compensated', 20],
+      ['c', 'failed', 30],
+    ]);
   });
 
   it('adds arguments and results at debug, through redact', async () => {
