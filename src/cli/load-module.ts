@@ -80,13 +80,13 @@ export function middlewareOf(module: Record<string, unknown>, path: string): Mid
   return list as Middleware[];
 }
 
-/** Every reactor definition a module exports (named exports, or arrays of them). */
+/** Every reactor definition a module exports (named exports, or arrays of them), each once (a definition exported by name and in the default array too is one). */
 export function reactorsOf(module: Record<string, unknown>): AnyReactorDefinition[] {
-  const found: AnyReactorDefinition[] = [];
+  const found = new Set<AnyReactorDefinition>();
   const visit = (value: unknown) => {
     if (Array.isArray(value)) value.forEach(visit);
-    else if (typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'reactor') found.push(value as AnyReactorDefinition);
+    else if (typeof value === 'object' && value !== null && (value as { kind?: unknown }).kind === 'reactor') found.add(value as AnyReactorDefinition);
   };
   Object.values(module).forEach(visit);
-  return found;
+  return [...found];
 }

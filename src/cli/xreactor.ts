@@ -97,7 +97,7 @@ async function worker(argv: readonly string[]): Promise<void> {
     process.stdout.write(`${USAGE}\n`);
     return;
   }
-  // Lines go to stdout asynchronously: a busy worker's lines (one per step at info) are written
+  // Lines go to stdout asynchronously: a busy worker's lines (one per step at debug) are written
   // together while a write is in flight, off the thread that runs the steps; pino flushes what is
   // pending when the process exits. A SIGKILL can lose the last lines not yet written.
   const logger = pino({ level: values['log-level'], base: { service: 'xreactor-worker', pid: process.pid } }, pino.destination({ dest: 1, sync: false }));

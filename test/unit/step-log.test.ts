@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createRuntime, defineReactor, fail, halt, stepLog } from '../../src/index.js';
-import { middlewareOf } from '../../src/cli/load-module.js';
+import { middlewareOf, reactorsOf } from '../../src/cli/load-module.js';
 
 /** A pino logger at `level` whose lines are collected as objects. */
 function capture(level: string) {
@@ -95,6 +95,14 @@ describe('stepLog', () => {
     expect(a['result']).toEqual({ card: '****', total: 5 });
     const b = lines.find((l) => l['step'] === 'b')!;
     expect(b['args']).toEqual({ a: { card: '****', total: 5 } });
+  });
+});
+
+describe('the CLI\'s reactor modules', () => {
+  it('finds every reactor a module exports, by name or in arrays, each definition once', () => {
+    const other = defineReactor({ name: 'other' }).step('x', { run: () => 1 }).build();
+    // `export const logged = ...; export default [logged, other]`: the worker lists each once.
+    expect(reactorsOf({ logged: reactor, default: [reactor, other], notAReactor: { kind: 'step' } }).map((r) => r.name)).toEqual(['logged', 'other']);
   });
 });
 
