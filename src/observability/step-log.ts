@@ -9,9 +9,9 @@
  * a runtime or worker of your own can too: `middleware: [stepLog(logger)]`.
  *
  * Why successes are `debug`: a fan-out map of 10,000 elements would write 10,000 lines at `info`
- * forward and as many for its rollback; measured in paired rounds on a worker, those lines cost
- * about a tenth of its CPU per element and a sixth of a map's time (docs/performance.md, session
- * 27). Progress and outcomes of runs and maps are in the hooks, the dashboard and `find(id)`.
+ * forward and as many for its rollback, about 6 % of a worker's busy CPU in its profile
+ * (docs/performance.md, session 27). Progress and outcomes of runs and maps are in the hooks, the
+ * dashboard and `find(id)`.
  */
 import type { Logger } from 'pino';
 import type { Middleware, StepHook } from './middleware.js';
