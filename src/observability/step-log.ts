@@ -3,10 +3,10 @@
  * (`failed`, `retrying`, `halted`: the execution id, reactor, step, attempt, outcome, duration and
  * error), a failed undo or compensation (`undo_failed`, `compensate_failed`: something the
  * rollback left in place) at `warn`, and one per uneventful outcome (`succeeded`, `skipped`,
- * `undone`, `compensated`) at `debug` only; the step's
- * arguments and result also only at `debug`, and only through `redact` (a function that returns
- * what may be logged of them). A line whose level is off is not built. The worker CLI installs it;
- * a runtime or worker of your own can too: `middleware: [stepLog(logger)]`.
+ * `undone`, `compensated`) at `debug` only; the step's arguments and result also only at `debug`,
+ * and only through `redact` (a function that returns what may be logged of them). A line whose
+ * level is off is not built. The worker CLI installs it; a runtime or worker of your own can too:
+ * `middleware: [stepLog(logger)]`.
  *
  * Why successes are `debug`: a fan-out map of 10,000 elements would write 10,000 lines at `info`
  * forward and as many for its rollback, about 6 % of a worker's busy CPU in its profile
@@ -29,6 +29,9 @@ export interface StepLogOptions {
 /** What a line says of an error: its name, message and code. */
 const errorFields = (error: Error) => ({ name: error.name, message: error.message, ...('code' in error ? { code: (error as { code: unknown }).code } : {}) });
 
+/** An undo's or a compensation's line: no duration (see `line`). */
+const UNTIMED = { untimed: true } as const;
+
 /** Steps whose start is remembered at once (a step that never ends, its process killed, is forgotten oldest first). */
 const OPEN_STEPS = 10_000;
 
@@ -36,10 +39,14 @@ export function stepLog(logger: Logger, options: StepLogOptions = {}): Middlewar
   const redact = options.redact ?? ((value: unknown) => value);
   const started = new Map<string, number>();
   const keyOf = (e: StepHook) => `${e.executionId}\u0000${e.step}\u0000${e.attempt}`;
-  /** `timed`: the outcome of a step's run, whose start `stepStart` remembered (not an undo's or a compensation's). */
-  const line = (level: 'warn' | 'info' | 'debug', e: StepHook, outcome: string, extra: Record<string, unknown>, result?: { readonly value: unknown }, timed = true) => {
+  /**
+   * One line. `result`: the step's result (logged at debug). `untimed`: an undo's or a
+   * compensation's outcome, which has no remembered start (only a step's run does: `stepStart`).
+   */
+  const line = (level: 'warn' | 'info' | 'debug', e: StepHook, outcome: string, extra: Record<string, unknown>, how: { readonly result?: { readonly value: unknown }; readonly untimed?: true } = {}) => {
+    const { result } = how;
     let at: number | undefined;
-    if (timed) {
+    if (how.untimed !== true) {
       const key = keyOf(e);
       at = started.get(key);
       started.delete(key);
@@ -68,10 +75,10 @@ export function stepLog(logger: Logger, options: StepLogOptions = {}): Middlewar
       if (started.size > OPEN_STEPS) started.delete(started.keys().next().value!);
     },
     stepComplete(e) {
-      line(e.outcome === 'halted' ? 'info' : 'debug', e, e.outcome, {}, { value: e.result });
+      line(e.outcome === 'halted' ? 'info' : 'debug', e, e.outcome, {}, { result: { value: e.result } });
     },
     retryAttempt(e) {
-      line('info', e, 'retrying', { delayMs: e.delayMs, nextAttempt: e.nextAttempt, error: { name: e.error.name, message: e.error.message } });
+      line('info', e, 'retrying', { delayMs: e.delayMs, nextAttempt: e.nextAttempt, error: errorFields(e.error) });
     },
     stepFail(e) {
       line('info', e, 'failed', { error: errorFields(e.error) });
@@ -80,16 +87,16 @@ export function stepLog(logger: Logger, options: StepLogOptions = {}): Middlewar
     // `rollbackFailures`): warn. One that succeeded: debug, as a step that succeeded. (No
     // duration: timing every undo's start would cost each rolled-back element for a debug field.)
     compensateComplete(e) {
-      line('debug', e, 'compensated', {}, undefined, false);
+      line('debug', e, 'compensated', {}, UNTIMED);
     },
     compensateFail(e) {
-      line('warn', e, 'compensate_failed', { error: errorFields(e.error) }, undefined, false);
+      line('warn', e, 'compensate_failed', { error: errorFields(e.error) }, UNTIMED);
     },
     undoComplete(e) {
-      line('debug', e, 'undone', {}, undefined, false);
+      line('debug', e, 'undone', {}, UNTIMED);
     },
     undoFail(e) {
-      line('warn', e, 'undo_failed', { error: errorFields(e.error) }, undefined, false);
+      line('warn', e, 'undo_failed', { error: errorFields(e.error) }, UNTIMED);
     },
   };
 }

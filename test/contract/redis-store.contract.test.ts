@@ -456,8 +456,8 @@ describe('redis store: group commit', () => {
    * the store's connection, so that no reply to the commits sent behind it can arrive before
    * `issue` has issued its commits: the commit of 'ahead' goes out at the end of its turn (nothing
    * was in flight), and with `twoAhead` the commit of 'ahead-2' goes out at the end of a later
-   * turn, a second call in flight. Returns the script calls the server counted (the busy script and the
-   * commits ahead included), once every commit landed at revision 2.
+   * turn, a second call in flight. Returns the script calls the server counted (the busy script
+   * and the commits ahead included), once every commit landed at revision 2.
    */
   const behindBusyCall = async (redis: Redis, store: Store, ids: readonly string[], issue: () => Promise<Promise<number>[]>, twoAhead = false): Promise<number> => {
     const aheadIds = twoAhead ? ['ahead', 'ahead-2'] : ['ahead'];

@@ -56,6 +56,7 @@ describe('stepLog', () => {
     await runtime.run(retried, undefined as never);
     const steps = lines.filter((l) => l['event'] === 'xreactor.step');
     expect(steps.map((l) => [l['step'], l['outcome'], l['level']])).toEqual([['flaky', 'retrying', 30], ['stop', 'halted', 30]]);
+    expect(steps[0]).toMatchObject({ attempt: 1, nextAttempt: 2, error: { name: 'Error', message: 'blip' } });
   });
 
   it('writes a failed undo or compensation at warn, with its error, and a successful one only at debug', async () => {
