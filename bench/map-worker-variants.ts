@@ -3,13 +3,14 @@
  * only in some `xreactor worker` flags, in interleaved rounds, with paired ratios to the first.
  *
  *   npx tsx bench/map-worker-variants.ts   (builds the package, its own redis-server; about 4 minutes)
- *   BENCH_VARIANTS: the variants' flags, separated by `;`, the first the reference; a flag
- *     `@<dir>` runs that variant's workers from another tree (a checkout of another ref, with its
- *     node_modules, built: `git worktree add <dir> <ref> && (cd <dir> && npm ci && npm run build)`),
- *     so two builds are compared in paired rounds (this tree's caller starts the maps: the two
- *     builds must read each other's stored data)
- *     (default `--no-eager-bundle;`: throws sent through BullMQ whole, against the default that runs
- *     a throw's first bundle in the worker that sends it);
+ *   BENCH_VARIANTS: the variants' flags, separated by `;`, the first the reference (default
+ *     `--no-eager-bundle;`: throws sent through BullMQ whole, against the default that runs a
+ *     throw's first bundle in the worker that sends it); a flag `@<dir>` runs that variant's
+ *     workers from another tree (a checkout of another ref, with its node_modules, built:
+ *     `git worktree add <dir> <ref> && (cd <dir> && npm ci && npm run build)`), so two builds are
+ *     compared in paired rounds (this tree's caller starts the maps: the two builds must read each
+ *     other's stored data). docs/performance.md (session 27) has two A/A runs: ratios within a
+ *     tenth of 1 are not results on this host;
  *   BENCH_BUNDLE_SIZES (`5,10`): shorthand for `--bundle-size 5;--bundle-size 10`;
  *   BENCH_WORKERS (1: worker processes per variant), BENCH_ROUNDS (8), BENCH_ELEMENTS (1,000),
  *   BENCH_CONCURRENCY (10), BENCH_MAP_BATCH_SIZE (50)
