@@ -227,17 +227,26 @@ export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
         await add(jobs.map((spec) => single(spec)), jobs[0]!);
         return;
       }
-      const bundles = bundlesOf(jobs, bundleSize);
-      const first = bundles[0]!;
+      const firstParts = bundleSizes(jobs.length, bundleSize)[0]!;
       // A consumer with room to start at least half of the first bundle now; a busier one leaves it to other workers.
-      const local = eagerBundle ? [...consumers.keys()].find((consumer) => consumer.open() && consumer.room() >= Math.ceil(first.data.parts! / 2)) : undefined;
+      const local = eagerBundle ? [...consumers.keys()].find((consumer) => consumer.open() && consumer.room() >= Math.ceil(firstParts / 2)) : undefined;
       if (local === undefined) {
-        await add(bundles, jobs[0]!);
+        await add(bundlesOf(jobs, bundleSize), jobs[0]!);
         return;
       }
-      // The first bundle runs here at once; its job waits, delayed, in case this process dies.
-      const added = add([{ ...first, opts: { ...first.opts, delay: local.safetyDelayMs } }, ...bundles.slice(1)], jobs[0]!);
-      local.runEagerly(jobs.slice(0, first.data.parts), first.opts.jobId, added.then((list) => list[0]));
+      // The first bundle runs here at once; its job is added delayed, in case this process dies.
+      // Its parts start first: their first commits are in flight while the bundles are encoded and
+      // added (a throw's critical path, docs/design/map.md §9.3). Nothing is lost if this process
+      // dies before the add lands: the enqueue is its sender's effect, performed again (same ids).
+      const eager = jobs.slice(0, firstParts);
+      const eagerId = bundleJobId(eager.map(jobIdOf));
+      const added = (async () => {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        const bundles = bundlesOf(jobs, bundleSize);
+        const first = bundles[0]!;
+        return add([{ ...first, opts: { ...first.opts, delay: local.safetyDelayMs } }, ...bundles.slice(1)], jobs[0]!);
+      })();
+      local.runEagerly(eager, eagerId, added.then((list) => list[0]));
       await added;
     },
 

@@ -360,11 +360,13 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
     return { action: 'deliver', event: { type: 'xreactor.map.redispatch', at: now, phase } };
   }
 
-  async transition(held: HeldMap, event: SignalEvent, _call: Call): Promise<Transition | undefined> {
-    const [next, actions] = this.#stepper.next(held.snapshot, event);
-    if (next === held.snapshot) return undefined;
+  async transition(held: HeldMap, event: SignalEvent, call: Call): Promise<Transition | undefined> {
+    const [first, actions] = this.#stepper.next(held.snapshot, event);
+    if (first === held.snapshot) return undefined;
+    const folded = await this.#readAhead(held, first, planOf(held.id, actions), call);
+    const { next, plan } = folded;
+    const events = [{ event, next: first }, ...folded.events];
     const context = next.context as MapContext;
-    const plan = planOf(held.id, actions);
     const spawned: Spawned[] = [];
     // Fan-out elements are not created here: the throw writes their start payloads, and each
     // start job creates its element with its first commit (docs/design/map.md §19).
@@ -395,7 +397,7 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
       listed: plan.signals.filter((s) => s.to !== held.id).map((s) => s.to),
       landed: (landedIn) => {
         if (plan.selfSignal) markStale(held);
-        const progress = this.#deps.hooks.has('mapProgress') ? progressOf(event as MapEvent, next) : undefined;
+        const progress = this.#deps.hooks.has('mapProgress') ? events.map((e) => progressOf(e.event as MapEvent, e.next)).filter((p) => p !== undefined) : [];
         // Inline, the one element or rollback actor is advanced in this call; fan-out ones by
         // their start jobs, which carry their start payloads.
         if (starts !== undefined) held.starts = starts;
@@ -405,27 +407,74 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
           child.lease.taken();
           landedIn.spawned.set(child.id, { held: child.held, start: child.start });
         }
-        return progress === undefined ? undefined : this.#emitProgress(held.id, context, progress);
+        return progress.length === 0 ? undefined : this.#emitProgress(held.id, context, progress);
       },
     };
   }
 
+  /**
+   * A transition whose only effect is a read of the store (a throw's window of a stored source and
+   * the gate, a rollback throw's started positions, the conclusion's or the rollback's counters)
+   * is followed at once by the transition that read leads to, and both are committed as one: the
+   * read is performed before the first transition's state is stored, which changes nothing a crash
+   * could see (a read is performed again from the stored state, the signal that led to it is still
+   * in the inbox), and saves a commit and its round trip on a throw's critical path
+   * (docs/design/map.md §9.3, "Reads ahead of the commit"). Otherwise, or when the plans of the two
+   * transitions would overlap, the first transition alone, as before.
+   */
+  async #readAhead(held: HeldMap, first: Snap, plan: KindPlan, call: Call): Promise<{ readonly next: Snap; readonly plan: KindPlan; readonly events: readonly { readonly event: MapEvent; readonly next: Snap }[] }> {
+    let next = first;
+    let merged = plan;
+    const events: { event: MapEvent; next: Snap }[] = [];
+    // A rollback's start reads its counters, then its first throw its positions: a chain of reads.
+    for (;;) {
+      const [effect] = merged.effects;
+      if (merged.effects.length !== 1 || !this.#readsOnly(next.context as MapContext, effect!) || merged.signals.some((signal) => signal.to !== held.id) || merged.elements !== undefined || merged.rollbacks !== undefined || call.signal.aborted) break;
+      const event = await this.#perform(held, effect!, call, next.context as MapContext);
+      if (event === undefined) break;
+      const [after, actions] = this.#stepper.next(next, event);
+      if (after === next) break;
+      const then = planOf(held.id, actions);
+      if (Object.keys(merged.map).some((key) => key in then.map) || (merged.awaits !== undefined && then.awaits !== undefined)) break;
+      merged = { ...then, map: { ...merged.map, ...then.map }, signals: [...merged.signals, ...then.signals], awaits: then.awaits ?? merged.awaits, selfSignal: merged.selfSignal || then.selfSignal };
+      next = after;
+      events.push({ event, next });
+    }
+    return { next, plan: merged, events };
+  }
+
+  /** Whether an effect only reads the store (a throw over a paging function calls it: not a read). */
+  #readsOnly(context: MapContext, effect: OutboxEffect): boolean {
+    switch (effect.type) {
+      case 'xreactor.effect.map.throw':
+        return this.#stepOf(context).map!.source.kind === 'source';
+      case 'xreactor.effect.map.rollbackThrow':
+      case 'xreactor.effect.map.conclude':
+      case 'xreactor.effect.map.rollbackStart':
+        return true;
+      default:
+        return false;
+    }
+  }
+
   /** The `mapProgress` hook of a map commit: the counters are read once, after it landed. */
-  async #emitProgress(id: string, context: MapContext, progress: Pick<MapProgressHook, 'event' | 'throw' | 'outcome'>): Promise<void> {
+  async #emitProgress(id: string, context: MapContext, progress: readonly Pick<MapProgressHook, 'event' | 'throw' | 'outcome'>[]): Promise<void> {
     const stats = await this.#deps.store.readMapStats(id);
     const rb = context.rollback;
-    this.#deps.hooks.emit('mapProgress', {
-      reactor: context.reactor,
-      executionId: context.owner,
-      path: context.ownerPath,
-      step: context.step,
-      map: id,
-      ...progress,
-      total: context.total,
-      dispatched: context.offset,
-      settled: stats?.settled ?? 0,
-      ...(rb === null ? {} : { rollback: { total: rb.total, settled: stats?.rollback.settled ?? 0 } }),
-    });
+    for (const one of progress) {
+      this.#deps.hooks.emit('mapProgress', {
+        reactor: context.reactor,
+        executionId: context.owner,
+        path: context.ownerPath,
+        step: context.step,
+        map: id,
+        ...one,
+        total: context.total,
+        dispatched: context.offset,
+        settled: stats?.settled ?? 0,
+        ...(rb === null ? {} : { rollback: { total: rb.total, settled: stats?.rollback.settled ?? 0 } }),
+      });
+    }
   }
 
   /** An inline element's creation for the map's throw commit, with this process's lease (unless it fails at once). */
@@ -457,12 +506,12 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
     return this.#perform(held, effect, call);
   }
 
-  async #perform(held: HeldMap, effect: OutboxEffect, call: Call): Promise<MapEvent | undefined> {
+  /** Perform one effect of the map's state (`context`: of the state a read ahead of its commit is performed for). */
+  async #perform(held: HeldMap, effect: OutboxEffect, call: Call, context = held.snapshot.context as MapContext): Promise<MapEvent | undefined> {
     const { store, clock } = this.#deps;
-    const context = held.snapshot.context as MapContext;
     switch (effect.type) {
       case 'xreactor.effect.map.throw':
-        return this.#throw(held, effect.params as { throw: number; from: number; size: number }, call);
+        return this.#throw(held, effect.params as { throw: number; from: number; size: number }, call, context);
       case 'xreactor.effect.map.conclude': {
         const stats = await store.readMapStats(held.id);
         const stop = stats?.stop ?? context.stop;
@@ -572,9 +621,8 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
   }
 
   /** A throw: the gate, then the window's items and the elements' inputs. */
-  async #throw(held: HeldMap, p: { throw: number; from: number; size: number }, call: Call): Promise<MapEvent> {
+  async #throw(held: HeldMap, p: { throw: number; from: number; size: number }, call: Call, context: MapContext): Promise<MapEvent> {
     const { store, clock } = this.#deps;
-    const context = held.snapshot.context as MapContext;
     if (call.signal.aborted) {
       const reason: unknown = call.signal.reason;
       const text = reason instanceof Error ? reason.message : typeof reason === 'string' ? reason : 'aborted';

@@ -447,6 +447,25 @@ describe('bundles: the sibling jobs of one throw', () => {
       expect(await queue.bullQueue.getDelayedCount()).toBe(0);
     });
 
+    it('starts the first bundle\'s parts before it encodes and adds the bundles: their first work overlaps the add', async () => {
+      const queue = newQueue({ bundleSize: 3, worker: { lockDurationMs: 60_000 } });
+      const order: string[] = [];
+      const addBulk = queue.bullQueue.addBulk.bind(queue.bullQueue);
+      queue.bullQueue.addBulk = (jobs) => {
+        order.push(`addBulk(${jobs.length})`);
+        return addBulk(jobs);
+      };
+      const { handler, until } = recording(async (j) => {
+        order.push(`part ${j.id}`);
+      });
+      consume(queue, handler, 6);
+      await queue.enqueue(throwOf(6), { bundle: true });
+      await until(6);
+      // The three eager parts ran before the one addBulk (the eager bundle delayed, and the second);
+      // the second bundle's parts came through BullMQ after it.
+      expect(order.slice(0, 4)).toEqual(['part r.m.0.start', 'part r.m.1.start', 'part r.m.2.start', 'addBulk(2)']);
+    });
+
     it('renews the delay while the parts run: a part that outlasts the lock duration is not delivered to another worker', async () => {
       const queue = newQueue({ bundleSize: 2, worker: { lockDurationMs: 200 } });
       const { handled, handler, until } = recording(async (j) => {

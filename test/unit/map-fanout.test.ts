@@ -157,6 +157,67 @@ describe('fan-out map: throws', () => {
   });
 });
 
+describe('fan-out map: reads ahead of the commit', () => {
+  /** A world recording the state value of every commit of the map `m` of its runs. */
+  function recordingWorld() {
+    const states: string[] = [];
+    const world = fanOutWorld({
+      intercepts: {
+        commit: (next, id, _revision, commit) => {
+          if (id.endsWith('.m')) {
+            const value = commit.snapshot.value as string | Record<string, string>;
+            states.push(typeof value === 'string' ? value : Object.entries(value).map(([top, sub]) => `${top}.${sub}`)[0]!);
+          }
+          return next();
+        },
+      },
+    });
+    return { world, states, log: [] as string[] };
+  }
+
+  it('a throw over a stored source reads its window and the gate before its commit: one commit per throw before the enqueue, none of `dispatching` or `concluding`', async () => {
+    const { world, states, log } = recordingWorld();
+    const reactor = fanOutReactor({ log }, 'ahead-forward', { batchSize: 5 });
+    const { id } = await dispatch(world, reactor, { items: range(23) });
+    await world.queue.drainRounds({ delayed: 'as-due' });
+    expect((await world.runtime.awaitResult(id, { timeoutMs: 1_000 })).status).toBe('completed');
+    // The first throw is the map start job's (the map was created dispatching); each later one is
+    // read ahead of the commit its signal leads to, and so is the conclusion.
+    expect(states).toEqual([
+      'running.enqueuing',
+      'running.awaiting',
+      ...range(4).flatMap(() => ['running.enqueuing', 'running.awaiting']),
+      'running.awaiting',
+      'completed',
+    ]);
+    expect(jobsPerCall(world.probe.calls, 'map-element')).toEqual([5, 5, 5, 5, 3]);
+  });
+
+  it('a rollback reads its counters and each throw its started positions before their commits', async () => {
+    const { world, states, log } = recordingWorld();
+    const reactor = fanOutReactor({ log }, 'ahead-rollback', { batchSize: 5, e2: (i) => (i === 12 ? 'fail' : 'ok') });
+    const { id } = await dispatch(world, reactor, { items: range(23) });
+    await world.queue.drainRounds({ delayed: 'as-due' });
+    expect((await world.runtime.awaitResult(id, { timeoutMs: 1_000 })).status).toBe('failed');
+    expect(states.filter((s) => s === 'running.dispatching' || s === 'running.concluding' || s === 'rolling_back.starting' || s === 'rolling_back.throwing')).toEqual([]);
+    // Elements 0 … 12 started (13 and 14 were skipped once 12 failed): 3 rollback throws of at
+    // most 5, each one commit before its enqueue; 0 … 11 undone, 12 rolled itself back.
+    expect(states.filter((s) => s === 'rolling_back.enqueuing')).toHaveLength(3);
+    expect(log.filter((e) => e.startsWith('undo:')).sort()).toEqual([...range(12).flatMap((i) => [`undo:e1[${i}]`, `undo:e2[${i}]`]), 'undo:e1[12]'].sort());
+  });
+
+  it('a throw over a paging function commits its dispatching state before it calls the function', async () => {
+    const { world, states, log } = recordingWorld();
+    const reactor = defineReactor({ name: 'ahead-paged' })
+      .map('m', recordingElement(log, 'ahead-paged-element'), { fanOut: true, batchSize: 3, source: paged({ page: (offset, limit) => range(7).slice(offset, offset + limit), count: () => 7 }) })
+      .build();
+    const { id } = await dispatch(world, reactor, {});
+    await world.queue.drainRounds({ delayed: 'as-due' });
+    expect((await world.runtime.awaitResult(id, { timeoutMs: 1_000 })).status).toBe('completed');
+    expect(states.filter((s) => s === 'running.dispatching')).toHaveLength(2);
+  });
+});
+
 describe('fan-out map: cancel', () => {
   it('cancel(id) while awaiting the map: no further throw, the element in flight finishes, queued ones skip themselves, nothing is undone', async () => {
     const released: string[] = [];
