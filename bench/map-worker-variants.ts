@@ -11,6 +11,7 @@
  *     compared in paired rounds (this tree's caller starts the maps: the two builds must read each
  *     other's stored data). docs/performance.md (session 27) has two A/A runs: ratios within a
  *     tenth of 1 are not results on this host;
+ *   a word `NAME=value` in a variant's flags sets that environment variable for its workers;
  *   BENCH_BUNDLE_SIZES (`5,10`): shorthand for `--bundle-size 5;--bundle-size 10`;
  *   BENCH_WORKERS (1: worker processes per variant), BENCH_ROUNDS (8), BENCH_ELEMENTS (1,000),
  *   BENCH_CONCURRENCY (10), BENCH_MAP_BATCH_SIZE (50)
@@ -49,6 +50,11 @@ const splitLogLevel = (flags: readonly string[]): { logLevel?: string; rest: rea
 const splitTree = (flags: readonly string[]): { root?: string; rest: readonly string[] } => {
   const tree = flags.find((flag) => flag.startsWith('@'));
   return tree === undefined ? { rest: flags } : { root: resolve(tree.slice(1)), rest: flags.filter((flag) => flag !== tree) };
+};
+/** A variant's `NAME=value` words: environment variables of its worker processes (a knob a build reads, compared in paired rounds). */
+const splitEnv = (flags: readonly string[]): { env: Record<string, string>; rest: readonly string[] } => {
+  const isEnv = (flag: string) => /^[A-Z_][A-Z0-9_]*=/.test(flag);
+  return { env: Object.fromEntries(flags.filter(isEnv).map((flag) => [flag.slice(0, flag.indexOf('=')), flag.slice(flag.indexOf('=') + 1)])), rest: flags.filter((flag) => !isEnv(flag)) };
 };
 const labelOf = (flags: readonly string[]) => (flags.length === 0 ? '(defaults)' : flags.join(' '));
 const WORKERS = Number(process.env['BENCH_WORKERS'] ?? 1);
@@ -89,13 +95,15 @@ runBench(async () => {
       const label = labelOf(flags);
       const name = `bench-variant-${v}`;
       const { root, rest } = splitTree(flags);
-      const { logLevel, rest: cliFlags } = splitLogLevel(rest);
+      const { env, rest: withoutEnv } = splitEnv(rest);
+      const { logLevel, rest: cliFlags } = splitLogLevel(withoutEnv);
       const workers = Array.from({ length: WORKERS }, () =>
         startCliWorker({
           redisUrl: server.url,
           lib: 'dist',
           modules: [root === undefined ? benchFile('fixtures/map-reactors-dist.mjs') : join(root, 'bench/fixtures/map-reactors-dist.mjs')],
           args: ['--queue', name, '--prefix', name, '--concurrency', String(CONCURRENCY), ...cliFlags],
+          env,
           ...(logLevel === undefined ? {} : { logLevel }),
           ...(root === undefined ? {} : { root }),
         }),

@@ -11,8 +11,9 @@
  * Calls go out on one connection, so Redis runs them in the order sent (short of ioredis sending
  * one again after a NOSCRIPT reply: harmless, as two calls in flight never carry commits of the
  * same actor, and each commit is fenced). When to send is {@link batchedCommits}' rule: at the end
- * of the turn while fewer than {@link MAX_CALLS_IN_FLIGHT} calls are in flight; else with the next
- * call, once one of them is answered (or once {@link MAX_GROUP_COMMIT} commits wait).
+ * of the turn while fewer than {@link MAX_CALLS_IN_FLIGHT} calls are in flight (as two calls when
+ * none is and the turn issued at least {@link SPLIT_FROM_IDLE}); else with the next call, once one
+ * of them is answered (or once {@link MAX_GROUP_COMMIT} commits wait).
  */
 import { commitBatchArgs, readBatchReplies } from './redis-scripts.js';
 import type { CommitCall, ScriptRunner } from './redis-scripts.js';
@@ -48,6 +49,17 @@ export const MAX_GROUP_COMMIT = 128;
 export const MAX_CALLS_IN_FLIGHT = 2;
 
 /**
+ * From how many commits a turn's commits go out as two calls when no call is in flight. Sent as
+ * one, the actors that issued them (a bundle's ten elements, started together) would all wait for
+ * the same reply, then all compute their next steps while Redis waited, then all wait again:
+ * in lockstep for as long as they run, so neither double buffering nor the second call in flight
+ * could ever be used. As two halves, the first half's actors compute while Redis applies the
+ * second half, and the two groups stay out of step (docs/performance.md, session 28). Fewer
+ * commits than this go as one call: a group that small has little to overlap.
+ */
+export const SPLIT_FROM_IDLE = 4;
+
+/**
  * A sender that groups commits into script calls, as a database groups the commits of concurrent
  * transactions into one log write. A commit waits for the end of the turn it is sent in
  * (`process.nextTick`: for commits issued from promise continuations, as an actor's are, after the
@@ -66,7 +78,9 @@ export const MAX_CALLS_IN_FLIGHT = 2;
  * from idle then sent the first element's commit alone and the other nine together, at both of
  * their commits. Waiting for the end of the turn costs a lone commit nothing measurable (the turn
  * ends in microseconds) and took the script calls of a forward fan-out element from 0.85 to 0.70
- * (docs/performance.md, session 27, with the paired figures).
+ * (docs/performance.md, session 27, with the paired figures). Sent from idle as one call, though,
+ * a bundle's ten commits kept its ten elements in lockstep (see {@link SPLIT_FROM_IDLE}): a turn
+ * with no call in flight and at least that many commits now sends them as two calls of halves.
  */
 export function batchedCommits(run: ScriptRunner, maxBatch = MAX_GROUP_COMMIT, maxInFlight = MAX_CALLS_IN_FLIGHT): CommitSender {
   let pending: Pending[] | undefined;
@@ -127,7 +141,14 @@ export function batchedCommits(run: ScriptRunner, maxBatch = MAX_GROUP_COMMIT, m
     if (inFlight >= maxInFlight) return;
     const batch = pending;
     pending = undefined;
-    if (batch !== undefined) send(batch);
+    if (batch === undefined) return;
+    if (inFlight === 0 && maxInFlight > 1 && batch.length >= SPLIT_FROM_IDLE) {
+      const half = Math.ceil(batch.length / 2);
+      send(batch.slice(0, half));
+      send(batch.slice(half));
+      return;
+    }
+    send(batch);
   }
   return (call) => {
     const waiting = (pending ??= []);

@@ -433,14 +433,14 @@ describe('redis store: group commit', () => {
   };
   const ten = Array.from({ length: 10 }, (_, i) => `batch-${i}`);
 
-  it('sends the commits of an idle turn as one script call at its end, each to its own keys', async () => {
+  it('sends the commits of an idle turn as two script calls at its end (halves: their actors fall out of step), each to its own keys', async () => {
     const { redis, store, cleanup } = open();
     try {
       for (const id of ten) await store.create({ id, reactor: 'r', input: {}, commit: first() });
       const traced = await Promise.all(ten.map(async (id) => (await store.readTrace(id)).length));
       await redis.config('RESETSTAT');
       expect(await Promise.all(ten.map((id) => store.commit(id, 1, quiet())))).toEqual(ten.map(() => 2));
-      expect(await scriptCalls(redis)).toBe(1);
+      expect(await scriptCalls(redis)).toBe(2);
       // The script builds each commit's results, undo, trace and lease keys from its base and id.
       for (const [i, id] of ten.entries()) {
         expect(await store.readResults(id)).toEqual(new Map([['a', 1], ['s', 1]]));
@@ -456,30 +456,34 @@ describe('redis store: group commit', () => {
    * the store's connection, so that no reply to the commits sent behind it can arrive before
    * `issue` has issued its commits: the commit of 'ahead' goes out at the end of its turn (nothing
    * was in flight), and with `twoAhead` the commit of 'ahead-2' goes out at the end of a later
-   * turn, a second call in flight. Returns the script calls the server counted (the busy script
-   * and the commits ahead included), once every commit landed at revision 2.
+   * turn, a second call in flight, behind a command that blocks the connection for a while:
+   * 'ahead' is answered while 'ahead-2' is still in flight (answered in one turn, both would leave
+   * nothing in flight, and a turn's commits would go out from idle, as two calls). Returns the
+   * script calls the server counted (the busy script and the commits ahead included), once every
+   * commit landed at revision 2.
    */
-  const behindBusyCall = async (redis: Redis, store: Store, ids: readonly string[], issue: () => Promise<Promise<number>[]>, twoAhead = false): Promise<number> => {
+  const behindBusyCall = async (redis: Redis, store: Store, prefix: string, ids: readonly string[], issue: () => Promise<Promise<number>[]>, twoAhead = false): Promise<number> => {
     const aheadIds = twoAhead ? ['ahead', 'ahead-2'] : ['ahead'];
     for (const id of [...ids, ...aheadIds]) await store.create({ id, reactor: 'r', input: {}, commit: first() });
     await redis.config('RESETSTAT');
-    const busy = redis.eval('local i = 0 while i < 20000000 do i = i + 1 end return i', 0);
+    const busy = [redis.eval('local i = 0 while i < 20000000 do i = i + 1 end return i', 0)];
     const ahead = [store.commit('ahead', 1, quiet())];
     if (twoAhead) {
       await new Promise((resolve) => setImmediate(resolve));
+      busy.push(redis.blpop(`${prefix}:never`, 0.3));
       ahead.push(store.commit('ahead-2', 1, quiet()));
       await new Promise((resolve) => setImmediate(resolve));
     }
     const commits = await issue();
     expect(await Promise.all([...commits, ...ahead])).toEqual([...ids.map(() => 2), ...ahead.map(() => 2)]);
-    await busy;
+    await Promise.all(busy);
     return scriptCalls(redis);
   };
 
   it('while a commit is in flight, sends every commit of a turn in one script call', async () => {
-    const { redis, store, cleanup } = open();
+    const { redis, store, prefix, cleanup } = open();
     try {
-      const calls = await behindBusyCall(redis, store, ten, async () => {
+      const calls = await behindBusyCall(redis, store, prefix, ten, async () => {
         await new Promise((resolve) => setImmediate(resolve));
         return ten.map((id) => store.commit(id, 1, quiet()));
       });
@@ -490,11 +494,12 @@ describe('redis store: group commit', () => {
   });
 
   it('while two calls are in flight, commits of several turns wait for a reply and go out together, as one call', async () => {
-    const { redis, store, cleanup } = open();
+    const { redis, store, prefix, cleanup } = open();
     try {
       const calls = await behindBusyCall(
         redis,
         store,
+        prefix,
         ten,
         async () => {
           // Half the commits in one turn, half in a later one: all behind the two calls in flight.
@@ -513,10 +518,10 @@ describe('redis store: group commit', () => {
   });
 
   it(`sends a batch at once when ${MAX_GROUP_COMMIT} commits have gathered, even while two calls are in flight`, async () => {
-    const { redis, store, cleanup } = open();
+    const { redis, store, prefix, cleanup } = open();
     try {
       const many = Array.from({ length: MAX_GROUP_COMMIT + 2 }, (_, i) => `many-${i}`);
-      const calls = await behindBusyCall(redis, store, many, () => Promise.resolve(many.map((id) => store.commit(id, 1, quiet()))), true);
+      const calls = await behindBusyCall(redis, store, prefix, many, () => Promise.resolve(many.map((id) => store.commit(id, 1, quiet()))), true);
       // The busy script, the two commits ahead, a full batch, and the two commits left over.
       expect(calls).toBe(5);
     } finally {
@@ -545,7 +550,8 @@ describe('redis store: group commit', () => {
       await redis.set(k.executionKeys('batch-3').lease, 'other', 'PX', 60_000);
       await redis.config('RESETSTAT');
       const outcomes = await Promise.allSettled(ten.map((id) => store.commit(id, 1, quiet(), { takeLease: { owner: `w-${id}`, ttlMs: 60_000 } })));
-      expect(await scriptCalls(redis)).toBe(1);
+      // From idle: two calls of five.
+      expect(await scriptCalls(redis)).toBe(2);
       outcomes.forEach((outcome, i) => expect(outcome.status, ten[i]).toBe(i === 3 ? 'rejected' : 'fulfilled'));
       for (const id of ten) expect(await redis.get(k.executionKeys(id).lease), id).toBe(id === 'batch-3' ? 'other' : `w-${id}`);
     } finally {
@@ -575,7 +581,7 @@ describe('redis store: group commit', () => {
       await redis.set(createKeyBuilder(prefix).executionKeys('batch-4').results, 'foreign');
       await redis.config('RESETSTAT');
       const outcomes = await Promise.allSettled(ten.map((id) => store.commit(id, 1, quiet())));
-      expect(await scriptCalls(redis)).toBe(1);
+      expect(await scriptCalls(redis)).toBe(2);
       outcomes.forEach((outcome, i) => {
         if (i === 4) expect(outcome).toMatchObject({ status: 'rejected', reason: { message: expect.stringMatching(/WRONGTYPE/) } });
         else expect(outcome, ten[i]).toEqual({ status: 'fulfilled', value: 2 });

@@ -1,11 +1,11 @@
 /**
  * The group commit's sending rule (`batchedCommits`), against a fake script runner whose replies
  * the test releases: a turn's commits go out together at its end (a lone one alone) while fewer
- * than two calls are in flight, or wait (two in flight); when waiting commits go out together, the
+ * than two calls are in flight (from idle, a turn of many as two calls), or wait (two in flight); when waiting commits go out together, the
  * cut-off of a full batch, and that every commit's promise settles on every path.
  */
 import { describe, expect, it } from 'vitest';
-import { batchedCommits } from '../../src/store/commit-batcher.js';
+import { batchedCommits, MAX_GROUP_COMMIT, SPLIT_FROM_IDLE } from '../../src/store/commit-batcher.js';
 import type { CommitCall, ScriptName, ScriptRunner } from '../../src/store/redis-scripts.js';
 
 interface Sent {
@@ -62,6 +62,41 @@ describe('group commit: batchedCommits', () => {
     sent[1]!.answer([3, 4]);
     sent[0]!.answer([1, 2]);
     expect(await Promise.all([...first, ...second])).toEqual([1, 2, 3, 4]);
+  });
+
+  it('sends a turn of at least SPLIT_FROM_IDLE commits from idle as two calls of halves, so their actors fall out of step; fewer, or with a call in flight, as one', async () => {
+    const { run, sent } = fakeRunner();
+    const send = batchedCommits(run);
+    const ids = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
+    const ten = ids('a', 10).map((id) => send(commit(id)));
+    await settle();
+    expect(sent.map((s) => [s.name, s.ids])).toEqual([
+      ['commitBatch', ids('a', 5)],
+      ['commitBatch', ids('a', 10).slice(5)],
+    ]);
+    // The first half answered: its actors' next commits go out while the second half is in flight, as one call.
+    sent[0]!.answer();
+    await settle();
+    const next = ids('b', 5).map((id) => send(commit(id)));
+    await settle();
+    expect(sent.map((s) => s.ids)).toEqual([ids('a', 5), ids('a', 10).slice(5), ids('b', 5)]);
+    sent[1]!.answer();
+    sent[2]!.answer();
+    await Promise.all([...ten, ...next]);
+    // From idle again, below SPLIT_FROM_IDLE: one call.
+    const few = ids('c', SPLIT_FROM_IDLE - 1).map((id) => send(commit(id)));
+    await settle();
+    expect(sent.at(-1)!.ids).toEqual(ids('c', SPLIT_FROM_IDLE - 1));
+    sent.at(-1)!.answer();
+    await Promise.all(few);
+    // A sender allowed one call in flight has nothing to overlap: one call.
+    const single = fakeRunner();
+    const one = batchedCommits(single.run, MAX_GROUP_COMMIT, 1);
+    const all = ids('d', 10).map((id) => one(commit(id)));
+    await settle();
+    expect(single.sent.map((s) => s.ids)).toEqual([ids('d', 10)]);
+    single.sent[0]!.answer();
+    await Promise.all(all);
   });
 
   it('holds commits issued while two calls are in flight, over several turns, and sends them as one call once one is answered', async () => {
