@@ -4,8 +4,8 @@
  * As a preload (`node --import ./bench/trace-commands.mjs ...`, e.g. `BENCH_WORKER_NODE_ARGS` of
  * `bench/map.ts`, with `XR_TRACE_DIR=<dir>`): every command the process sends through ioredis is
  * recorded with its send and reply times on the machine's wall clock (milliseconds, so traces of
- * several processes line up), its name, and for a script the script's file (our `src/store/lua`
- * scripts and BullMQ's, by SHA1); the map host's `load`, `transition` and `perform` are marked
+ * several processes line up), its name, and for a script its name (the store's, as in `SCRIPTS`,
+ * and BullMQ's, by SHA1); the map host's `load`, `transition` and `perform` are marked
  * beside them (a map transition's event, a perform's effect). On exit the process writes
  * `<dir>/trace.<pid>.json`: `[sentMs, repliedMs, name, detail][]` (repliedMs negative: it failed).
  *
@@ -25,14 +25,17 @@ import { fileURLToPath, URL } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
-/** Script SHA1 (first 8 hex digits) → name: the store's Lua scripts (includes resolved as the store resolves them) and BullMQ's. */
-function scriptNames() {
+/**
+ * Script SHA1 (first 8 hex digits) → name: the store's scripts as the built store loads them
+ * (`SCRIPTS`, `loadLuaScript`: includes resolved), and BullMQ's.
+ */
+async function scriptNames() {
   const names = new Map();
-  const lua = join(ROOT, 'src/store/lua');
-  const include = /^--- @include "([A-Za-z0-9_-]+)"[ \t]*$/gm;
-  for (const file of readdirSync(lua).filter((f) => f.endsWith('.lua'))) {
-    const source = readFileSync(join(lua, file), 'utf8').replace(include, (_line, name) => readFileSync(join(lua, 'includes', `${name}.lua`), 'utf8'));
-    names.set(createHash('sha1').update(source).digest('hex').slice(0, 8), file.replace(/\.lua$/, ''));
+  try {
+    const { SCRIPTS, loadLuaScript } = await import(join(ROOT, 'dist/src/store/redis-scripts.js'));
+    for (const [name, script] of Object.entries(SCRIPTS)) names.set(createHash('sha1').update(loadLuaScript(script.file)).digest('hex').slice(0, 8), name);
+  } catch {
+    // No built tree: the store's scripts go by their SHA1.
   }
   const require = createRequire(join(ROOT, 'package.json'));
   const bullScripts = join(require.resolve('bullmq').replace(/dist\/cjs\/.*$/, 'dist/cjs/scripts'));
@@ -53,7 +56,7 @@ const now = () => performance.timeOrigin + performance.now();
 async function trace(dir) {
   const require = createRequire(join(ROOT, 'package.json'));
   const { Redis } = require('ioredis');
-  const names = scriptNames();
+  const names = await scriptNames();
   const log = [];
   const send = Redis.prototype.sendCommand;
   Redis.prototype.sendCommand = function (command, stream) {
@@ -100,7 +103,7 @@ function read(dir) {
       if (name !== 'map.load') continue;
       const before = log.filter((r) => r[1] > 0 && r[1] < at && !r[2].startsWith('map.') && r[2] !== 'bzpopmin').map((r) => r[1]);
       const enqueue = log.find((r) => r[0] > at && r[2] === 'map.perform' && r[3] === 'xreactor.effect.map.enqueue');
-      const next = enqueue && log.find((r) => r[0] > enqueue[0] && r[3] === 'commitBatch-1n');
+      const next = enqueue && log.find((r) => r[0] > enqueue[0] && r[3] === 'commitBatch');
       if (before.length > 0 && next) boundaries.push(next[0] - Math.max(...before));
     }
     console.log(`${file}: ${log.length} records; ${[...counts].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ')}`);

@@ -239,7 +239,7 @@ export function createBullmqQueue(options: BullmqQueueOptions): BullmqQueue {
       // added (a throw's critical path, docs/design/map.md §9.3). Nothing is lost if this process
       // dies before the add lands: the enqueue is its sender's effect, performed again (same ids).
       const eager = jobs.slice(0, firstParts);
-      const eagerId = bundleJobId(eager.map(jobIdOf));
+      const eagerId = bundleIdOf(eager);
       const added = (async () => {
         await new Promise<void>((resolve) => setImmediate(resolve));
         const bundles = bundlesOf(jobs, bundleSize);
@@ -323,10 +323,13 @@ function bundlesOf(jobs: readonly JobSpec[], bundleSize: number): { name: string
     return {
       name: BUNDLE_JOB_NAME,
       data: { actor: `${actorLabel(first)} +${parts - 1}`, spec: Buffer.from(encode(specs)).toString('base64'), parts },
-      opts: { jobId: bundleJobId(specs.map(jobIdOf)) },
+      opts: { jobId: bundleIdOf(specs) },
     };
   });
 }
+
+/** The BullMQ id of the bundle of these specs, in order. */
+const bundleIdOf = (specs: readonly JobSpec[]): string => bundleJobId(specs.map(jobIdOf));
 
 function createConsumer(handler: JobHandler, options: ConsumeOptions, context: ConsumerContext): LocalConsumer {
   const controllers = new Set<AbortController>();

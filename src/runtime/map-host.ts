@@ -427,9 +427,10 @@ export class MapHost implements ActorBehaviour<HeldMap>, KindHost<HeldMap> {
     let merged = plan;
     const events: { event: MapEvent; next: Snap }[] = [];
     // A rollback's start reads its counters, then its first throw its positions: a chain of reads.
+    // (A signal to another actor comes with its wake effect: the read is then not the only effect.)
     for (;;) {
       const [effect] = merged.effects;
-      if (merged.effects.length !== 1 || !this.#readsOnly(next.context as MapContext, effect!) || merged.signals.some((signal) => signal.to !== held.id) || merged.elements !== undefined || merged.rollbacks !== undefined || call.signal.aborted) break;
+      if (merged.effects.length !== 1 || !this.#readsOnly(next.context as MapContext, effect!) || merged.elements !== undefined || merged.rollbacks !== undefined || call.signal.aborted) break;
       const event = await this.#perform(held, effect!, call, next.context as MapContext);
       if (event === undefined) break;
       const [after, actions] = this.#stepper.next(next, event);

@@ -95,9 +95,10 @@ export interface RedisStoreOptions {
    * Group commit: the commits that several actors issue while the store's commit calls are in
    * flight (per-step ones and those with signals, spawns or map writes alike) go to Redis
    * together, in one script call, each still fenced and answered on its own: at the end of the
-   * turn while fewer than two calls are in flight, once one is answered while two are (see
-   * `src/store/commit-batcher.ts`); 128 waiting commits go out at once, as one call. A lone run's
-   * commit waits only for the end of the turn it is issued in.
+   * turn while fewer than two calls are in flight (from idle, a turn of four or more as two calls
+   * of halves, so actors that started together do not stay in lockstep), once one is answered
+   * while two are (see `src/store/commit-batcher.ts`); 128 waiting commits go out at once, as one
+   * call. A lone run's commit waits only for the end of the turn it is issued in.
    * Not available on a Redis Cluster, whose executions live in different slots.
    * @defaultValue true on a single Redis server, false on a Cluster
    */

@@ -1,8 +1,9 @@
 /**
  * The group commit's sending rule (`batchedCommits`), against a fake script runner whose replies
  * the test releases: a turn's commits go out together at its end (a lone one alone) while fewer
- * than two calls are in flight (from idle, a turn of many as two calls), or wait (two in flight); when waiting commits go out together, the
- * cut-off of a full batch, and that every commit's promise settles on every path.
+ * than two calls are in flight (from idle, a turn of many as two calls), or wait (two in flight);
+ * when waiting commits go out together, the cut-off of a full batch, and that every commit's
+ * promise settles on every path.
  */
 import { describe, expect, it } from 'vitest';
 import { batchedCommits, MAX_GROUP_COMMIT, SPLIT_FROM_IDLE } from '../../src/store/commit-batcher.js';
