@@ -157,6 +157,22 @@ export class InboxPendingError extends StaleRevisionError {
   }
 }
 
+/**
+ * A commit computed ahead of the signal it applies (`Commit.signalAhead`) was refused because that
+ * signal had not landed in the actor's inbox under the seq the commit names (code
+ * `signal_not_landed`): the sender's commit was refused, or another signal landed first. Nothing
+ * was written; the actor applies its inbox as it finds it. A subclass of StaleRevisionError: the
+ * commit was computed from a state the store does not hold.
+ */
+export class SignalNotLandedError extends StaleRevisionError {
+  constructor(executionId: string, revision: number, seq: number) {
+    super(executionId, revision, revision, {
+      code: 'signal_not_landed',
+      message: `actor ${executionId}: a commit applying inbox entry ${seq} was computed before that entry's signal landed, and the signal did not land under it; nothing was written`,
+    });
+  }
+}
+
 /** No execution with that id exists (or it expired). */
 export class ExecutionNotFoundError extends XreactorError {
   constructor(executionId: string) {

@@ -18,10 +18,11 @@ const isSeq = (n: number, min: number) => Number.isSafeInteger(n) && n >= min;
  * @throws XreactorError `signal_cross_root` ({@link signalCrossRootError}) for the first actor of
  * another root, `spawn_kind_mismatch` for a spawned actor whose `kind` its snapshot does not
  * have, `map_write_invalid` / `signal_condition_invalid` for a map write or conditional signal
- * that breaks its rules, `inbox_seq_invalid` for a seq that is not a whole number (inboxSeen >= 0, consumed >= 1).
+ * that breaks its rules, `inbox_seq_invalid` for a seq that is not a whole number (inboxSeen >= 0, consumed >= 1)
+ * or a `signalAhead` whose commit does not consume its `inboxSeen`.
  */
 export function checkCommitRules(id: string, commit: Commit): void {
-  if (commit.inboxSeen === undefined && commit.consumed === undefined && commit.signals === undefined && commit.awaits === undefined && commit.spawn === undefined && commit.writes.map === undefined) return;
+  if (commit.inboxSeen === undefined && commit.consumed === undefined && commit.signalAhead === undefined && commit.signals === undefined && commit.awaits === undefined && commit.spawn === undefined && commit.writes.map === undefined) return;
   const root = rootOf(id);
   const walk = (from: string, c: Commit) => {
     checkMapRules(from, c);
@@ -44,6 +45,12 @@ export function checkCommitRules(id: string, commit: Commit): void {
   }
   for (const seq of commit.consumed ?? []) {
     if (!isSeq(seq, 1)) throw new XreactorError('inbox_seq_invalid', `commit of actor ${id} consumes inbox entry ${seq}, not a seq (a whole number >= 1)`);
+  }
+  if (commit.signalAhead !== undefined && (commit.inboxSeen === undefined || !commit.consumed?.includes(commit.inboxSeen))) {
+    throw new XreactorError(
+      'inbox_seq_invalid',
+      `commit of actor ${id} names signalAhead ${JSON.stringify(commit.signalAhead)} but does not consume its inboxSeen ${commit.inboxSeen}; a commit computed ahead of a signal names the seq that signal is to land under as both`,
+    );
   }
 }
 

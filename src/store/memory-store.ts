@@ -1,5 +1,5 @@
 import type { TraceEntry } from '../../machines/execution-types.js';
-import { ExecutionNotFoundError, InboxPendingError, MapGateClosedError, StaleRevisionError, XreactorError } from '../errors/index.js';
+import { ExecutionNotFoundError, InboxPendingError, MapGateClosedError, SignalNotLandedError, StaleRevisionError, XreactorError } from '../errors/index.js';
 import { mapGateClosedWhy } from './map-writes.js';
 import { decodeLoadedResults } from './results-codec.js';
 import { decode, encode } from '../serialization/index.js';
@@ -370,6 +370,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       if (r.revision !== expectedRevision) throw new StaleRevisionError(id, expectedRevision, r.revision);
       if (options?.ifSnapshot !== undefined && !sameBytes(r.snapshot, options.ifSnapshot)) throw new StaleRevisionError(id, expectedRevision, r.revision);
       if (r.inboxSeq > (commit.inboxSeen ?? 0)) throw new InboxPendingError(id, r.revision, r.inboxSeq);
+      if (commit.signalAhead !== undefined && r.dedupe.get(commit.signalAhead) !== commit.inboxSeen) throw new SignalNotLandedError(id, r.revision, commit.inboxSeen ?? 0);
       checkUndo(id, commit.writes, r.undo.length);
       const lease = options?.takeLease;
       if (lease !== undefined && heldByOther(id, lease.owner)) throw executionBusyError(id);

@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { ReplyError } from 'ioredis';
 import type { Cluster, Redis } from 'ioredis';
-import { DefinitionError, ExecutionNotFoundError, InboxPendingError, MapGateClosedError, StaleRevisionError, XreactorError } from '../errors/index.js';
+import { DefinitionError, ExecutionNotFoundError, InboxPendingError, MapGateClosedError, SignalNotLandedError, StaleRevisionError, XreactorError } from '../errors/index.js';
 import { encode } from '../serialization/index.js';
 import { uniqueIds } from './commit-rules.js';
 import { encodeInboxEntry } from './inbox-codec.js';
@@ -314,7 +314,7 @@ export function commitArgs(keys: ExecutionKeys, expectedRevision: number, commit
       takeLease === undefined ? '' : ttlArg(takeLease.ttlMs),
       ifSnapshot === undefined ? '0' : '1',
       ifSnapshot === undefined ? '' : toBuffer(ifSnapshot),
-      String(commit.inboxSeen ?? 0),
+      commit.signalAhead === undefined ? String(commit.inboxSeen ?? 0) : `${commit.inboxSeen ?? 0}\0${keys.dedupe}\0${commit.signalAhead}`,
       kernel ? keys.base : '',
       ...commitTail(commit),
       ...(kernel ? [keys.id, ...kernelTail(commit, true), ...indexSection, ...(hasMapWrites(commit) ? mapSectionArgv(keys.id, commit) : [])] : []),
@@ -414,7 +414,7 @@ export function markActiveManyArgs(activeKey: string, ids: readonly string[]): S
   return { keys: [activeKey], argv: uniqueIds(ids) };
 }
 
-const REPLY = { ok: 0, conflict: 1, missing: 2, undoGap: 3, busy: 4, inboxPending: 5, spawnExists: 6, mapGateClosed: 7 } as const;
+const REPLY = { ok: 0, conflict: 1, missing: 2, undoGap: 3, busy: 4, inboxPending: 5, spawnExists: 6, mapGateClosed: 7, signalNotLanded: 8 } as const;
 
 /** The spawned actor a refusal names (`{4, id}`, `{3, position, length, id}`, `{6, id}`), or `id` when it names none. */
 const refusedActor = (id: string, named: unknown): string => (typeof named === 'string' || Buffer.isBuffer(named) ? String(named) : id);
@@ -440,6 +440,7 @@ function replyCode(reply: unknown, script: string): [code: number, first: number
  * landed, which follows it, is {@link readCommitReceipt}'s).
  * @throws StaleRevisionError when another writer advanced the execution (or its snapshot is not
  * the `ifSnapshot` bytes); InboxPendingError when a signal landed that the commit has not seen;
+ * SignalNotLandedError when the signal a commit was computed ahead of did not land under its seq;
  * ExecutionNotFoundError when it does not exist; XreactorError `undo_position_invalid` for an undo
  * push past the end; `execution_busy` when another owner holds the lease the commit was to take;
  * and for a spawned actor (named in the message): `execution_exists`, `execution_busy`,
@@ -451,6 +452,7 @@ export function readCommitReply(id: string, expectedRevision: number, reply: unk
   if (code === REPLY.conflict) throw new StaleRevisionError(id, expectedRevision, first);
   if (code === REPLY.missing) throw new ExecutionNotFoundError(id);
   if (code === REPLY.inboxPending) throw new InboxPendingError(id, first, second);
+  if (code === REPLY.signalNotLanded) throw new SignalNotLandedError(id, first, second);
   if (code === REPLY.mapGateClosed) throw new MapGateClosedError(id, String((reply as unknown[])[1]), String((reply as unknown[])[2]));
   const refused = spawnRefusal(id, code, reply as unknown[]);
   if (refused !== undefined) throw refused;

@@ -228,6 +228,15 @@ export interface Commit {
    */
   readonly consumed?: readonly number[];
   /**
+   * The commit was computed ahead of the signal it applies, before that signal's commit was
+   * answered (the kernel sends it right behind the sender's commit, in the same store call where
+   * it can): the signal's dedupe key. Applies only if that signal landed in this actor's inbox
+   * under seq `inboxSeen` (which the commit names in `consumed`); otherwise nothing is written and
+   * commit throws SignalNotLandedError. With the inbox rule above, the signal is then the last
+   * entry that landed: the commit applies exactly the state its sender's commit left.
+   */
+  readonly signalAhead?: string;
+  /**
    * Signals landing in actors' inboxes atomically with this commit (same root only: a recipient
    * of another root refuses the whole commit before anything is written, with
    * {@link signalCrossRootError}). They land after the commit's own writes and after the actors
@@ -626,7 +635,8 @@ export interface Store {
    * every signal, awaited and spawned actor is of this actor's root (`signal_cross_root`), the
    * execution exists (ExecutionNotFoundError), the revision and `ifSnapshot`
    * (StaleRevisionError), the inbox (InboxPendingError, when a signal landed after
-   * `commit.inboxSeen`), the undo positions (`undo_position_invalid`), the lease to take
+   * `commit.inboxSeen`; SignalNotLandedError, when the `commit.signalAhead` it applies did not land
+   * under that seq), the undo positions (`undo_position_invalid`), the lease to take
    * (`execution_busy`), then the spawned actors (see {@link Commit.spawn}). A refused commit writes
    * nothing, delivers no signal, spawns nothing, takes or releases no lease and announces nothing.
    */

@@ -4,7 +4,7 @@
  * {@link describeStoreContract} (`store-contract.ts`), so every adapter runs it.
  */
 import { describe, expect, it } from 'vitest';
-import { DeserializationError, EXECUTION_MACHINE_VERSION, InboxPendingError, StaleRevisionError, XreactorError } from '../../src/index.js';
+import { DeserializationError, EXECUTION_MACHINE_VERSION, InboxPendingError, SignalNotLandedError, StaleRevisionError, XreactorError } from '../../src/index.js';
 import type { Commit, DeliveredSignal, Store } from '../../src/index.js';
 import type { Signal } from '../../src/store/store.js';
 
@@ -179,6 +179,66 @@ export function describeActorKernelContract(fresh: () => Promise<Store>): void {
       expect((await store.load('r'))?.inbox).toEqual({ entries: [], seq: 1 });
       expect(await store.signal(ping('r', 'cancel'))).toEqual({ landed: [] });
       expect(await store.commit('r', 2, step('cancelled', { inboxSeen: 1 }))).toBe(3);
+    });
+
+    it('a commit computed ahead of a signal (`signalAhead`) applies right behind the commit that lands it, sent before that one is answered, and consumes it', async () => {
+      const store = await holding('r', 'r.a');
+      // Both sent in one turn: a batching store sends them in one call, in this order.
+      const sender = store.commit('r.a', 1, step('asked', { signals: [ping('r', 'undo-1')] }));
+      const ahead = store.commit('r', 1, step('undoing', { inboxSeen: 1, consumed: [1], signalAhead: 'undo-1' }));
+      expect(await Promise.all([sender, ahead])).toEqual([2, 2]);
+      expect(await store.load('r')).toMatchObject({ revision: 2, snapshot: { value: 'undoing' }, inbox: { entries: [], seq: 1 } });
+      // Landed once: sent again, the signal lands nowhere.
+      expect(await store.signal(ping('r', 'undo-1'))).toEqual({ landed: [] });
+    });
+
+    it('refuses a commit computed ahead of a signal that did not land under its seq (SignalNotLandedError), writing nothing, taking no lease, announcing nothing', async () => {
+      const store = await holding('r', 'r.a');
+      // The sender's commit refused (a stale revision): its signal never landed.
+      const sender = store.commit('r.a', 7, step('asked', { signals: [ping('r', 'undo-1')] }));
+      const ahead = store.commit('r', 1, busyStep('undoing', { inboxSeen: 1, consumed: [1], signalAhead: 'undo-1' }), { takeLease: lease, announce: true });
+      const [first, second] = await Promise.allSettled([sender, ahead]);
+      expect(first).toMatchObject({ status: 'rejected', reason: { code: 'stale_revision' } });
+      expect(second.status).toBe('rejected');
+      const refused = (second as PromiseRejectedResult).reason as XreactorError;
+      expect(refused).toBeInstanceOf(SignalNotLandedError);
+      expect(refused).toBeInstanceOf(StaleRevisionError);
+      expect(refused).toMatchObject({ code: 'signal_not_landed', executionId: 'r' });
+      expect(refused.message).toMatch(/inbox entry 1 was computed before that entry's signal landed/);
+      expect(await store.hasLease('r')).toBe(false);
+      expect(await store.load('r')).toMatchObject({ revision: 1, outbox: [], snapshot: { value: 'created' }, inbox: { entries: [], seq: 0 } });
+      expect(await store.readResults('r')).toEqual(new Map());
+      expect(await store.readUndoStack('r')).toEqual([]);
+      expect(await store.readTrace('r')).toEqual([]);
+    });
+
+    it('a commit computed ahead applies only the signal it names, landed last: another one under its seq, or its own under an earlier seq, refuses it', async () => {
+      const store = await holding('r', 'r.b');
+      // Another signal took the seq it predicted.
+      await store.signal(ping('r', 'other'));
+      expect((await refusal(store.commit('r', 1, step('undoing', { inboxSeen: 1, consumed: [1], signalAhead: 'undo-1' })))).code).toBe('signal_not_landed');
+      // Its own signal landed, then another: the inbox fence refuses it first.
+      await store.signal(ping('r', 'undo-1'));
+      await store.signal(ping('r', 'later'));
+      expect((await refusal(store.commit('r', 1, step('undoing', { inboxSeen: 2, consumed: [2], signalAhead: 'undo-1' })))).code).toBe('inbox_pending');
+      // Its own signal landed earlier than the seq it names (a duplicate sent again).
+      expect((await refusal(store.commit('r', 1, step('undoing', { inboxSeen: 3, consumed: [3], signalAhead: 'undo-1' })))).code).toBe('signal_not_landed');
+      expect(await store.load('r')).toMatchObject({ revision: 1, snapshot: { value: 'created' } });
+      // Named right (the last to land, under its seq), it applies; the entry before it stays.
+      await store.signal(ping('r.b', 'other'));
+      await store.signal(ping('r.b', 'undo-1'));
+      expect(await store.commit('r.b', 1, step('undoing', { inboxSeen: 2, consumed: [2], signalAhead: 'undo-1' }))).toBe(2);
+      expect((await store.readInbox('r.b')).entries.map((e) => e.dedupeKey)).toEqual(['other']);
+    });
+
+    it('refuses a commit computed ahead of a signal that does not consume the seq it names (inbox_seq_invalid), and one that creates its actor (signal_not_landed)', async () => {
+      const store = await holding('r');
+      await store.signal(ping('r', 'undo-1'));
+      expect((await refusal(store.commit('r', 1, step('undoing', { inboxSeen: 1, signalAhead: 'undo-1' })))).code).toBe('inbox_seq_invalid');
+      expect((await refusal(store.commit('r', 1, step('undoing', { signalAhead: 'undo-1' })))).code).toBe('inbox_seq_invalid');
+      const create = { reactor: 'r', input: null };
+      expect((await refusal(store.commit('r.new', 0, step('undoing', { inboxSeen: 1, consumed: [1], signalAhead: 'undo-1', signals: [ping('r', 'x')] }), { create }))).code).toBe('signal_not_landed');
+      expect(await store.load('r.new')).toBeUndefined();
     });
 
     it('entries seen but not consumed stay, and do not fence later commits that name their seq', async () => {

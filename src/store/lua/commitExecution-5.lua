@@ -41,7 +41,10 @@
   ARGV[10] lease TTL, ms (read when ARGV[8] is '1'; '' otherwise)
   ARGV[11] '1': apply only if the stored snapshot is byte-for-byte ARGV[12]; '0': no snapshot check
   ARGV[12] the expected snapshot envelope bytes (read when ARGV[11] is '1'; '' otherwise)
-  ARGV[13] inbox seen: refuse if the stored inbox seq (iseq) is higher
+  ARGV[13] inbox seen: refuse if the stored inbox seq (iseq) is higher; for a commit computed
+           ahead of the signal it applies (Commit.signalAhead), followed by NUL, the actor's
+           dedupe hash key, NUL and the signal's dedupe key: refuse (reply {8, rev, seen}) unless
+           that hash records the signal under exactly the seq seen
   ARGV[14] root base '<prefix>:{<root>}:' of the kernel section; '' = none (the per-step fast
            path: nothing follows the commit). Never '' when ARGV[3] is '1'
   ARGV[15..] the commit (layout in includes/applyCommit.lua, base 15), then, with a root base,

@@ -7,9 +7,19 @@
 ]]
 
 -- Every check of one commit, before its first write: the execution exists (a creating commit:
--- it does not), the revision, the snapshot (when asked), the inbox, the undo positions, the
--- lease to take. Returns the refusal,
+-- it does not), the revision, the snapshot (when asked), the inbox (and the signal a commit was
+-- computed ahead of), the undo positions, the lease to take. Returns the refusal,
 -- or nil with the commit read from A, the stored revision and the undo stack's length.
+-- The inbox seen (A[o + 13]): the seq alone, or, for a commit computed ahead of the signal it
+-- applies (Commit.signalAhead), the seq, NUL, the actor's dedupe hash, NUL, the signal's dedupe
+-- key. Returns the seq, and the dedupe hash and key when given.
+local function inboxSeen(arg)
+  local cut = string.find(arg, '\0', 1, true)
+  if not cut then return tonumber(arg) end
+  local second = string.find(arg, '\0', cut + 1, true)
+  return tonumber(string.sub(arg, 1, cut - 1)), string.sub(arg, cut + 1, second - 1), string.sub(arg, second + 1)
+end
+
 local function checkCommit(k, o)
   local checkSnapshot = A[o + 11] == '1'
   local fields = checkSnapshot and redis.call('HMGET', k[1], 'rev', 'iseq', 'snapshot') or redis.call('HMGET', k[1], 'rev', 'iseq')
@@ -18,6 +28,9 @@ local function checkCommit(k, o)
     -- A creating commit (expected revision 0, with a kernel section: its index section carries
     -- the creation, see includes/kernelCommit.lua) is fenced by the actor's absence.
     if A[o + 1] ~= '0' or A[o + 14] == '' then return {2, 0} end
+    -- A new actor has no inbox: no signal it was computed ahead of has landed.
+    local seen, dedupe = inboxSeen(A[o + 13])
+    if dedupe then return {8, 0, seen} end
     local commit = readCommit(o + 15)
     local badPosition, length = checkUndo(commit, 0)
     if badPosition then return {3, badPosition, length} end
@@ -30,7 +43,11 @@ local function checkCommit(k, o)
   stored = tonumber(stored)
   if stored ~= tonumber(A[o + 1]) then return {1, stored} end
   if checkSnapshot and fields[3] ~= A[o + 12] then return {1, stored} end
-  if fields[2] and tonumber(fields[2]) > tonumber(A[o + 13]) then return {5, stored, tonumber(fields[2])} end
+  local seen, dedupe, signal = inboxSeen(A[o + 13])
+  if fields[2] and tonumber(fields[2]) > seen then return {5, stored, tonumber(fields[2])} end
+  -- Computed ahead of the signal it applies: that signal landed under the seq it names (so, with
+  -- the check above, it is the last that landed).
+  if dedupe and tonumber(redis.call('HGET', dedupe, signal) or '0') ~= seen then return {8, stored, seen} end
 
   local commit = readCommit(o + 15)
   local undoLength = commit.nUndo > 0 and redis.call('LLEN', k[3]) or 0
