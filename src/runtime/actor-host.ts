@@ -4,7 +4,7 @@ import { InboxPendingError, StaleRevisionError } from '../errors/index.js';
 import type { Clock } from '../internal/clock.js';
 import { jobId } from '../queue/job-ids.js';
 import type { JobSpec, Queue } from '../queue/queue.js';
-import type { Commit, CommitOptions, DeliveredSignal, Inbox, InboxEntry, LoadedActor, LoadedExecution, OutboxEffect, PersistedSnapshot, SignalEvent, Store, AcquireAndLoadOptions } from '../store/store.js';
+import type { Commit, CommitOptions, DeliveredSignal, Inbox, InboxEntry, LoadedActor, LoadedExecution, OutboxEffect, PersistedSnapshot, Signal, SignalEvent, Store, AcquireAndLoadOptions } from '../store/store.js';
 import type { Call } from './call.js';
 import { enterActor, leaveActor } from './call.js';
 import type { HeldLease } from './lease.js';
@@ -55,6 +55,31 @@ export interface HeldActor {
    * element's start, docs/design/map.md §19). See {@link commitLease}.
    */
   fromJob?: { readonly ifSnapshot: Uint8Array; readonly create?: undefined } | { readonly create: NonNullable<CommitOptions['create']>; readonly ifSnapshot?: undefined } | undefined;
+  /**
+   * Its commit for a signal another actor of this call is sending it, sent right behind the
+   * sender's before either was answered ({@link ActorHost.sendAhead}); taken up when its turn
+   * comes to apply that entry.
+   */
+  ahead?: AheadStep | undefined;
+}
+
+/**
+ * A commit sent ahead of the signal it applies: the entry it predicted (the seq after the last
+ * one the actor has seen), the revision it was computed at, the transition, and what its commit
+ * reports: the new revision, or the refusal (`SignalNotLandedError` when the signal did not land
+ * under that seq; what it took for the commit has been given back then).
+ */
+export interface AheadStep {
+  readonly entry: InboxEntry;
+  readonly transition: Transition;
+  readonly receipt: string[] | undefined;
+  readonly delivered: DeliveredSignal[] | undefined;
+  readonly outcome: Promise<number | { readonly refused: unknown }>;
+}
+
+/** What a kernel loop offers another actor's loop in the same call: {@link ActorHost.sendAhead}. */
+export interface AheadLoop {
+  sendAhead(held: HeldActor, signal: Signal, call: Call): void;
 }
 
 const noop = (): void => undefined;
@@ -138,6 +163,13 @@ export interface Transition {
 export interface ActorBehaviour<H extends HeldActor> {
   /** The commit `event` leads to, or undefined when the actor's state does not accept it. */
   transition(held: H, event: SignalEvent, call: Call): Transition | undefined | Promise<Transition | undefined>;
+  /**
+   * The transition `event` leads to, computed at once and with nothing done that its `refused`
+   * does not give back (no actor spawned, nothing read), or undefined when there is none such: the
+   * kernel then sends its commit ahead of the signal that carries `event` ({@link ActorHost.sendAhead}).
+   * Absent: this kind's commits are never sent ahead.
+   */
+  transitionAhead?(held: H, event: SignalEvent, call: Call): Transition | undefined;
   /** Perform one committed effect; its outcome is the actor's next event. */
   perform(held: H, effect: OutboxEffect, call: Call): Promise<SignalEvent | undefined>;
   /** The tags of a state value (settled, undoable, ...), as its machine declares them. */
@@ -169,14 +201,14 @@ export type SweepLook = (id: string) => Promise<LoadedActor | undefined | 'not_h
 export type SweepVerdict = { readonly action: 'job' | 'keep' | 'drop' } | { readonly action: 'deliver'; readonly event: SignalEvent };
 
 /** The kernel loop of one kind's host, with the type of its held actors erased. */
-export type AnyActorLoop = Pick<ActorHost<never>, 'drive' | 'resume'>;
+export type AnyActorLoop = Pick<ActorHost<never>, 'drive' | 'resume' | 'sendAhead'>;
 
 /**
  * A kind of actor as the engine keeps it: how a stored actor of the kind is loaded, advanced (its
  * kernel loop) and swept. Jobs, wakes and sweeps addressed to the kind go to it.
  */
 export interface KindHost<H extends HeldActor = HeldActor> {
-  readonly loop: Pick<ActorHost<H>, 'drive' | 'resume'>;
+  readonly loop: Pick<ActorHost<H>, 'drive' | 'resume' | 'sendAhead'>;
   /** The held actor of a stored one (as `load` or `acquireAndLoad` read it; `input` when read with it), or undefined when it is gone. */
   load(id: string, loaded: LoadedExecution, input: { readonly value: unknown } | undefined): Promise<H | undefined>;
   /** See {@link ActorBehaviour.sweep}. */
@@ -261,7 +293,7 @@ export class ActorHost<H extends HeldActor> {
     return releasingLeftOver(call, async () => {
       let applied: boolean;
       let next: SignalEvent | undefined;
-      enterActor(call, held);
+      enterActor(call, held, this);
       try {
         applied = await this.#applyInbox(held, call);
         next = applied ? undefined : await this.performAll(held, outbox, call);
@@ -277,7 +309,7 @@ export class ActorHost<H extends HeldActor> {
   /** Drive from `event` (when set) until idle, then wake the actors it signalled that this call is not advancing. */
   continueWith(held: H, event: SignalEvent | undefined, call: Call): Promise<void> {
     return releasingLeftOver(call, async () => {
-      enterActor(call, held);
+      enterActor(call, held, this);
       try {
         let next = event;
         for (;;) {
@@ -513,22 +545,19 @@ export class ActorHost<H extends HeldActor> {
       await this.#applyInbox(held, call);
       return { status: 'refused' };
     }
+    if (held.ahead !== undefined) {
+      const taken = await this.#takeAhead(held, entry, call);
+      if (taken !== undefined) return taken;
+    }
     // Most transitions are computed without waiting (only one that spawns validates input): no extra tick per step.
     const computed = this.#kind.transition(held, event, call);
     const transition = computed instanceof Promise ? await computed : computed;
     if (transition === undefined) return { status: 'ignored' };
     const commit: Commit = { ...transition.commit, inboxSeen: held.inbox.seq, ...(entry === undefined ? {} : { consumed: [entry.seq] }) };
-    // The receipt of the conditional signals whose wakes depend on it.
-    const receipt = transition.effects.some(isConditionalWake) ? [] : undefined;
-    // Listed for the sweeper with the commit (the store does it atomically where it can).
-    const listing = transition.listed.length > 0 ? { list: transition.listed } : undefined;
-    // Signals to actors this call advances: the store's receipt hands them their entries.
-    const delivered = commit.signals?.some((signal) => signal.to !== held.id && (call.active.has(signal.to) || call.leased.has(signal.to))) === true ? [] : undefined;
-    const options =
-      receipt === undefined && listing === undefined && delivered === undefined
-        ? transition.options
-        : { ...transition.options, ...listing, ...(receipt === undefined ? {} : { landedSignals: receipt }), ...(delivered === undefined ? {} : { delivered }) };
-    const committing = store.commit(held.id, held.revision, commit, options);
+    const { options, receipt, delivered } = this.#commitOptions(transition, commit, held.id, call);
+    // Recipients of its signals that wait for exactly them: their commits go right behind this one.
+    const sending = delivered === undefined ? options : { ...options, sending: () => this.#sendAheadTo(held, commit.signals!, call) };
+    const committing = store.commit(held.id, held.revision, commit, sending);
     transition.sent?.(held.revision + 1);
     try {
       held.revision = await committing;
@@ -550,14 +579,44 @@ export class ActorHost<H extends HeldActor> {
       await this.#applyInbox(held, call);
       return { status: 'refused' };
     }
+    return this.#landed(held, transition, entry, receipt, delivered, call);
+  }
+
+  /**
+   * The options of a transition's commit: the kind's, with the actors it lists, the receipt of
+   * its conditional signals (when a wake depends on one) and of the signals it delivers to actors
+   * this call advances (whose entries are handed to them).
+   */
+  #commitOptions(transition: Transition, commit: Commit, id: string, call: Call): { options: CommitOptions | undefined; receipt: string[] | undefined; delivered: DeliveredSignal[] | undefined } {
+    // The receipt of the conditional signals whose wakes depend on it.
+    const receipt = transition.effects.some(isConditionalWake) ? [] : undefined;
+    // Listed for the sweeper with the commit (the store does it atomically where it can).
+    const listing = transition.listed.length > 0 ? { list: transition.listed } : undefined;
+    // Signals to actors this call advances: the store's receipt hands them their entries.
+    const delivered = commit.signals?.some((signal) => signal.to !== id && (call.active.has(signal.to) || call.leased.has(signal.to))) === true ? [] : undefined;
+    const options =
+      receipt === undefined && listing === undefined && delivered === undefined
+        ? transition.options
+        : { ...transition.options, ...listing, ...(receipt === undefined ? {} : { landedSignals: receipt }), ...(delivered === undefined ? {} : { delivered }) };
+    return { options, receipt, delivered };
+  }
+
+  /**
+   * The commit of `transition` landed (the held revision is the new one): the held actor takes
+   * its snapshot, outbox and receipts, the entry it applied leaves its inbox, the kind records
+   * what it keeps; then its effects are performed (their outcome is the next event), unless a
+   * signal that landed meanwhile comes first.
+   */
+  async #landed(held: H, transition: Transition, entry: InboxEntry | undefined, receipt: string[] | undefined, delivered: DeliveredSignal[] | undefined, call: Call): Promise<StepOutcome> {
     const previous = held.snapshot;
     held.snapshot = transition.next;
+    // (An entry applied by a commit sent ahead may not have been handed to it: its seq is seen now.)
+    if (entry !== undefined) held.inbox = { entries: held.inbox.entries.filter((e) => e.seq !== entry.seq), seq: Math.max(held.inbox.seq, entry.seq) };
     if (transition.keepsOutbox === true) {
       // The stored outbox was carried forward: nothing to perform, nothing pending changes.
       held.landed = undefined;
       held.handed = undefined;
       held.declined.clear();
-      if (entry !== undefined) held.inbox = { entries: held.inbox.entries.filter((e) => e.seq !== entry.seq), seq: held.inbox.seq };
       const kept = transition.landed(call, previous);
       if (kept !== undefined) await kept;
       return { status: 'kept' };
@@ -567,7 +626,6 @@ export class ActorHost<H extends HeldActor> {
     held.handed = delivered === undefined ? undefined : handOver(delivered, held.id, call);
     held.outboxPending = false;
     held.declined.clear();
-    if (entry !== undefined) held.inbox = { entries: held.inbox.entries.filter((e) => e.seq !== entry.seq), seq: held.inbox.seq };
     const landing = transition.landed(call, previous);
     if (landing !== undefined) await landing;
     // Signals that landed meanwhile come first: an inbox entry not tried yet (a cancel behind a
@@ -578,6 +636,81 @@ export class ActorHost<H extends HeldActor> {
       return { status: 'committed', next: undefined };
     }
     return { status: 'committed', next: await this.performAll(held, transition.effects, call) };
+  }
+
+  /**
+   * Send the commits of the recipients of `signals` that this call holds and that wait for
+   * exactly that signal, right behind the sender's commit (called once that commit is on its
+   * way): an element its rollback actor took with its lease and signals to undo, a rollback actor
+   * awaiting its element's end. Each recipient's loop decides (see {@link sendAhead}).
+   */
+  #sendAheadTo(sender: H, signals: readonly Signal[], call: Call): void {
+    for (const signal of signals) {
+      if (signal.to === sender.id || signal.cascade === true || signal.condition !== undefined) continue;
+      // Two signals to one recipient: the second's entry would follow the first's.
+      if (signals.some((other) => other !== signal && other.to === signal.to)) continue;
+      const leased = call.leased.get(signal.to);
+      const recipient = leased?.held ?? call.active.get(signal.to);
+      const loop = leased?.loop ?? call.loops.get(signal.to);
+      if (recipient === undefined || loop === undefined) continue;
+      // Taken ahead, its inbox read with it; advanced by a frame further out, awaiting this sender.
+      const waits = leased !== undefined ? !recipient.inboxStale : recipient.inboxStale && recipient.expects === sender.id;
+      if (waits) loop.sendAhead(recipient, signal, call);
+    }
+  }
+
+  /**
+   * Send `held`'s commit for `signal`, which a commit just sent before this one carries to it:
+   * computed as if the signal had landed as the next entry of its inbox, and applied by the store
+   * only if it did (`Commit.signalAhead`). One store call for both where the store groups commits,
+   * and one round trip less for the recipient in any case. Only an actor with nothing else to
+   * apply or perform, whose kind computes the transition at once ({@link ActorBehaviour.transitionAhead});
+   * its turn to apply the entry takes the outcome up ({@link #takeAhead}). A commit refused goes
+   * for nothing: the entry is then applied as it would have been.
+   */
+  sendAhead(held: HeldActor, signal: Signal, call: Call): void {
+    const actor = held as H;
+    const kind = this.#kind;
+    if (kind.transitionAhead === undefined || actor.ahead !== undefined || actor.fromJob !== undefined || actor.handedPending === true || actor.outboxPending === true || actor.inbox.entries.length > 0) return;
+    const entry: InboxEntry = { seq: actor.inbox.seq + 1, event: signal.event, dedupeKey: signal.dedupeKey };
+    let transition: Transition | undefined;
+    try {
+      transition = kind.transitionAhead(actor, entry.event, call);
+    } catch {
+      // Its turn computes it again, and meets the error there.
+      return;
+    }
+    if (transition === undefined || transition.keepsOutbox === true) return;
+    const commit: Commit = { ...transition.commit, inboxSeen: entry.seq, consumed: [entry.seq], signalAhead: entry.dedupeKey };
+    const { options, receipt, delivered } = this.#commitOptions(transition, commit, actor.id, call);
+    const sent = transition;
+    const outcome = this.#deps.store.commit(actor.id, actor.revision, commit, options).then(
+      (revision) => revision,
+      (refused: unknown) => {
+        sent.refused?.();
+        return { refused };
+      },
+    );
+    transition.sent?.(actor.revision + 1);
+    actor.ahead = { entry, transition, receipt, delivered, outcome };
+  }
+
+  /**
+   * The actor's commit sent ahead, at its next step: landed, it is this step when the step
+   * applies its entry (else that entry comes first, with what follows from it, and the step's
+   * event is delivered again after it, as a refusal for it would have had it); refused, the step
+   * goes on as if none had been sent (undefined).
+   */
+  async #takeAhead(held: H, entry: InboxEntry | undefined, call: Call): Promise<StepOutcome | undefined> {
+    const ahead = held.ahead!;
+    held.ahead = undefined;
+    const outcome = await ahead.outcome;
+    if (typeof outcome !== 'number') return undefined;
+    held.revision = outcome;
+    const landed = await this.#landed(held, ahead.transition, ahead.entry, ahead.receipt, ahead.delivered, call);
+    if (entry !== undefined && entry.seq === ahead.entry.seq) return landed;
+    if (landed.status === 'committed' || landed.status === 'replaced') await this.continueWith(held, landed.next, call);
+    return { status: 'refused' };
   }
 }
 

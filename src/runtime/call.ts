@@ -1,4 +1,4 @@
-import type { HeldActor } from './actor-host.js';
+import type { AheadLoop, HeldActor } from './actor-host.js';
 
 /**
  * Who is advancing the actors of a call. A caller that is interrupted stores the run `aborted`; a
@@ -28,7 +28,13 @@ export interface Call {
    * handed to it, and the call advances it from there, without loading it again. Any left when
    * the call's outermost frame is done have their leases released.
    */
-  readonly leased: Map<string, { readonly held: HeldActor; readonly resume: (call: Call) => Promise<void> }>;
+  readonly leased: Map<string, { readonly held: HeldActor; readonly resume: (call: Call) => Promise<void>; readonly loop?: AheadLoop }>;
+  /**
+   * The kernel loops of the actors in {@link active}, by id: a commit signalling one of them that
+   * waits for exactly that signal sends the recipient's commit for it right behind its own
+   * (`ActorHost.sendAhead`).
+   */
+  readonly loops: Map<string, AheadLoop>;
   /**
    * Actors this call signalled and left to the process holding their lease (a wake job was
    * queued for each): what follows from those signals happens there, not in this call.
@@ -38,12 +44,13 @@ export interface Call {
 
 /** A new call. */
 export function newCall(signal: AbortSignal, place: Place): Call {
-  return { signal, place, active: new Map(), depth: new Map(), spawned: new Map(), woken: new Map(), leased: new Map(), leftToOthers: new Set() };
+  return { signal, place, active: new Map(), depth: new Map(), spawned: new Map(), woken: new Map(), leased: new Map(), loops: new Map(), leftToOthers: new Set() };
 }
 
-/** A frame of `call` starts advancing `held`. */
-export function enterActor(call: Call, held: HeldActor): void {
+/** A frame of `call` starts advancing `held`, with `loop` (its kind's kernel loop). */
+export function enterActor(call: Call, held: HeldActor, loop: AheadLoop): void {
   call.active.set(held.id, held);
+  call.loops.set(held.id, loop);
   call.depth.set(held.id, (call.depth.get(held.id) ?? 0) + 1);
 }
 
@@ -56,4 +63,5 @@ export function leaveActor(call: Call, held: HeldActor): void {
   }
   call.depth.delete(held.id);
   call.active.delete(held.id);
+  call.loops.delete(held.id);
 }

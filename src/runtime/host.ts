@@ -346,14 +346,28 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
    * the settle announcement.
    */
   transition(held: HeldExecution, input: SignalEvent, call: Call): Transition | undefined | Promise<Transition | undefined> {
+    return this.#transition(held, input, call, false);
+  }
+
+  /** The transition when it spawns nothing (a spawn builds its children first): sent ahead of the signal carrying `input`. */
+  transitionAhead(held: HeldExecution, input: SignalEvent, call: Call): Transition | undefined {
+    const transition = this.#transition(held, input, call, true);
+    return transition instanceof Promise ? undefined : transition;
+  }
+
+  #transition(held: HeldExecution, input: SignalEvent, call: Call, ahead: boolean): Transition | undefined | Promise<Transition | undefined> {
     const event = input as unknown as ExecutionEvent;
     const place = call.place;
-    if (event.type === 'xreactor.execution.abort' && place === 'worker') throw new WorkInterruptedError(held.id, event.reason);
+    if (event.type === 'xreactor.execution.abort' && place === 'worker') {
+      if (ahead) return undefined;
+      throw new WorkInterruptedError(held.id, event.reason);
+    }
     const [next, actions] = this.#stepper.next(held.snapshot, event);
     // XState returns the very same snapshot when no transition applies (stale or duplicate delivery).
     if (next === held.snapshot) return undefined;
     const plan = planCommit(actions);
     if (plan.spawns.length === 0) return this.#transitionOf(held, event, next, actions, plan, [], call);
+    if (ahead) return undefined;
     return Promise.all(plan.spawns.map((s) => this.#spawnOf(held, s, place))).then((spawned) => this.#transitionOf(held, event, next, actions, plan, spawned, call));
   }
 

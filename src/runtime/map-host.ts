@@ -892,6 +892,11 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
     };
   }
 
+  /** Computed at once, with nothing done that its refusal does not give back: sent ahead of its element's end. */
+  transitionAhead(held: HeldRollback, event: SignalEvent): Transition | undefined {
+    return this.transition(held, event);
+  }
+
   perform(held: HeldRollback, effect: OutboxEffect, call: Call): Promise<SignalEvent | undefined> {
     return this.#perform(held, effect, call);
   }
@@ -928,7 +933,7 @@ export class ElementRollbackHost implements ActorBehaviour<HeldRollback>, KindHo
         }
         const { held: taken, loop } = found;
         await call.leased.get(element)?.held.lease?.end();
-        call.leased.set(element, { held: taken, resume: (c) => loop.resume(taken as never, taken.outbox, c) });
+        call.leased.set(element, { held: taken, resume: (c) => loop.resume(taken as never, taken.outbox, c), loop });
         return { type: 'xreactor.rollback.undo', at: clock.now(), attempt };
       }
       case 'xreactor.effect.wait': {

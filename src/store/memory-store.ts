@@ -11,7 +11,7 @@ import { checkCommitRules, checkCreateOption, uniqueIds } from './commit-rules.j
 import { decodeInboxEntry, encodeInboxEntry, inboxOf } from './inbox-codec.js';
 import { decodeUnreadable, encodeUnreadable } from './unreadable-codec.js';
 import { executionBusyError, executionExistsError, MAX_CASCADE_DEPTH, undoGapError } from './store.js';
-import type { Commit, CommitWrites, CreateExecution, CreateOptions, DeliveredSignal, LeasedLoad, LoadedExecution, OutboxEffect, Signal, SpawnActor, Store, UndoEntry } from './store.js';
+import type { Commit, CommitOptions, CommitWrites, CreateExecution, CreateOptions, DeliveredSignal, LeasedLoad, LoadedExecution, OutboxEffect, Signal, SpawnActor, Store, UndoEntry } from './store.js';
 import { undoTopOf } from './undo-top.js';
 import { createMemoryMaps, prepareMapWrites } from './memory-maps.js';
 import type { MapFlags, PreparedMapWrites } from './memory-maps.js';
@@ -317,6 +317,41 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
     for (const spawned of p.spawn) deliverAll(spawned.prepared, flags, landed);
   };
 
+  /** Applies or refuses one commit (see `Store.commit`). */
+  const commitNow = async (id: string, expectedRevision: number, commit: Commit, options: CommitOptions | undefined): Promise<number> => {
+    checkCommitRules(id, commit);
+    checkCreateOption(id, expectedRevision, options);
+    const create = options?.create;
+    const existing = rows.get(id);
+    // A creating commit (a fan-out element's start): fenced by the actor's absence; its row is kept only once every check passed.
+    const r = create === undefined ? row(id) : existing === undefined ? newRow(own(create.input), create.parent) : existing;
+    if (r.revision !== expectedRevision) throw new StaleRevisionError(id, expectedRevision, r.revision);
+    if (options?.ifSnapshot !== undefined && !sameBytes(r.snapshot, options.ifSnapshot)) throw new StaleRevisionError(id, expectedRevision, r.revision);
+    if (r.inboxSeq > (commit.inboxSeen ?? 0)) throw new InboxPendingError(id, r.revision, r.inboxSeq);
+    if (commit.signalAhead !== undefined && r.dedupe.get(commit.signalAhead) !== commit.inboxSeen) throw new SignalNotLandedError(id, r.revision, commit.inboxSeen ?? 0);
+    checkUndo(id, commit.writes, r.undo.length);
+    const lease = options?.takeLease;
+    if (lease !== undefined && heldByOther(id, lease.owner)) throw executionBusyError(id);
+    if (commit.spawn !== undefined) checkSpawns(commit, new Set([id]));
+    const gated = commit.writes.map?.started;
+    if (gated?.gate === true) {
+      const why = mapGateClosedWhy(maps.gate(gated.map));
+      if (why !== undefined) throw new MapGateClosedError(id, gated.map, why);
+    }
+    const prepared = prepare(commit);
+    apply(r, prepared);
+    if (create !== undefined) rows.set(id, r);
+    if (commit.consumed !== undefined) for (const seq of commit.consumed) r.inbox.delete(seq);
+    spawnAll(id, prepared);
+    deliverAll(prepared, applyMaps(id, prepared), options?.landedSignals, options?.delivered);
+    for (const listed of options?.list ?? []) markActive(listed, true);
+    if (options?.unlist === true) markActive(id, false);
+    if (lease !== undefined) takeLease(id, lease.owner, lease.ttlMs);
+    if (options?.releaseLease !== undefined) releaseLease(id, options.releaseLease);
+    if (options?.announce === true) publishSettled(id);
+    return r.revision;
+  };
+
   return {
     async create(execution: CreateExecution, options?: CreateOptions) {
       checkCommitRules(execution.id, execution.commit);
@@ -360,38 +395,11 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): Store {
       if (refusing !== undefined) return { landed: [], refusedBy: { id: refusing[0], status: refusing[1].status } };
       return { landed: reached.filter(([, r]) => land(r, signal.dedupeKey, entry)).map(([id]) => id) };
     },
-    async commit(id, expectedRevision, commit, options) {
-      checkCommitRules(id, commit);
-      checkCreateOption(id, expectedRevision, options);
-      const create = options?.create;
-      const existing = rows.get(id);
-      // A creating commit (a fan-out element's start): fenced by the actor's absence; its row is kept only once every check passed.
-      const r = create === undefined ? row(id) : existing === undefined ? newRow(own(create.input), create.parent) : existing;
-      if (r.revision !== expectedRevision) throw new StaleRevisionError(id, expectedRevision, r.revision);
-      if (options?.ifSnapshot !== undefined && !sameBytes(r.snapshot, options.ifSnapshot)) throw new StaleRevisionError(id, expectedRevision, r.revision);
-      if (r.inboxSeq > (commit.inboxSeen ?? 0)) throw new InboxPendingError(id, r.revision, r.inboxSeq);
-      if (commit.signalAhead !== undefined && r.dedupe.get(commit.signalAhead) !== commit.inboxSeen) throw new SignalNotLandedError(id, r.revision, commit.inboxSeen ?? 0);
-      checkUndo(id, commit.writes, r.undo.length);
-      const lease = options?.takeLease;
-      if (lease !== undefined && heldByOther(id, lease.owner)) throw executionBusyError(id);
-      if (commit.spawn !== undefined) checkSpawns(commit, new Set([id]));
-      const gated = commit.writes.map?.started;
-      if (gated?.gate === true) {
-        const why = mapGateClosedWhy(maps.gate(gated.map));
-        if (why !== undefined) throw new MapGateClosedError(id, gated.map, why);
-      }
-      const prepared = prepare(commit);
-      apply(r, prepared);
-      if (create !== undefined) rows.set(id, r);
-      if (commit.consumed !== undefined) for (const seq of commit.consumed) r.inbox.delete(seq);
-      spawnAll(id, prepared);
-      deliverAll(prepared, applyMaps(id, prepared), options?.landedSignals, options?.delivered);
-      for (const listed of options?.list ?? []) markActive(listed, true);
-      if (options?.unlist === true) markActive(id, false);
-      if (lease !== undefined) takeLease(id, lease.owner, lease.ttlMs);
-      if (options?.releaseLease !== undefined) releaseLease(id, options.releaseLease);
-      if (options?.announce === true) publishSettled(id);
-      return r.revision;
+    commit(id, expectedRevision, commit, options) {
+      // Applied (or refused) at once: a commit sent from `sending` comes after it.
+      const committed = commitNow(id, expectedRevision, commit, options);
+      options?.sending?.();
+      return committed;
     },
     async acquireAndLoad(id, lease, options): Promise<LeasedLoad> {
       if (options?.unlessExists !== undefined && rows.has(options.unlessExists)) return { status: 'exists' };

@@ -334,7 +334,9 @@ export function createRedisStore(options: RedisStoreOptions): Store {
         ...(create === undefined ? {} : { create: { reactor: create.reactor, input: encode(create.input), parent: create.parent } }),
       });
       const send = async () => {
-        const reply = await sendCommit(call);
+        const replying = sendCommit(call);
+        options?.sending?.();
+        const reply = await replying;
         const committed = readCommitReply(id, expectedRevision, reply);
         if (options?.landedSignals !== undefined || options?.delivered !== undefined) {
           const receipt = readCommitReceipt(reply);

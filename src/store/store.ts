@@ -401,6 +401,13 @@ export interface LeaseRequest {
 
 /** What a commit does besides writing, in the same atomic step. */
 export interface CommitOptions {
+  /**
+   * Called once the commit is on its way (queued on the store's connection, or applied where the
+   * store applies at once), refused or not: a commit sent from here reaches the store after this
+   * one, in the same group call where the store groups commits. How the kernel sends a
+   * recipient's commit right behind the commit carrying its signal (`Commit.signalAhead`).
+   */
+  readonly sending?: () => void;
   /** Release the execution's lease if this owner holds it (no-op when free or held by another owner). */
   readonly releaseLease?: string;
   /** After applying the commit, publish the settled notification (a `waitSettled(id)` waiter wakes, as on `publishSettled(id)`). */

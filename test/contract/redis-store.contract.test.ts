@@ -451,6 +451,32 @@ describe('redis store: group commit', () => {
     }
   });
 
+  it('sends a commit issued from `sending` in the same script call as the commit before it, and applies it after that one (a plain commit, and one that announces and releases its lease)', async () => {
+    const { redis, store, cleanup } = open();
+    try {
+      for (const id of ['p', 'p.a', 'q', 'q.a']) await store.create({ id, reactor: 'r', input: {}, commit: first() }, { lease: { owner: 'w', ttlMs: 60_000 } });
+      const undo = (to: string) => ({ to, event: { type: 'test.undo', at: 3 }, dedupeKey: `undo:${to}` });
+      const applying: Commit = { ...quiet(), inboxSeen: 1, consumed: [1], signalAhead: 'undo:p' };
+      for (const [sender, recipient, options] of [
+        ['p.a', 'p', {}],
+        ['q.a', 'q', { announce: true, releaseLease: 'w' }],
+      ] as const) {
+        await redis.config('RESETSTAT');
+        let ahead: Promise<number> | undefined;
+        const sending = () => void (ahead = store.commit(recipient, 1, { ...applying, signalAhead: `undo:${recipient}` }));
+        const sent = store.commit(sender, 1, { ...quiet(), signals: [undo(recipient)] }, { ...options, sending });
+        expect(await sent).toBe(2);
+        expect(ahead).toBeDefined();
+        expect(await ahead).toBe(2);
+        expect(await scriptCalls(redis)).toBe(1);
+        expect(await store.load(recipient)).toMatchObject({ revision: 2, inbox: { entries: [], seq: 1 } });
+      }
+      expect(await store.hasLease('q.a')).toBe(false);
+    } finally {
+      await cleanup();
+    }
+  });
+
   /**
    * Creates `ids`, 'ahead' and 'ahead-2', then keeps the server busy with a script sent ahead on
    * the store's connection, so that no reply to the commits sent behind it can arrive before

@@ -1,6 +1,7 @@
 /**
  * The kernel's recovery paths with a composed child: a process that dies between a child's
- * settle commit (which lands the signal in its parent's inbox) and the parent applying it; an
+ * settle commit (which lands the signal in its parent's inbox) and the parent applying it, or
+ * right after both (the parent's commit sent ahead of the signal, right behind the child's); an
  * awaited child that is gone. Each death is forced with a store whose commit never returns.
  */
 import pino from 'pino';
@@ -11,15 +12,20 @@ import { createInProcessQueue, createTestClock } from '../../src/testing/index.j
 
 const logger = pino({ level: 'silent' });
 
-/** A store whose process dies right after the commit of `id` into `status` lands (nothing after it runs). */
-function dyingAfter(store: Store, id: string, status: string): Store {
+/**
+ * A store whose process dies right after the commit of `id` into `status` lands (nothing after it
+ * runs: not even a commit the kernel sends right behind it, `CommitOptions.sending`, unless
+ * `pair` lets that one go out first).
+ */
+function dyingAfter(store: Store, id: string, status: string, pair = false): Store {
   return new Proxy(store, {
     get: (t, k, r) =>
       k === 'commit'
-        ? async (...args: Parameters<Store['commit']>) => {
-            const revision = await t.commit(...args);
-            if (args[0] === id && args[2].status === status) return new Promise<number>(() => undefined);
-            return revision;
+        ? async (...[actor, revision, commit, options]: Parameters<Store['commit']>) => {
+            const dies = actor === id && commit.status === status;
+            const committed = await t.commit(actor, revision, commit, dies && !pair && options !== undefined ? { ...options, sending: undefined } : options);
+            if (dies) return new Promise<number>(() => undefined);
+            return committed;
           }
         : (Reflect.get(t, k, r) as unknown),
   });
@@ -57,6 +63,33 @@ describe('kernel recovery', () => {
     expect(ran).toEqual(['a', 'c1', 'b']);
     expect((await store.load('r1'))?.inbox.entries).toEqual([]);
     // A second sweep finds nothing to do, and the index is empty once the settled actors are dropped.
+    await operator.sweepOnce();
+    await queue.drain();
+    expect(ran).toEqual(['a', 'c1', 'b']);
+    expect((await store.listActive(10)).ids).toEqual([]);
+    await worker.close();
+  });
+
+  it("a process that dies once the child settle commit and the parent's commit applying it (sent right behind) both landed: the sweeper recovers the parent from its outbox, and nothing runs twice", async () => {
+    const time = createTestClock();
+    const store = createMemoryStore({ clock: time });
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const ran: string[] = [];
+    const root = tree(ran);
+    const caller = createRuntime({ store: dyingAfter(store, 'r1.sub', 'completed', true), queue, clock: createTestClock(), logger, worker: false, leaseTtlMs: 5_000, generateId: () => 'r1' });
+    void caller.run(root, {});
+    await expect.poll(async () => (await store.load('r1.sub'))?.snapshot.value).toBe('completed');
+    const parent = await store.load('r1');
+    // The signal applied (the entry consumed) in the same store step as the child's settle.
+    expect({ value: parent?.snapshot.value, inbox: parent?.inbox.entries, seq: parent?.inbox.seq }).toEqual({ value: { running: 'executing' }, inbox: [], seq: 1 });
+    expect(ran).toEqual(['a', 'c1']);
+    time.advance(5_001);
+    const operator = createRuntime({ store, queue, clock: time, logger, worker: false, reactors: [root] });
+    expect(await operator.sweepOnce()).toBeGreaterThanOrEqual(1);
+    const worker = createWorker({ store, queue, clock: time, logger, reactors: [root], sweepIntervalMs: 0 });
+    await queue.drain();
+    expect(await operator.awaitResult('r1', { timeoutMs: 10 })).toMatchObject({ status: 'completed', value: { a: 'A', sub: { c1: 'C1' }, b: 'B' } });
+    expect(ran).toEqual(['a', 'c1', 'b']);
     await operator.sweepOnce();
     await queue.drain();
     expect(ran).toEqual(['a', 'c1', 'b']);
