@@ -72,10 +72,8 @@ describe('commits sent ahead of their signals', () => {
   });
 
   it('a signal the parent had not seen landed before the settle: the commit sent ahead is refused (inbox_pending), and the parent applies both as before', async () => {
-    let inner: Store | undefined;
-    const noise = async () => void (await inner!.signal({ to: 's2', event: { type: 'test.noise', at: 0 }, dedupeKey: 'noise' }));
     const w = world('s2');
-    inner = w.inner;
+    const noise = async () => void (await w.inner.signal({ to: 's2', event: { type: 'test.noise', at: 0 }, dedupeKey: 'noise' }));
     expect(await w.runtime.run(tree('sa_noise', noise), {})).toMatchObject({ status: 'completed', value: { a: 'A', sub: { c1: 'C1' }, b: 'B' } });
     expect(w.ahead).toEqual([{ id: 's2', status: 'running', outcome: 'inbox_pending' }]);
     // The settle (seq 2) consumed; the noise no state accepts is left (its parent ended completed, so it is discarded).
@@ -83,11 +81,9 @@ describe('commits sent ahead of their signals', () => {
   });
 
   it("the child's settle refused (a signal it had not seen): the parent's commit sent ahead is refused (signal_not_landed), then the settle goes again and the parent applies it as before", async () => {
-    let inner: Store | undefined;
-    // While c1 runs, a signal lands in the child's own inbox: its settle commit is refused once.
-    const noise = async () => void (await inner!.signal({ to: 's3.sub', event: { type: 'test.noise', at: 0 }, dedupeKey: 'noise' }));
     const w = world('s3');
-    inner = w.inner;
+    // While c1 runs, a signal lands in the child's own inbox: its settle commit is refused once.
+    const noise = async () => void (await w.inner.signal({ to: 's3.sub', event: { type: 'test.noise', at: 0 }, dedupeKey: 'noise' }));
     expect(await w.runtime.run(tree('sa_refused', noise), {})).toMatchObject({ status: 'completed', value: { a: 'A', sub: { c1: 'C1' }, b: 'B' } });
     // One sent ahead of the refused settle (refused with it); the second settle's signal is applied in the parent's turn.
     expect(w.ahead).toEqual([{ id: 's3', status: 'running', outcome: 'signal_not_landed' }]);
