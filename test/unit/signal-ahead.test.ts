@@ -50,15 +50,10 @@ function tree(name: string, during: () => Promise<void>) {
     .build();
 }
 
-function world(id: string, before?: (id: string, c: Commit) => Promise<void>) {
+function world(id: string) {
   const inner = createMemoryStore({ clock: createTestClock() });
   const ahead: AheadRecord[] = [];
-  const store: Store = interceptStore(inner, {
-    commit: recordAhead(async (next, actor, _revision, c) => {
-      await before?.(actor, c);
-      return next();
-    }, ahead),
-  });
+  const store: Store = interceptStore(inner, { commit: recordAhead((next) => next(), ahead) });
   const runtime = createRuntime({ store, logger, generateId: () => id });
   return { inner, store, runtime, ahead };
 }
