@@ -76,6 +76,9 @@ interface VariantSet {
   readonly total: number[];
   /** The worker processes' CPU per element of each measured round (forward and forward + rollback maps together), µs. */
   readonly cpu: number[];
+  /** Redis during each measured round's forward + rollback map: script calls per element, and the server's CPU µs per element. */
+  readonly redisCalls: number[];
+  readonly redisCpu: number[];
   lastForwardId?: string;
 }
 
@@ -110,7 +113,7 @@ runBench(async () => {
       );
       const store = adapters.createRedisStore({ redis, prefix: name });
       const queue = adapters.createBullmqQueue({ connection: redis, queueName: name });
-      sets.push({ label, workers, store, queue, forward: [], total: [], cpu: [], runtime: xr.createRuntime({ store, queue, worker: false, reactors: Object.values(reactors), logger }) });
+      sets.push({ label, workers, store, queue, forward: [], total: [], cpu: [], redisCalls: [], redisCpu: [], runtime: xr.createRuntime({ store, queue, worker: false, reactors: Object.values(reactors), logger }) });
       for (const worker of workers) await whenReady(worker, `xreactor worker (${label})`);
     }
     const items = Array.from({ length: ELEMENTS }, (_, i) => i);
@@ -125,8 +128,12 @@ runBench(async () => {
       for (const set of round % 2 === 0 ? sets : [...sets].reverse()) {
         const cpuBefore = workerCpu(set);
         const forward = await once(set, reactors.benchMapForward, 'completed');
+        const redisBefore = await redisCounters(redis);
         const total = await once(set, reactors.benchMapRollback, 'failed');
+        const redisAfter = await redisCounters(redis);
         if (round < 0) continue;
+        set.redisCalls.push((redisAfter.scriptCalls - redisBefore.scriptCalls) / ELEMENTS);
+        set.redisCpu.push(((redisAfter.cpu - redisBefore.cpu) * 1e6) / ELEMENTS);
         set.cpu.push(((workerCpu(set) - cpuBefore) * 1e6) / (2 * ELEMENTS));
         set.forward.push(forward.ms);
         set.total.push(total.ms);
@@ -147,6 +154,11 @@ runBench(async () => {
           (gaps.length === 0 ? '-' : `${fmt(median(gaps), 1)} (${Math.min(...gaps)} / ${Math.max(...gaps)}) over ${gaps.length} throws`),
       );
     }
+    console.log('');
+    console.log(`${'variant'.padEnd(width)} | Redis script calls per element, forward + rollback map (median) | Redis CPU µs per element, forward + rollback map | ÷ first`);
+    for (const set of sets) {
+      console.log(`${set.label.padEnd(width)} | ${fmt(median(set.redisCalls), 2).padStart(63)} | ${fmt(median(set.redisCpu), 0).padStart(47)} | ${fmt(median(set.redisCpu.map((v, i) => v / reference.redisCpu[i]!)), 3).padStart(7)}`);
+    }
     console.log(`load average at end: ${loadAverage()}`);
   } finally {
     for (const set of sets) {
@@ -159,6 +171,14 @@ runBench(async () => {
     await server.stop();
   }
 });
+
+/** The server's script calls (EVALSHA and EVAL) and CPU seconds (user + system) so far. */
+async function redisCounters(redis: Redis): Promise<{ scriptCalls: number; cpu: number }> {
+  const [commands, cpu] = await Promise.all([redis.info('commandstats'), redis.info('cpu')]);
+  const scriptCalls = [...commands.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce((n, m) => n + Number(m[1]), 0);
+  const seconds = (name: string) => Number(new RegExp(`${name}:([\\d.]+)`).exec(cpu)?.[1] ?? 0);
+  return { scriptCalls, cpu: seconds('used_cpu_user') + seconds('used_cpu_sys') };
+}
 
 /** CPU seconds of a set's worker processes so far. */
 function workerCpu(set: VariantSet): number {

@@ -15,13 +15,45 @@
  * none is and the turn issued at least {@link SPLIT_FROM_IDLE}); else with the next call, once one
  * of them is answered (or once {@link MAX_GROUP_COMMIT} commits wait).
  */
-import { commitBatchArgs, readBatchReplies } from './redis-scripts.js';
+import { commitBatchArgs, readBatchReplies, SCRIPTS } from './redis-scripts.js';
 import type { CommitCall, ScriptRunner } from './redis-scripts.js';
 
 interface Pending {
   readonly call: CommitCall;
   readonly resolve: (reply: unknown) => void;
   readonly reject: (error: unknown) => void;
+}
+
+/** An item of a group call, waiting for its own reply. */
+export interface Answerable {
+  readonly resolve: (reply: unknown) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * Answer each item of a group call (`file`: its script) from the call's reply: its own reply, or
+ * the error one of its commands raised; every item gets the error of a call that failed whole.
+ */
+export function answerEach(batch: readonly Answerable[], reply: Promise<unknown>, file: string): void {
+  reply.then(
+    (replies) => {
+      let each: unknown[];
+      try {
+        each = readBatchReplies(replies, batch.length, file);
+      } catch (error) {
+        for (const p of batch) p.reject(error);
+        return;
+      }
+      batch.forEach((p, i) => {
+        const one = each[i];
+        if (one instanceof Error) p.reject(one);
+        else p.resolve(one);
+      });
+    },
+    (error: unknown) => {
+      for (const p of batch) p.reject(error);
+    },
+  );
 }
 
 /** Sends one commit call (`commitArgs`), batched with the others that wait with it; resolves with its own reply. */
@@ -115,25 +147,7 @@ export function batchedCommits(run: ScriptRunner, maxBatch = MAX_GROUP_COMMIT, m
       reply.then(batch[0]!.resolve, batch[0]!.reject);
       return;
     }
-    reply.then(
-      (reply) => {
-        let replies: unknown[];
-        try {
-          replies = readBatchReplies(reply, batch.length);
-        } catch (error) {
-          for (const p of batch) p.reject(error);
-          return;
-        }
-        batch.forEach((p, i) => {
-          const one = replies[i];
-          if (one instanceof Error) p.reject(one);
-          else p.resolve(one);
-        });
-      },
-      (error: unknown) => {
-        for (const p of batch) p.reject(error);
-      },
-    );
+    answerEach(batch, reply, SCRIPTS.commitBatch.file);
   };
   function flush(): void {
     scheduled = false;

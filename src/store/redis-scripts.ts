@@ -43,8 +43,9 @@ export interface CommitCall extends ScriptCall {
 export const SCRIPTS = {
   createExecution: { file: 'createExecution-5.lua', numberOfKeys: 5, packed: true },
   commitExecution: { file: 'commitExecution-5.lua', numberOfKeys: 5, packed: true },
-  // One key per batched commit: the call passes its number of keys (`numberOfKeys: 'perCommit'`).
-  commitBatch: { file: 'commitBatch-1n.lua', numberOfKeys: 'perCommit', packed: true },
+  // Group calls: `perItem` keys for each commit or load they carry; the call passes its number of keys.
+  commitBatch: { file: 'commitBatch-1n.lua', numberOfKeys: { perItem: 1 }, packed: true },
+  acquireAndLoadBatch: { file: 'acquireAndLoadBatch-5n.lua', numberOfKeys: { perItem: 5 } },
   loadExecution: { file: 'loadExecution-4.lua', numberOfKeys: 4 },
   readInbox: { file: 'readInbox-2.lua', numberOfKeys: 2 },
   signalActor: { file: 'signalActor-1.lua', numberOfKeys: 1 },
@@ -54,7 +55,14 @@ export const SCRIPTS = {
   markActive: { file: 'markActive-1.lua', numberOfKeys: 1 },
   markUnreadable: { file: 'markUnreadable-1.lua', numberOfKeys: 1 },
   readMapPage: { file: READ_MAP_PAGE_FILE, numberOfKeys: 1 },
-} as const satisfies Record<string, { file: string; numberOfKeys: number | 'perCommit'; packed?: true }>;
+} as const satisfies Record<string, ScriptSpec>;
+
+/** A script's file, its number of keys (or keys per item of a group call), and whether it takes its arguments packed. */
+interface ScriptSpec {
+  readonly file: string;
+  readonly numberOfKeys: number | { readonly perItem: number };
+  readonly packed?: true;
+}
 
 /** Name of an atomic operation with a script. */
 export type ScriptName = keyof typeof SCRIPTS;
@@ -88,11 +96,12 @@ export function defineScripts(redis: Redis | Cluster): ScriptRunner {
     redis.defineCommand(`xreactor_${name}`, { lua: loadLuaScript(script.file), ...(typeof script.numberOfKeys === 'number' ? { numberOfKeys: script.numberOfKeys } : {}) });
   }
   return (name, call, binary = false) => {
-    const script: { readonly file: string; readonly numberOfKeys: number | 'perCommit'; readonly packed?: true } = SCRIPTS[name];
+    const script: ScriptSpec = SCRIPTS[name];
     const command = commands[`xreactor_${name}${binary ? 'Buffer' : ''}`]!;
     const argv = script.packed === true ? [packArgv(call.argv)] : call.argv;
-    if (script.numberOfKeys === 'perCommit') {
-      if (call.keys.length === 0) throw new XreactorError('script_keys_invalid', `script ${script.file} takes one key per commit, and at least one commit`);
+    if (typeof script.numberOfKeys !== 'number') {
+      const { perItem } = script.numberOfKeys;
+      if (call.keys.length === 0 || call.keys.length % perItem !== 0) throw new XreactorError('script_keys_invalid', `script ${script.file} takes ${perItem} key(s) per item, and at least one item (got ${call.keys.length})`);
       return command.call(redis, String(call.keys.length), ...call.keys, ...argv);
     }
     if (call.keys.length !== script.numberOfKeys) {
@@ -351,17 +360,18 @@ export function commitBatchArgs(calls: readonly CommitCall[]): ScriptCall {
 }
 
 /**
- * Reads the reply of `commitBatch-1n.lua` for `n` commits: each commit's own reply (as
- * `commitExecution-5.lua` replies it, for {@link readCommitReply}), or an Error carrying the
+ * Reads the reply of a group call (`commitBatch-1n.lua` by default, `file` names another) for
+ * `n` items: each item's own reply (as `commitExecution-5.lua` replies a commit, for
+ * {@link readCommitReply}; as `acquireAndLoad-5.lua` replies a load), or an Error carrying the
  * message of the Redis error one of its commands raised (an ioredis `ReplyError`, as a script
  * run alone raises).
  */
-export function readBatchReplies(reply: unknown, n: number): unknown[] {
+export function readBatchReplies(reply: unknown, n: number, file: string = SCRIPTS.commitBatch.file): unknown[] {
   if (!Array.isArray(reply) || reply.length !== n) {
-    throw new XreactorError('script_reply_invalid', `${SCRIPTS.commitBatch.file} replied ${JSON.stringify(reply)}, not ${n} replies: is another program's script loaded under its name?`);
+    throw new XreactorError('script_reply_invalid', `${file} replied ${JSON.stringify(reply)}, not ${n} replies: is another program's script loaded under its name?`);
   }
   // The same error class ioredis raises when a script run alone fails.
-  return reply.map((one: unknown) => (Array.isArray(one) && Number(one[0]) === -1 ? new RedisReplyError(`${String(one[1])} (in ${SCRIPTS.commitBatch.file})`) : one));
+  return reply.map((one: unknown) => (Array.isArray(one) && Number(one[0]) === -1 ? new RedisReplyError(`${String(one[1])} (in ${file})`) : one));
 }
 
 /**

@@ -6,6 +6,7 @@ import { systemClock } from '../internal/clock.js';
 import { decode, encode } from '../serialization/index.js';
 import { createKeyBuilder, EXECUTION_FIELDS } from './keys.js';
 import { batchedCommits, unbatchedCommits } from './commit-batcher.js';
+import { batchedLoads, unbatchedLoads } from './load-batcher.js';
 import { DEFAULT_REDIS_TIMEOUT_MS, withStoreDeadlines } from './redis-deadline.js';
 import { checkCommitRules, checkCreateOption } from './commit-rules.js';
 import { deliveredEntry, inboxOf } from './inbox-codec.js';
@@ -98,7 +99,9 @@ export interface RedisStoreOptions {
    * turn while fewer than two calls are in flight (from idle, a turn of four or more as two calls
    * of halves, so actors that started together do not stay in lockstep), once one is answered
    * while two are (see `src/store/commit-batcher.ts`); 128 waiting commits go out at once, as one
-   * call. A lone run's commit waits only for the end of the turn it is issued in.
+   * call. A lone run's commit waits only for the end of the turn it is issued in. The leases
+   * and loads of several actors issued in one turn (`acquireAndLoad`: a bundle of rollback actors
+   * each taking its element) share one call the same way (`src/store/load-batcher.ts`).
    * Not available on a Redis Cluster, whose executions live in different slots.
    * @defaultValue true on a single Redis server, false on a Cluster
    */
@@ -214,6 +217,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
   const redis = config.redis as Redis;
   const run = defineScripts(config.redis);
   const sendCommit = config.groupCommit ? batchedCommits(run) : unbatchedCommits(run);
+  const sendLoad = config.groupCommit ? batchedLoads(run) : unbatchedLoads(run);
   // The active index is a global key: a standalone server's commit script records its changes
   // with the commit; on a Cluster it is in another slot, so they are written around the script.
   const cluster = (config.redis as { isCluster?: boolean }).isCluster === true;
@@ -354,7 +358,7 @@ export function createRedisStore(options: RedisStoreOptions): Store {
     async acquireAndLoad(id, lease, options): Promise<LeasedLoad> {
       const k = keys.executionKeys(id);
       const asker = options?.unlessExists === undefined ? undefined : keys.executionKeys(options.unlessExists).execution;
-      const found = readAcquireAndLoadReply(await read(id, run('acquireAndLoad', acquireAndLoadArgs(k, lease, options?.undoTop === true, asker), true)));
+      const found = readAcquireAndLoadReply(await read(id, sendLoad(acquireAndLoadArgs(k, lease, options?.undoTop === true, asker))));
       if (found.status !== 'leased') return found;
       try {
         const execution = loaded(id, found);

@@ -477,6 +477,31 @@ describe('redis store: group commit', () => {
     }
   });
 
+  it('sends the leases and loads of one turn in one script call, each taken or refused as alone; a key of another type fails only its own', async () => {
+    const { redis, store, prefix, cleanup } = open();
+    try {
+      const undo = { step: 'a', args: null, result: 1 };
+      for (const id of ['g-free', 'g-held', 'g-asked', 'g-asked.rb-0']) await store.create({ id, reactor: 'r', input: { id }, commit: first() });
+      expect(await store.acquireLease('g-held', 'other', 60_000)).toBe(true);
+      await redis.set(createKeyBuilder(prefix).executionKeys('g-foreign').execution, 'not a hash');
+      const lease = { owner: 'w', ttlMs: 60_000 };
+      await redis.config('RESETSTAT');
+      const outcomes = await Promise.allSettled([
+        store.acquireAndLoad('g-free', lease, { undoTop: true }),
+        store.acquireAndLoad('g-held', lease),
+        store.acquireAndLoad('g-asked', lease, { unlessExists: 'g-asked.rb-0' }),
+        store.acquireAndLoad('g-missing', lease),
+        store.acquireAndLoad('g-foreign', lease),
+      ]);
+      expect(await scriptCalls(redis)).toBe(1);
+      expect(outcomes.map((o) => (o.status === 'fulfilled' ? o.value.status : (o.reason as Error).name))).toEqual(['leased', 'busy', 'exists', 'missing', 'DeserializationError']);
+      expect(outcomes[0]).toMatchObject({ value: { execution: { revision: 1 }, input: { id: 'g-free' }, undoTop: { position: 0, entry: undo } } });
+      expect([await store.hasLease('g-free'), await store.hasLease('g-asked'), await store.acquireLease('g-held', 'other', 60_000)]).toEqual([true, false, true]);
+    } finally {
+      await cleanup();
+    }
+  });
+
   /**
    * Creates `ids`, 'ahead' and 'ahead-2', then keeps the server busy with a script sent ahead on
    * the store's connection, so that no reply to the commits sent behind it can arrive before

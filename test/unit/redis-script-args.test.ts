@@ -498,16 +498,16 @@ describe('lua scripts', () => {
 
   it('registers every script file, each named verbNoun-<numKeys>.lua', () => {
     expect(files.sort()).toEqual(Object.values(SCRIPTS).map((s) => s.file).sort());
-    for (const script of Object.values(SCRIPTS)) expect(script.file).toMatch(new RegExp(`^[a-z][A-Za-z]+-${script.numberOfKeys === 'perCommit' ? '1n' : script.numberOfKeys}\\.lua$`));
+    for (const script of Object.values(SCRIPTS)) expect(script.file).toMatch(new RegExp(`^[a-z][A-Za-z]+-${typeof script.numberOfKeys === 'number' ? script.numberOfKeys : `${script.numberOfKeys.perItem}n`}\\.lua$`));
   });
 
   it('opens each script with a header listing exactly its KEYS, its ARGV and its return codes', () => {
-    for (const script of Object.values(SCRIPTS) as readonly { readonly file: string; readonly numberOfKeys: number | 'perCommit'; readonly packed?: true }[]) {
+    for (const script of Object.values(SCRIPTS) as readonly { readonly file: string; readonly numberOfKeys: number | { readonly perItem: number }; readonly packed?: true }[]) {
       const source = loadLuaScript(script.file);
       // A packed script unpacks its one argument into A before anything reads it; the others read ARGV.
       if (script.packed === true) expect(source, script.file).toMatch(/^local A = cmsgpack\.unpack\(ARGV\[1\]\)$/m);
       else expect(source, script.file).not.toMatch(/cmsgpack/);
-      if (script.numberOfKeys === 'perCommit') continue; // commitBatch-1n.lua: KEYS[i], one per commit
+      if (typeof script.numberOfKeys !== 'number') continue; // the group calls (commitBatch-1n.lua, acquireAndLoadBatch-5n.lua): keys per item
       const header = /^--\[\[([\s\S]*?)\]\]/.exec(source)?.[1] ?? '';
       expect(header, script.file).toContain(script.file);
       expect(header, script.file).toMatch(/ARGV\[1\]|ARGV {5}none/);

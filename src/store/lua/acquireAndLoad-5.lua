@@ -31,17 +31,5 @@
     {2}                                 no such execution (no rev, snapshot nor outbox); nothing written
     {3}                                 ARGV[4] = '1' and the asker exists; nothing read nor written
 ]]
-if ARGV[4] == '1' and redis.call('HEXISTS', KEYS[5], 'rev') == 1 then return {3} end
-local fields = redis.call('HMGET', KEYS[1], 'rev', 'snapshot', 'outbox', 'input', 'iseq')
-if not fields[1] and not fields[2] and not fields[3] then return {2} end
-local entries = fields[5] and redis.call('HGETALL', KEYS[3]) or {}
-local holder = redis.call('GET', KEYS[2])
-if holder and holder ~= ARGV[1] then return {1} end
-local undoLength, top
-if ARGV[3] == '1' then
-  undoLength = redis.call('LLEN', KEYS[4])
-  if undoLength > 0 then top = redis.call('LINDEX', KEYS[4], -1) end
-end
-redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
-if undoLength == nil then return {0, fields[1], fields[2], fields[3], fields[4], fields[5], entries} end
-return {0, fields[1], fields[2], fields[3], fields[4], fields[5], entries, undoLength, top or false}
+--- @include "acquireAndLoad"
+return acquireAndLoadOne(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
