@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { ActorTag } from '../../machines/registry-types.js';
-import { InboxPendingError, StaleRevisionError } from '../errors/index.js';
+import { ExecutionNotFoundError, InboxPendingError, MapGateClosedError, StaleRevisionError, XreactorError } from '../errors/index.js';
 import type { Clock } from '../internal/clock.js';
 import { jobId } from '../queue/job-ids.js';
 import type { JobSpec, Queue } from '../queue/queue.js';
@@ -435,6 +435,10 @@ export class ActorHost<H extends HeldActor> {
   async #applyInbox(held: H, call: Call): Promise<boolean> {
     // Every entry is tried here, a handed one too.
     held.handedPending = false;
+    // Its commit sent ahead, with the entry it applies not handed to it: taken up before anything
+    // is read (landed, the entry is applied and what follows from it done; refused, nothing was).
+    const ahead = held.ahead;
+    if (ahead !== undefined && !held.inbox.entries.some((e) => e.seq === ahead.entry.seq) && (await this.#takeAhead(held, undefined, call)) !== undefined) return true;
     if (held.inboxStale) {
       // The actor and its inbox in one read: another process may have applied the entries (and
       // moved the actor on) meanwhile; then this one goes on from where it left the actor.
@@ -683,13 +687,10 @@ export class ActorHost<H extends HeldActor> {
     if (transition === undefined || transition.keepsOutbox === true) return;
     const commit: Commit = { ...transition.commit, inboxSeen: entry.seq, consumed: [entry.seq], signalAhead: entry.dedupeKey };
     const { options, receipt, delivered } = this.#commitOptions(transition, commit, actor.id, call);
-    const sent = transition;
+    // Its refusal is taken up in its turn (`#takeAhead`), which gives back what the commit took.
     const outcome = this.#deps.store.commit(actor.id, actor.revision, commit, options).then(
       (revision) => revision,
-      (refused: unknown) => {
-        sent.refused?.();
-        return { refused };
-      },
+      (refused: unknown) => ({ refused }),
     );
     transition.sent?.(actor.revision + 1);
     actor.ahead = { entry, transition, receipt, delivered, outcome };
@@ -705,7 +706,16 @@ export class ActorHost<H extends HeldActor> {
     const ahead = held.ahead!;
     held.ahead = undefined;
     const outcome = await ahead.outcome;
-    if (typeof outcome !== 'number') return undefined;
+    if (typeof outcome !== 'number') {
+      // Given back in its own turn, while this actor is still held (a lease its commit was to
+      // release is renewed again).
+      ahead.transition.refused?.();
+      // A refusal wrote nothing. Any other failure (a timeout, a lost connection) leaves the
+      // outcome unknown, as it would for the commit made in its turn: it is thrown, and the
+      // actor is recovered from what the store holds.
+      if (!isRefusal(outcome.refused)) throw outcome.refused;
+      return undefined;
+    }
     held.revision = outcome;
     const landed = await this.#landed(held, ahead.transition, ahead.entry, ahead.receipt, ahead.delivered, call);
     if (entry !== undefined && entry.seq === ahead.entry.seq) return landed;
@@ -713,6 +723,19 @@ export class ActorHost<H extends HeldActor> {
     return { status: 'refused' };
   }
 }
+
+/**
+ * A commit refused by the store, having written nothing (a fence, the lease, the undo positions,
+ * a spawn, a map's gate), as opposed to a failure whose outcome is unknown (a timeout, a lost
+ * connection, a reply the store cannot read).
+ */
+function isRefusal(error: unknown): boolean {
+  if (error instanceof StaleRevisionError || error instanceof MapGateClosedError || error instanceof ExecutionNotFoundError) return true;
+  return error instanceof XreactorError && REFUSAL_CODES.has(error.code);
+}
+
+/** The codes of the store's other refusals of a commit (`Store.commit`). */
+const REFUSAL_CODES: ReadonlySet<string> = new Set(['execution_busy', 'execution_exists', 'undo_position_invalid', 'signal_cross_root', 'inbox_seq_invalid', 'commit_create_invalid', 'spawn_kind_mismatch', 'map_write_invalid', 'signal_condition_invalid']);
 
 /** Inbox entries handed to their recipient in a call (`handOver`), not read from the store. */
 const handedEntries = new WeakSet<InboxEntry>();

@@ -349,10 +349,15 @@ export class ExecutionHost implements ActorBehaviour<HeldExecution>, KindHost<He
     return this.#transition(held, input, call, false);
   }
 
-  /** The transition when it spawns nothing (a spawn builds its children first): sent ahead of the signal carrying `input`. */
+  /**
+   * The transition when it spawns nothing (a spawn builds its children first) and does not hand
+   * the run off from the caller (whose job goes out as its commit is sent): sent ahead of the
+   * signal carrying `input`.
+   */
   transitionAhead(held: HeldExecution, input: SignalEvent, call: Call): Transition | undefined {
     const transition = this.#transition(held, input, call, true);
-    return transition instanceof Promise ? undefined : transition;
+    if (transition === undefined || transition instanceof Promise) return undefined;
+    return call.place === 'caller' && transition.effects.some((e) => e.type === 'xreactor.effect.handOff') ? undefined : transition;
   }
 
   #transition(held: HeldExecution, input: SignalEvent, call: Call, ahead: boolean): Transition | undefined | Promise<Transition | undefined> {

@@ -8,9 +8,9 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createMemoryStore, createRuntime, defineReactor, fail } from '../../src/index.js';
+import { createMemoryStore, createRuntime, createWorker, defineReactor, fail } from '../../src/index.js';
 import type { Commit, Store, XreactorError } from '../../src/index.js';
-import { createTestClock } from '../../src/testing/index.js';
+import { createInProcessQueue, createTestClock } from '../../src/testing/index.js';
 import { fanOutWorld, recordingElement } from '../support/map-kit.js';
 import { interceptStore } from '../support/recovery-kit.js';
 
@@ -83,6 +83,69 @@ describe('commits sent ahead of their signals', () => {
     // One sent ahead of the refused settle (refused with it); the second settle's signal is applied in the parent's turn.
     expect(w.ahead).toEqual([{ id: 's3', status: 'running', outcome: 'signal_not_landed' }]);
     expect((await w.store.load('s3'))?.inbox).toEqual({ entries: [], seq: 1 });
+  });
+
+  it('its entry not handed to it (a store that gives no receipt): the commit sent ahead that landed is taken up before the inbox is read, and the run ends as before', async () => {
+    const inner = createMemoryStore({ clock: createTestClock() });
+    const ahead: AheadRecord[] = [];
+    const ran: string[] = [];
+    // The receipt the kernel asks for stays empty: nothing is handed over in the call.
+    const stripped = interceptStore(inner, { commit: (_next, id, revision, c, options) => inner.commit(id, revision, c, options === undefined ? undefined : { ...options, delivered: undefined }) });
+    const noReceipt = interceptStore(stripped, { commit: recordAhead((next) => next(), ahead) });
+    const runtime = createRuntime({ store: noReceipt, logger, generateId: () => 's4' });
+    const reactor = tree('sa_no_receipt', async () => void ran.push('c1'));
+    expect(await runtime.run(reactor, {})).toMatchObject({ status: 'completed', value: { a: 'A', sub: { c1: 'C1' }, b: 'B' } });
+    expect(ahead).toEqual([{ id: 's4', status: 'running', outcome: 'landed' }]);
+    expect(ran).toEqual(['c1']);
+    expect((await inner.load('s4'))?.inbox).toEqual({ entries: [], seq: 1 });
+  });
+
+  it('its answer lost (a timeout: the outcome unknown): the error is thrown as for any commit, and the run is recovered from what the store holds, nothing run twice', async () => {
+    const time = createTestClock();
+    const inner = createMemoryStore({ clock: time });
+    const ran: string[] = [];
+    const lost = interceptStore(inner, {
+      commit: (next, _id, _revision, c) => (c.signalAhead === undefined ? next() : next().then(() => Promise.reject(new Error('store.commit timed out: outcome unknown')))),
+    });
+    const reactor = defineReactor({ name: 'sa_lost' })
+      .step('a', { run: () => (ran.push('a'), 'A') })
+      .compose('sub', defineReactor({ name: 'sa_lost_child' }).step('c1', { run: () => (ran.push('c1'), 'C1') }).build(), { waitFor: ['a'] })
+      .step('b', { waitFor: ['sub'], run: () => (ran.push('b'), 'B') })
+      .build();
+    const queue = createInProcessQueue({ mode: 'manual', clock: time });
+    const caller = createRuntime({ store: lost, queue, clock: time, logger, worker: false, leaseTtlMs: 5_000, generateId: () => 's5' });
+    await expect(caller.run(reactor, {})).rejects.toThrow('outcome unknown');
+    // The parent's commit landed: it applied the settle, and its next step is its pending work.
+    expect(await inner.load('s5')).toMatchObject({ snapshot: { value: { running: 'executing' } }, inbox: { entries: [], seq: 1 }, leased: false });
+    time.advance(5_001);
+    const operator = createRuntime({ store: inner, queue, clock: time, logger, worker: false, reactors: [reactor] });
+    expect(await operator.sweepOnce()).toBeGreaterThanOrEqual(1);
+    const worker = createWorker({ store: inner, queue, clock: time, logger, reactors: [reactor], sweepIntervalMs: 0 });
+    await queue.drain();
+    expect(await operator.awaitResult('s5', { timeoutMs: 10 })).toMatchObject({ status: 'completed', value: { a: 'A', sub: { c1: 'C1' }, b: 'B' } });
+    expect(ran).toEqual(['a', 'c1', 'b']);
+    await worker.close();
+  });
+
+  it('a run handed off after its composed child: the settle is applied ahead, the hand-off goes out from the later commit that asks for it (a hand-off from the caller is never sent ahead), and the worker completes the run', async () => {
+    // On the runtime's own clock: its embedded worker takes the hand-off.
+    const inner = createMemoryStore();
+    const ahead: AheadRecord[] = [];
+    const store = interceptStore(inner, { commit: recordAhead((next) => next(), ahead) });
+    const child = defineReactor({ name: 'sa_handoff_child' }).step('c1', { run: () => 'C1' }).build();
+    const reactor = defineReactor({ name: 'sa_handoff' })
+      .step('a', { run: () => 'A' })
+      .compose('sub', child, { waitFor: ['a'] })
+      .step('b', { waitFor: ['sub'], run: () => 'B' })
+      .background({ after: 'sub' })
+      .build();
+    const runtime = createRuntime({ store, logger, worker: true, reactors: [reactor], generateId: () => 's6' });
+    const started = await runtime.run(reactor, {});
+    expect(started.status).toBe('dispatched');
+    expect(await runtime.awaitResult('s6', { timeoutMs: 1_000 })).toMatchObject({ status: 'completed', value: { a: 'A', sub: { c1: 'C1' }, b: 'B' } });
+    expect(ahead).toEqual([{ id: 's6', status: 'running', outcome: 'landed' }]);
+    expect((await store.load('s6'))?.inbox.entries).toEqual([]);
+    await runtime.close();
   });
 
   it('a fan-out map rolled back: each undone element applies its undo, and its rollback actor its end, in commits sent ahead that all land; every element undone once', async () => {
