@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
 import type { ActorTag } from '../../machines/registry-types.js';
-import { ExecutionNotFoundError, InboxPendingError, MapGateClosedError, StaleRevisionError, XreactorError } from '../errors/index.js';
+import { InboxPendingError, StaleRevisionError } from '../errors/index.js';
 import type { Clock } from '../internal/clock.js';
 import { jobId } from '../queue/job-ids.js';
 import type { JobSpec, Queue } from '../queue/queue.js';
+import { isCommitRefusal } from '../store/store.js';
 import type { Commit, CommitOptions, DeliveredSignal, Inbox, InboxEntry, LoadedActor, LoadedExecution, OutboxEffect, PersistedSnapshot, Signal, SignalEvent, Store, AcquireAndLoadOptions } from '../store/store.js';
 import type { Call } from './call.js';
 import { enterActor, leaveActor } from './call.js';
@@ -65,9 +66,9 @@ export interface HeldActor {
 
 /**
  * A commit sent ahead of the signal it applies: the entry it predicted (the seq after the last
- * one the actor has seen), the revision it was computed at, the transition, and what its commit
- * reports: the new revision, or the refusal (`SignalNotLandedError` when the signal did not land
- * under that seq; what it took for the commit has been given back then).
+ * one the actor has seen), the transition, the receipts its commit fills, and what the commit
+ * reports: the new revision, or the failure (`SignalNotLandedError` when the signal did not land
+ * under that seq), which the actor's turn takes up (`#takeAhead`).
  */
 export interface AheadStep {
   readonly entry: InboxEntry;
@@ -438,7 +439,9 @@ export class ActorHost<H extends HeldActor> {
     // Its commit sent ahead, with the entry it applies not handed to it: taken up before anything
     // is read (landed, the entry is applied and what follows from it done; refused, nothing was).
     const ahead = held.ahead;
-    if (ahead !== undefined && !held.inbox.entries.some((e) => e.seq === ahead.entry.seq) && (await this.#takeAhead(held, undefined, call)) !== undefined) return true;
+    if (ahead !== undefined && !held.inbox.entries.some((e) => e.seq === ahead.entry.seq)) {
+      if ((await this.#takeAhead(held, undefined, call)) !== undefined) return true;
+    }
     if (held.inboxStale) {
       // The actor and its inbox in one read: another process may have applied the entries (and
       // moved the actor on) meanwhile; then this one goes on from where it left the actor.
@@ -560,8 +563,8 @@ export class ActorHost<H extends HeldActor> {
     const commit: Commit = { ...transition.commit, inboxSeen: held.inbox.seq, ...(entry === undefined ? {} : { consumed: [entry.seq] }) };
     const { options, receipt, delivered } = this.#commitOptions(transition, commit, held.id, call);
     // Recipients of its signals that wait for exactly them: their commits go right behind this one.
-    const sending = delivered === undefined ? options : { ...options, sending: () => this.#sendAheadTo(held, commit.signals!, call) };
-    const committing = store.commit(held.id, held.revision, commit, sending);
+    const sent = delivered === undefined ? options : { ...options, sending: () => this.#sendAheadTo(held, commit.signals!, call) };
+    const committing = store.commit(held.id, held.revision, commit, sent);
     transition.sent?.(held.revision + 1);
     try {
       held.revision = await committing;
@@ -713,7 +716,7 @@ export class ActorHost<H extends HeldActor> {
       // A refusal wrote nothing. Any other failure (a timeout, a lost connection) leaves the
       // outcome unknown, as it would for the commit made in its turn: it is thrown, and the
       // actor is recovered from what the store holds.
-      if (!isRefusal(outcome.refused)) throw outcome.refused;
+      if (!isCommitRefusal(outcome.refused)) throw outcome.refused;
       return undefined;
     }
     held.revision = outcome;
@@ -723,19 +726,6 @@ export class ActorHost<H extends HeldActor> {
     return { status: 'refused' };
   }
 }
-
-/**
- * A commit refused by the store, having written nothing (a fence, the lease, the undo positions,
- * a spawn, a map's gate), as opposed to a failure whose outcome is unknown (a timeout, a lost
- * connection, a reply the store cannot read).
- */
-function isRefusal(error: unknown): boolean {
-  if (error instanceof StaleRevisionError || error instanceof MapGateClosedError || error instanceof ExecutionNotFoundError) return true;
-  return error instanceof XreactorError && REFUSAL_CODES.has(error.code);
-}
-
-/** The codes of the store's other refusals of a commit (`Store.commit`). */
-const REFUSAL_CODES: ReadonlySet<string> = new Set(['execution_busy', 'execution_exists', 'undo_position_invalid', 'signal_cross_root', 'inbox_seq_invalid', 'commit_create_invalid', 'spawn_kind_mismatch', 'map_write_invalid', 'signal_condition_invalid']);
 
 /** Inbox entries handed to their recipient in a call (`handOver`), not read from the store. */
 const handedEntries = new WeakSet<InboxEntry>();

@@ -28,7 +28,7 @@ export interface Call {
    * handed to it, and the call advances it from there, without loading it again. Any left when
    * the call's outermost frame is done have their leases released.
    */
-  readonly leased: Map<string, { readonly held: HeldActor; readonly resume: (call: Call) => Promise<void>; readonly loop?: AheadLoop }>;
+  readonly leased: Map<string, { readonly held: HeldActor; readonly resume: (call: Call) => Promise<void>; readonly loop: AheadLoop }>;
   /**
    * The kernel loops of the actors in {@link active}, by id: a commit signalling one of them that
    * waits for exactly that signal sends the recipient's commit for it right behind its own

@@ -1,6 +1,6 @@
 import type { RollbackFailure, TraceEntry } from '../../machines/execution-types.js';
 import type { ActorStatus } from '../../machines/registry-types.js';
-import { XreactorError } from '../errors/index.js';
+import { ExecutionNotFoundError, MapGateClosedError, StaleRevisionError, XreactorError } from '../errors/index.js';
 
 /** A persisted actor: its kind, machine version, state value and context. */
 export interface PersistedSnapshot {
@@ -559,6 +559,20 @@ export type LeasedLoad =
   | { readonly status: 'busy' } // another owner holds the lease; nothing taken
   | { readonly status: 'missing' } // no such execution; no lease taken
   | { readonly status: 'exists' }; // the actor named by `unlessExists` exists; nothing taken nor read
+
+/**
+ * Whether `error` is one of `Store.commit`'s refusals, having written nothing (a fence: revision,
+ * snapshot, inbox, the signal a commit was computed ahead of; the lease; the undo positions; a
+ * spawn; a map's gate or rules; the commit's own rules), as opposed to a failure whose outcome is
+ * unknown (a timeout, a lost connection, a reply the adapter cannot read).
+ */
+export function isCommitRefusal(error: unknown): boolean {
+  if (error instanceof StaleRevisionError || error instanceof MapGateClosedError || error instanceof ExecutionNotFoundError) return true;
+  return error instanceof XreactorError && COMMIT_REFUSAL_CODES.has(error.code);
+}
+
+/** The codes of `Store.commit`'s other refusals (those without a class of their own). */
+const COMMIT_REFUSAL_CODES: ReadonlySet<string> = new Set(['execution_busy', 'execution_exists', 'undo_position_invalid', 'signal_cross_root', 'inbox_seq_invalid', 'commit_create_invalid', 'spawn_kind_mismatch', 'map_write_invalid', 'signal_condition_invalid']);
 
 /**
  * The error `create` with a `lease`, or `commit` with `takeLease`, throws when another owner holds

@@ -42,59 +42,57 @@ function tree(ran: string[]) {
     .build();
 }
 
+/** A caller (lease TTL 5 s) that runs `root` as r1 and dies once r1.sub's settle lands (with the parent's commit sent right behind it, with `pair`). */
+function callerDying(root: ReturnType<typeof tree>, pair: boolean) {
+  const time = createTestClock();
+  const store = createMemoryStore({ clock: time });
+  const queue = createInProcessQueue({ mode: 'manual', clock: time });
+  const caller = createRuntime({ store: dyingAfter(store, 'r1.sub', 'completed', pair), queue, clock: createTestClock(), logger, worker: false, leaseTtlMs: 5_000, generateId: () => 'r1' });
+  void caller.run(root, {});
+  return { time, store, queue };
+}
+
+/** Once the dead caller's lease expired: a sweep and a worker finish r1 as without the death, nothing runs twice, a second sweep finds nothing, and nothing is left listed. */
+async function recoveredBySweep({ time, store, queue }: ReturnType<typeof callerDying>, root: ReturnType<typeof tree>, ran: string[]): Promise<void> {
+  time.advance(5_001);
+  const operator = createRuntime({ store, queue, clock: time, logger, worker: false, reactors: [root] });
+  expect(await operator.sweepOnce()).toBeGreaterThanOrEqual(1);
+  const worker = createWorker({ store, queue, clock: time, logger, reactors: [root], sweepIntervalMs: 0 });
+  await queue.drain();
+  expect(await operator.awaitResult('r1', { timeoutMs: 10 })).toMatchObject({ status: 'completed', value: { a: 'A', sub: { c1: 'C1' }, b: 'B' } });
+  expect(ran).toEqual(['a', 'c1', 'b']);
+  expect((await store.load('r1'))?.inbox.entries).toEqual([]);
+  // A second sweep finds nothing to do, and the index is empty once the settled actors are dropped.
+  await operator.sweepOnce();
+  await queue.drain();
+  expect(ran).toEqual(['a', 'c1', 'b']);
+  expect((await store.listActive(10)).ids).toEqual([]);
+  await worker.close();
+}
+
 describe('kernel recovery', () => {
   it('a process that dies between the child settle commit and the parent applying it: the sweeper wakes the parent, which applies the signal exactly once', async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
     const ran: string[] = [];
     const root = tree(ran);
-    const caller = createRuntime({ store: dyingAfter(store, 'r1.sub', 'completed'), queue, clock: createTestClock(), logger, worker: false, leaseTtlMs: 5_000, generateId: () => 'r1' });
-    void caller.run(root, {});
+    const dead = callerDying(root, false);
+    const { store } = dead;
     await expect.poll(async () => (await store.load('r1.sub'))?.snapshot.value).toBe('completed');
     const parent = await store.load('r1');
     expect({ value: parent?.snapshot.value, inbox: parent?.inbox.entries.map((e) => e.event.type) }).toEqual({ value: { running: 'awaiting' }, inbox: ['xreactor.child.settled'] });
-    time.advance(5_001);
-    const operator = createRuntime({ store, queue, clock: time, logger, worker: false, reactors: [root] });
-    expect(await operator.sweepOnce()).toBeGreaterThanOrEqual(1);
-    const worker = createWorker({ store, queue, clock: time, logger, reactors: [root], sweepIntervalMs: 0 });
-    await queue.drain();
-    expect(await operator.awaitResult('r1', { timeoutMs: 10 })).toMatchObject({ status: 'completed', value: { a: 'A', sub: { c1: 'C1' }, b: 'B' } });
-    expect(ran).toEqual(['a', 'c1', 'b']);
-    expect((await store.load('r1'))?.inbox.entries).toEqual([]);
-    // A second sweep finds nothing to do, and the index is empty once the settled actors are dropped.
-    await operator.sweepOnce();
-    await queue.drain();
-    expect(ran).toEqual(['a', 'c1', 'b']);
-    expect((await store.listActive(10)).ids).toEqual([]);
-    await worker.close();
+    await recoveredBySweep(dead, root, ran);
   });
 
   it("a process that dies once the child settle commit and the parent's commit applying it (sent right behind) both landed: the sweeper recovers the parent from its outbox, and nothing runs twice", async () => {
-    const time = createTestClock();
-    const store = createMemoryStore({ clock: time });
-    const queue = createInProcessQueue({ mode: 'manual', clock: time });
     const ran: string[] = [];
     const root = tree(ran);
-    const caller = createRuntime({ store: dyingAfter(store, 'r1.sub', 'completed', true), queue, clock: createTestClock(), logger, worker: false, leaseTtlMs: 5_000, generateId: () => 'r1' });
-    void caller.run(root, {});
+    const dead = callerDying(root, true);
+    const { store } = dead;
     await expect.poll(async () => (await store.load('r1.sub'))?.snapshot.value).toBe('completed');
     const parent = await store.load('r1');
     // The signal applied (the entry consumed) in the same store step as the child's settle.
     expect({ value: parent?.snapshot.value, inbox: parent?.inbox.entries, seq: parent?.inbox.seq }).toEqual({ value: { running: 'executing' }, inbox: [], seq: 1 });
     expect(ran).toEqual(['a', 'c1']);
-    time.advance(5_001);
-    const operator = createRuntime({ store, queue, clock: time, logger, worker: false, reactors: [root] });
-    expect(await operator.sweepOnce()).toBeGreaterThanOrEqual(1);
-    const worker = createWorker({ store, queue, clock: time, logger, reactors: [root], sweepIntervalMs: 0 });
-    await queue.drain();
-    expect(await operator.awaitResult('r1', { timeoutMs: 10 })).toMatchObject({ status: 'completed', value: { a: 'A', sub: { c1: 'C1' }, b: 'B' } });
-    expect(ran).toEqual(['a', 'c1', 'b']);
-    await operator.sweepOnce();
-    await queue.drain();
-    expect(ran).toEqual(['a', 'c1', 'b']);
-    expect((await store.listActive(10)).ids).toEqual([]);
-    await worker.close();
+    await recoveredBySweep(dead, root, ran);
   });
 
   it('an awaiting parent whose child is gone is woken by the sweeper: the compose step fails with context_unavailable and the parent rolls back', async () => {

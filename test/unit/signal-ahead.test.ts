@@ -127,7 +127,7 @@ describe('commits sent ahead of their signals', () => {
     await worker.close();
   });
 
-  it('a run handed off after its composed child: the settle is applied ahead, the hand-off goes out from the later commit that asks for it (a hand-off from the caller is never sent ahead), and the worker completes the run', async () => {
+  it('a run handed off after its composed child: the settle is applied ahead, the hand-off goes out from the later commit that asks for it, and the worker completes the run', async () => {
     // On the runtime's own clock: its embedded worker takes the hand-off.
     const inner = createMemoryStore();
     const ahead: AheadRecord[] = [];
